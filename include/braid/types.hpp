@@ -1,0 +1,109 @@
+/// braid's vocabulary types: data types, reduction operators, error codes.
+/// Everything here is plain data usable from any layer and from user code.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace braid {
+
+/// Element type of a buffer. The numbering is part of the C ABI (braid.h) and never changes.
+enum class DataType : std::uint8_t {
+  kBool = 0,
+  kInt8 = 1,
+  kUint8 = 2,
+  kInt32 = 3,
+  kUint32 = 4,
+  kInt64 = 5,
+  kUint64 = 6,
+  kFloat16 = 7,
+  kBFloat16 = 8,
+  kFloat32 = 9,
+  kFloat64 = 10,
+};
+inline constexpr int kNumDataTypes = 11;
+
+/// Reduction operators. Semantics per type:
+/// - kSum, kProd on integers wrap modulo 2^bits (two's complement), as in C++ unsigned arithmetic;
+/// - kAvg divides the sum by the number of ranks; on integers the division truncates toward zero
+///   (C++ `/`), so avg of {1, 2} is 1 and avg of {-1, -2} is -1;
+/// - kPremulSum multiplies each rank's input by that rank's ReduceOp::scale, then sums (as NCCL's
+///   ncclRedOpCreatePreMulSum and PyTorch's PREMUL_SUM); on integers the scale must be integral;
+/// - kBand, kBor, kBxor are bitwise and accept integers and bool only;
+/// - on bool, kSum and kMax are logical or, kProd and kMin logical and; kAvg and kPremulSum are refused.
+/// float16 and bfloat16 accumulate in float32 and round once per result.
+enum class ReduceKind : std::uint8_t {
+  kSum = 0,
+  kProd = 1,
+  kMin = 2,
+  kMax = 3,
+  kAvg = 4,
+  kPremulSum = 5,
+  kBand = 6,
+  kBor = 7,
+  kBxor = 8,
+};
+inline constexpr int kNumReduceKinds = 9;
+
+/// A reduction operator with its argument (the pre-multiplier of kPremulSum; ranks may pass different ones).
+struct ReduceOp {
+  ReduceKind kind = ReduceKind::kSum;
+  double scale = 1.0;
+
+  constexpr ReduceOp() = default;
+  constexpr ReduceOp(ReduceKind k) : kind(k) {}  // NOLINT: implicit on purpose, `ReduceKind::kMax` reads well
+  static constexpr ReduceOp premulSum(double s) {
+    ReduceOp op(ReduceKind::kPremulSum);
+    op.scale = s;
+    return op;
+  }
+};
+
+/// Error codes; the numbering is part of the C ABI (braid.h).
+enum class ErrorCode : int {
+  kInvalidArgument = 1,  ///< the caller passed something braid cannot use; nothing was sent
+  kTimeout = 2,          ///< a wait outlasted its timeout; the peers named had not arrived
+  kPeerLost = 3,         ///< a peer died or became unreachable
+  kMismatch = 4,         ///< ranks called different collectives, types, counts or roots
+  kAborted = 5,          ///< the communicator was aborted
+  kUnavailable = 6,      ///< the feature or resource is not available here (no GPU, no shm, ...)
+  kInternal = 7,         ///< a bug in braid or a system call failing unexpectedly
+};
+
+/// Where an error happened. Fields left at their defaults are not known and not printed.
+struct ErrorContext {
+  int rank = -1;       ///< the rank that raised the error
+  int peer = -1;       ///< the peer involved, if one is
+  std::string op;      ///< the operation, e.g. "allreduce"
+  std::int64_t seq = -1;  ///< the communicator's sequence number of that operation
+};
+
+/// The one exception type braid throws. what() reads e.g.
+/// "braid PeerLost [rank 2, peer 3, allreduce #17]: peer process 4242 exited".
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorCode code, const std::string& message, ErrorContext context = {});
+
+  ErrorCode code() const noexcept { return code_; }
+  const ErrorContext& context() const noexcept { return context_; }
+  /// The message without the code and context prefix.
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  ErrorCode code_;
+  ErrorContext context_;
+  std::string message_;
+};
+
+/// "InvalidArgument", "Timeout", ...
+const char* errorCodeName(ErrorCode code) noexcept;
+/// "float32", "bfloat16", ...
+const char* dataTypeName(DataType type) noexcept;
+/// "sum", "premul_sum", ...
+const char* reduceKindName(ReduceKind kind) noexcept;
+/// Bytes per element.
+std::size_t dataTypeSize(DataType type) noexcept;
+
+}  // namespace braid

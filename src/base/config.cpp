@@ -1,0 +1,152 @@
+#include "base/config.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <variant>
+
+#include "base/error.hpp"
+
+namespace braid {
+
+namespace {
+
+using Field = std::variant<long Settings::*, std::size_t Settings::*, double Settings::*, std::string Settings::*>;
+
+struct KnobRow {
+  KnobInfo info;
+  Field field;
+};
+
+// The one declaration of every knob. Defaults are text so that they go through the same parser as the
+// environment. Keep sorted by name.
+const std::vector<KnobRow>& rows() {
+  static const std::vector<KnobRow> kRows = {
+      {{"BRAID_ALGO", KnobType::kString, "",
+        "force an algorithm: direct (latency) or rsag (reduce-scatter + allgather); empty lets braid choose"},
+       &Settings::algo},
+      {{"BRAID_CPU_ISA", KnobType::kString, "",
+        "cap the CPU reduction kernels' instruction set: generic, avx2 or avx512; empty picks the best present"},
+       &Settings::isa},
+      // 64 KiB: below it the direct algorithm (every rank reads every input) beats reduce-scatter+allgather,
+      // whose extra round costs more than the reads it saves; a first estimate until braid tune measures it.
+      {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
+        "largest message that host collectives move with the direct (one-round) algorithm"},
+       &Settings::directMaxBytes},
+      {{"BRAID_LOG", KnobType::kString, "warn", "log level: error, warn, info, debug or trace"}, &Settings::logLevel},
+      {{"BRAID_SHM_P2P_BYTES", KnobType::kBytes, "256K",
+        "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks)"},
+       &Settings::shmP2pBytes},
+      // 1 MiB per round: large enough that the per-round synchronisation (~1 us) is noise against
+      // copying it (~50 us), small enough that a rank's slots stay in its L2/L3.
+      {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "1M",
+        "bytes each local rank exposes per collective round (two such slots, double-buffered)"},
+       &Settings::shmSlotBytes},
+      // ~20k pause iterations is a few tens of microseconds: about the cost of the futex wake-up it avoids.
+      {{"BRAID_SPIN", KnobType::kInt, "20000",
+        "iterations a waiting rank spins before it sleeps in the kernel (0 sleeps at once)"},
+       &Settings::spinIterations},
+      {{"BRAID_TIMEOUT", KnobType::kSeconds, "600",
+        "seconds any blocking wait may last before it fails with Timeout naming the peers it waited for"},
+       &Settings::timeoutSeconds},
+      {{"BRAID_TRANSPORT", KnobType::kString, "auto", "transport between ranks: auto or shm (tcp arrives later)"},
+       &Settings::transport},
+  };
+  return kRows;
+}
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t") - b + 1);
+}
+
+[[noreturn]] void badValue(const KnobInfo& info, const std::string& text, const char* expected) {
+  fail(ErrorCode::kInvalidArgument, {}, info.name, "='", text, "' is not ", expected, " (", info.doc, ")");
+}
+
+void assign(Settings& s, const KnobRow& row, const std::string& raw) {
+  const std::string text = trim(raw);
+  std::visit(
+      [&](auto member) {
+        using T = std::remove_reference_t<decltype(s.*member)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          s.*member = text;
+        } else if constexpr (std::is_same_v<T, std::size_t>) {
+          const auto v = parseBytes(text);
+          if (!v) badValue(row.info, text, "a byte count (e.g. 4096, 64K, 1M)");
+          s.*member = *v;
+        } else if constexpr (std::is_same_v<T, double>) {
+          char* end = nullptr;
+          errno = 0;
+          const double v = std::strtod(text.c_str(), &end);
+          if (text.empty() || *end != '\0' || errno != 0 || !(v > 0)) badValue(row.info, text, "a positive number");
+          s.*member = v;
+        } else {
+          char* end = nullptr;
+          errno = 0;
+          const long v = std::strtol(text.c_str(), &end, 10);
+          if (text.empty() || *end != '\0' || errno != 0 || v < 0) badValue(row.info, text, "a non-negative integer");
+          s.*member = v;
+        }
+      },
+      row.field);
+}
+
+}  // namespace
+
+std::optional<std::size_t> parseBytes(const std::string& text) {
+  if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0]))) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+  if (errno != 0) return std::nullopt;
+  std::string suffix(end);
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();
+  if (suffix.size() == 2 && suffix[1] == 'I') suffix.pop_back();  // KiB, MiB, GiB
+  unsigned shift = 0;
+  if (suffix == "K") shift = 10;
+  else if (suffix == "M") shift = 20;
+  else if (suffix == "G") shift = 30;
+  else if (!suffix.empty()) return std::nullopt;
+  if (shift && v > (~0ull >> shift)) return std::nullopt;
+  return static_cast<std::size_t>(v << shift);
+}
+
+Settings Settings::fromEnvironment(const Lookup& lookup) {
+  Settings s;
+  for (const auto& row : rows()) {
+    std::optional<std::string> value;
+    if (lookup) {
+      value = lookup(row.info.name);
+    } else if (const char* env = std::getenv(row.info.name.c_str())) {
+      value = std::string(env);
+    }
+    assign(s, row, value.value_or(row.info.defaultValue));
+  }
+  return s;
+}
+
+const std::vector<KnobInfo>& allKnobs() {
+  static const std::vector<KnobInfo> kInfos = [] {
+    std::vector<KnobInfo> out;
+    for (const auto& row : rows()) out.push_back(row.info);
+    return out;
+  }();
+  return kInfos;
+}
+
+const char* knobTypeName(KnobType type) {
+  switch (type) {
+    case KnobType::kInt: return "int";
+    case KnobType::kBytes: return "bytes";
+    case KnobType::kSeconds: return "seconds";
+    case KnobType::kString: return "string";
+    case KnobType::kBool: return "bool";
+  }
+  return "?";
+}
+
+}  // namespace braid

@@ -1,0 +1,46 @@
+// Every BRAID_* knob, declared once (name, type, default, one-line doc) in config.cpp's table, read in one
+// place (Settings::fromEnvironment) and listed by allKnobs() for `braid env` and the docs.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace braid {
+
+enum class KnobType { kInt, kBytes, kSeconds, kString, kBool };
+
+struct KnobInfo {
+  std::string name;          // "BRAID_TIMEOUT"
+  KnobType type;
+  std::string defaultValue;  // as text, parsed by the same parser as the environment
+  std::string doc;           // one line
+};
+
+/// Values of every knob for one communicator, taken from the environment at its creation.
+struct Settings {
+  double timeoutSeconds = 0;        // BRAID_TIMEOUT
+  std::string algo;                 // BRAID_ALGO
+  std::size_t directMaxBytes = 0;   // BRAID_DIRECT_MAX_BYTES
+  std::size_t shmSlotBytes = 0;     // BRAID_SHM_SLOT_BYTES
+  std::size_t shmP2pBytes = 0;      // BRAID_SHM_P2P_BYTES
+  long spinIterations = 0;          // BRAID_SPIN
+  std::string logLevel;             // BRAID_LOG
+  std::string transport;            // BRAID_TRANSPORT
+  std::string isa;                  // BRAID_CPU_ISA
+
+  using Lookup = std::function<std::optional<std::string>(const std::string&)>;
+  /// Reads every knob through `lookup` (getenv by default). A malformed value throws InvalidArgument naming
+  /// the knob and the value.
+  static Settings fromEnvironment(const Lookup& lookup = {});
+};
+
+const std::vector<KnobInfo>& allKnobs();
+const char* knobTypeName(KnobType type);
+
+/// "4K" -> 4096, "1M", "2G", plain numbers; nullopt when malformed.
+std::optional<std::size_t> parseBytes(const std::string& text);
+
+}  // namespace braid

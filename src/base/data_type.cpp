@@ -1,0 +1,117 @@
+#include "base/data_type.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include "base/error.hpp"
+
+namespace braid {
+
+namespace {
+
+struct TypeRow {
+  DataType type;
+  const char* name;
+  std::size_t size;
+};
+
+// Index = numeric value of DataType.
+constexpr TypeRow kTypes[kNumDataTypes] = {
+    {DataType::kBool, "bool", 1},         {DataType::kInt8, "int8", 1},         {DataType::kUint8, "uint8", 1},
+    {DataType::kInt32, "int32", 4},       {DataType::kUint32, "uint32", 4},     {DataType::kInt64, "int64", 8},
+    {DataType::kUint64, "uint64", 8},     {DataType::kFloat16, "float16", 2},   {DataType::kBFloat16, "bfloat16", 2},
+    {DataType::kFloat32, "float32", 4},   {DataType::kFloat64, "float64", 8},
+};
+
+constexpr const char* kReduceNames[kNumReduceKinds] = {"sum",        "prod", "min", "max", "avg",
+                                                        "premul_sum", "band", "bor", "bxor"};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+
+}  // namespace
+
+bool isValid(DataType type) noexcept { return static_cast<unsigned>(type) < kNumDataTypes; }
+bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kind) < kNumReduceKinds; }
+
+const char* dataTypeName(DataType type) noexcept {
+  return isValid(type) ? kTypes[static_cast<unsigned>(type)].name : "invalid-dtype";
+}
+
+std::size_t dataTypeSize(DataType type) noexcept { return isValid(type) ? kTypes[static_cast<unsigned>(type)].size : 0; }
+
+const char* reduceKindName(ReduceKind kind) noexcept {
+  return isValid(kind) ? kReduceNames[static_cast<unsigned>(kind)] : "invalid-op";
+}
+
+bool isFloating(DataType type) noexcept {
+  return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
+         type == DataType::kFloat64;
+}
+
+bool isInteger(DataType type) noexcept { return isValid(type) && type != DataType::kBool && !isFloating(type); }
+
+bool isSigned(DataType type) noexcept {
+  return type == DataType::kInt8 || type == DataType::kInt32 || type == DataType::kInt64 || isFloating(type);
+}
+
+std::optional<DataType> parseDataType(std::string_view name) {
+  const std::string n = lower(name);
+  for (const auto& row : kTypes) {
+    if (n == row.name) return row.type;
+  }
+  // nccl-tests' spellings and common aliases.
+  struct Alias {
+    const char* name;
+    DataType type;
+  };
+  static constexpr Alias kAliases[] = {
+      {"float", DataType::kFloat32}, {"half", DataType::kFloat16},    {"double", DataType::kFloat64},
+      {"int", DataType::kInt32},     {"uint", DataType::kUint32},     {"char", DataType::kInt8},
+      {"fp32", DataType::kFloat32},  {"fp16", DataType::kFloat16},    {"bf16", DataType::kBFloat16},
+      {"fp64", DataType::kFloat64},  {"long", DataType::kInt64},      {"ulong", DataType::kUint64},
+      {"byte", DataType::kUint8},
+  };
+  for (const auto& alias : kAliases) {
+    if (n == alias.name) return alias.type;
+  }
+  return std::nullopt;
+}
+
+std::optional<ReduceKind> parseReduceKind(std::string_view name) {
+  const std::string n = lower(name);
+  for (int i = 0; i < kNumReduceKinds; ++i) {
+    if (n == kReduceNames[i]) return static_cast<ReduceKind>(i);
+  }
+  if (n == "premulsum") return ReduceKind::kPremulSum;
+  if (n == "product") return ReduceKind::kProd;
+  return std::nullopt;
+}
+
+void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
+  const ErrorContext ctx{.op = std::string(opName)};
+  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
+  if (!isValid(op.kind)) fail(ErrorCode::kInvalidArgument, ctx, "invalid reduce op value ", static_cast<int>(op.kind));
+  const bool bitwise = op.kind == ReduceKind::kBand || op.kind == ReduceKind::kBor || op.kind == ReduceKind::kBxor;
+  if (bitwise && isFloating(type)) {
+    fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind), " needs an integer or bool type, got ",
+         dataTypeName(type));
+  }
+  if (type == DataType::kBool && (op.kind == ReduceKind::kAvg || op.kind == ReduceKind::kPremulSum)) {
+    fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind), " is not defined for bool");
+  }
+  if (op.kind == ReduceKind::kPremulSum) {
+    if (!std::isfinite(op.scale)) fail(ErrorCode::kInvalidArgument, ctx, "premul_sum scale is not finite: ", op.scale);
+    if (isInteger(type) && std::trunc(op.scale) != op.scale) {
+      fail(ErrorCode::kInvalidArgument, ctx, "premul_sum on ", dataTypeName(type), " needs an integral scale, got ",
+           op.scale);
+    }
+  }
+}
+
+}  // namespace braid

@@ -1,0 +1,100 @@
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "base/config.hpp"
+#include "base/data_type.hpp"
+
+namespace braid {
+namespace {
+
+Settings::Lookup fromMap(std::map<std::string, std::string> values) {
+  return [values](const std::string& name) -> std::optional<std::string> {
+    auto it = values.find(name);
+    if (it == values.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(Config, DefaultsParse) {
+  const Settings s = Settings::fromEnvironment(fromMap({}));
+  EXPECT_EQ(s.timeoutSeconds, 600);
+  EXPECT_EQ(s.shmSlotBytes, 1u << 20);
+  EXPECT_EQ(s.directMaxBytes, 64u << 10);
+}
+
+TEST(Config, EveryKnobDeclaredOnceWithDoc) {
+  std::set<std::string> names;
+  for (const auto& knob : allKnobs()) {
+    EXPECT_TRUE(knob.name.rfind("BRAID_", 0) == 0) << knob.name;
+    EXPECT_FALSE(knob.doc.empty()) << knob.name;
+    EXPECT_TRUE(names.insert(knob.name).second) << "declared twice: " << knob.name;
+  }
+}
+
+TEST(Config, EnvironmentOverridesAndSuffixes) {
+  const Settings s = Settings::fromEnvironment(
+      fromMap({{"BRAID_TIMEOUT", "2.5"}, {"BRAID_SHM_SLOT_BYTES", "4M"}, {"BRAID_DIRECT_MAX_BYTES", "512KiB"}}));
+  EXPECT_DOUBLE_EQ(s.timeoutSeconds, 2.5);
+  EXPECT_EQ(s.shmSlotBytes, 4u << 20);
+  EXPECT_EQ(s.directMaxBytes, 512u << 10);
+}
+
+TEST(Config, MalformedValueNamesKnobAndValue) {
+  try {
+    Settings::fromEnvironment(fromMap({{"BRAID_SHM_SLOT_BYTES", "lots"}}));
+    FAIL() << "expected InvalidArgument";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("BRAID_SHM_SLOT_BYTES='lots'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_TIMEOUT", "-1"}})), Error);
+  EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_SPIN", "12x"}})), Error);
+}
+
+TEST(Config, ParseBytes) {
+  EXPECT_EQ(parseBytes("0"), 0u);
+  EXPECT_EQ(parseBytes("8"), 8u);
+  EXPECT_EQ(parseBytes("1K"), 1024u);
+  EXPECT_EQ(parseBytes("1G"), 1u << 30);
+  EXPECT_EQ(parseBytes("3m"), 3u << 20);
+  EXPECT_FALSE(parseBytes(""));
+  EXPECT_FALSE(parseBytes("K"));
+  EXPECT_FALSE(parseBytes("1T"));
+  EXPECT_FALSE(parseBytes("99999999999999999999G"));
+}
+
+TEST(DataTypes, NamesRoundTripAndNcclTestsAliases) {
+  for (int i = 0; i < kNumDataTypes; ++i) {
+    const auto t = static_cast<DataType>(i);
+    EXPECT_EQ(parseDataType(dataTypeName(t)), t);
+    EXPECT_GT(dataTypeSize(t), 0u);
+  }
+  EXPECT_EQ(parseDataType("float"), DataType::kFloat32);
+  EXPECT_EQ(parseDataType("half"), DataType::kFloat16);
+  EXPECT_EQ(parseDataType("double"), DataType::kFloat64);
+  EXPECT_EQ(parseDataType("int32"), DataType::kInt32);
+  EXPECT_FALSE(parseDataType("complex64"));
+  for (int i = 0; i < kNumReduceKinds; ++i) {
+    const auto k = static_cast<ReduceKind>(i);
+    EXPECT_EQ(parseReduceKind(reduceKindName(k)), k);
+  }
+}
+
+TEST(DataTypes, UnsupportedReductionsAreRefusedWithNames) {
+  EXPECT_THROW(checkReduceSupported(DataType::kFloat32, ReduceKind::kBxor, "allreduce"), Error);
+  EXPECT_THROW(checkReduceSupported(DataType::kBool, ReduceKind::kAvg, "allreduce"), Error);
+  EXPECT_THROW(checkReduceSupported(DataType::kInt32, ReduceOp::premulSum(0.5), "allreduce"), Error);
+  EXPECT_NO_THROW(checkReduceSupported(DataType::kInt32, ReduceOp::premulSum(3), "allreduce"));
+  EXPECT_NO_THROW(checkReduceSupported(DataType::kUint8, ReduceKind::kBand, "allreduce"));
+  try {
+    checkReduceSupported(DataType::kFloat16, ReduceKind::kBor, "reduce");
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("float16"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bor"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace braid
