@@ -61,6 +61,16 @@ struct ReduceOp {
   }
 };
 
+/// One point-to-point operation of a group (see Communicator::group).
+struct P2pOp {
+  enum class Kind { kSend, kRecv } kind;
+  int peer;
+  void* buffer;  ///< read for kSend, written for kRecv
+  std::size_t count;
+  DataType type;
+  int tag = 0;
+};
+
 /// Error codes; the numbering is part of the C ABI (braid.h).
 enum class ErrorCode : int {
   kInvalidArgument = 1,  ///< the caller passed something braid cannot use; nothing was sent

@@ -20,9 +20,11 @@ struct KnobRow {
 };
 
 // The one declaration of every knob. Defaults are text so that they go through the same parser as the
-// environment. Keep sorted by name.
+// environment. allKnobs() lists them sorted by name.
 const std::vector<KnobRow>& rows() {
   static const std::vector<KnobRow> kRows = {
+      {{"BRAID_WORLD_SIZE", KnobType::kString, "", "number of ranks in the job (set by the launcher)"},
+       &Settings::worldSize},
       {{"BRAID_ALGO", KnobType::kString, "",
         "force an algorithm: direct (latency) or rsag (reduce-scatter + allgather); empty lets braid choose"},
        &Settings::algo},
@@ -34,6 +36,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
         "largest message that host collectives move with the direct (one-round) algorithm"},
        &Settings::directMaxBytes},
+      {{"BRAID_LOCAL_RANK", KnobType::kString, "", "this process's rank among the ranks of its host (optional)"},
+       &Settings::localRank},
       {{"BRAID_LOG", KnobType::kString, "warn", "log level: error, warn, info, debug or trace"}, &Settings::logLevel},
       {{"BRAID_SHM_P2P_BYTES", KnobType::kBytes, "256K",
         "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks)"},
@@ -47,9 +51,16 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SPIN", KnobType::kInt, "20000",
         "iterations a waiting rank spins before it sleeps in the kernel (0 sleeps at once)"},
        &Settings::spinIterations},
+      {{"BRAID_RANK", KnobType::kString, "", "this process's rank (set by the launcher)"}, &Settings::rank},
+      {{"BRAID_ROOT_ADDR", KnobType::kString, "",
+        "HOST:PORT where rank 0 serves the rendezvous; the other ranks connect there"},
+       &Settings::rootAddr},
       {{"BRAID_TIMEOUT", KnobType::kSeconds, "600",
         "seconds any blocking wait may last before it fails with Timeout naming the peers it waited for"},
        &Settings::timeoutSeconds},
+      {{"BRAID_TOKEN", KnobType::kString, "",
+        "shared secret of the job: the rendezvous refuses ranks that do not know it (braid run sets a fresh one)"},
+       &Settings::token},
       {{"BRAID_TRANSPORT", KnobType::kString, "auto", "transport between ranks: auto or shm (tcp arrives later)"},
        &Settings::transport},
   };
@@ -133,6 +144,7 @@ const std::vector<KnobInfo>& allKnobs() {
   static const std::vector<KnobInfo> kInfos = [] {
     std::vector<KnobInfo> out;
     for (const auto& row : rows()) out.push_back(row.info);
+    std::sort(out.begin(), out.end(), [](const KnobInfo& a, const KnobInfo& b) { return a.name < b.name; });
     return out;
   }();
   return kInfos;

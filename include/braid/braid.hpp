@@ -1,0 +1,141 @@
+/// braid: collective communication for host and GPU buffers.
+///
+/// A Communicator joins `size` ranks (processes, or threads in tests). Every collective takes plain pointers and
+/// an element count; braid looks at each pointer to decide how to move it (host memory today; GPU memory arrives
+/// with the CUDA path and is refused with kUnavailable until then).
+///
+/// Thread-safety contract
+/// ----------------------
+/// - Different communicators are independent: their calls may run concurrently from any threads.
+/// - Calls on one communicator may come from any thread, but collectives must be issued in the same order on
+///   every rank. braid serialises the calls of one communicator in the order they enter it (a call made while
+///   another runs waits for it), so concurrent calls from several threads are safe but their order across
+///   ranks is only deterministic if the caller makes it so.
+/// - Async calls (`*Async`) are queued and run in issue order on the communicator's progress thread; a blocking
+///   call issued after them runs after them. Work objects may be waited on or tested from any thread.
+/// - rank(), size() may be called at any time from any thread. Destroying a communicator while a call on it
+///   runs in another thread is not allowed; destroy it after its Work has completed.
+/// - Buffers passed to a call must stay valid until it returns (blocking) or its Work completes (async).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "braid/types.hpp"
+
+namespace braid {
+
+namespace core {
+class CommunicatorImpl;
+struct WorkState;
+}  // namespace core
+
+/// Options of one call. The timeout defaults to BRAID_TIMEOUT.
+struct CallOptions {
+  std::chrono::milliseconds timeout{0};  ///< 0 = the communicator's default (BRAID_TIMEOUT)
+};
+
+/// Completion handle of an asynchronous call.
+class Work {
+ public:
+  Work() = default;
+  explicit Work(std::shared_ptr<core::WorkState> state) : state_(std::move(state)) {}
+
+  /// True when the operation finished (successfully or not). Never blocks.
+  bool test() const;
+  /// Waits until the operation finishes; rethrows its braid::Error if it failed. Returns false if `timeout`
+  /// passed first (the operation goes on). A timeout of zero waits without limit (the operation itself still
+  /// fails with kTimeout after the communicator's BRAID_TIMEOUT).
+  bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) const;
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  std::shared_ptr<core::WorkState> state_;
+};
+
+/// 128 bytes to pass to every rank (like ncclUniqueId), made by rank 0's process with Communicator::uniqueId().
+struct UniqueId {
+  std::uint8_t bytes[128];
+};
+
+class Communicator {
+ public:
+  /// Creates a communicator from the environment: BRAID_RANK, BRAID_WORLD_SIZE, BRAID_ROOT_ADDR=HOST:PORT
+  /// (rank 0 listens there; the others connect), optional BRAID_LOCAL_RANK and BRAID_TOKEN (a shared secret that
+  /// authenticates the rendezvous). Blocks until every rank has joined or BRAID_TIMEOUT passes.
+  static std::unique_ptr<Communicator> fromEnvironment();
+  /// Makes a fresh id and starts its rendezvous server in this process (which must outlive the creation).
+  static UniqueId uniqueId();
+  /// Creates a communicator from an id made by uniqueId() and passed to every rank.
+  static std::unique_ptr<Communicator> create(const UniqueId& id, int rank, int size);
+
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const;
+  int size() const;
+  /// The sequence number the next collective will carry (starts at 0, +1 per call).
+  std::int64_t sequenceNumber() const;
+
+  // Collectives. `count` is in elements of `type`. send == recv (or recv == nullptr where noted) is in place.
+  // Every rank must call the same collective with the same type, op and counts; braid checks and raises
+  // kMismatch naming both sides when they disagree.
+
+  /// recv[i] = op over ranks of send[i].
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, CallOptions = {});
+  /// root's buf to every rank.
+  void broadcast(void* buf, std::size_t count, DataType type, int root, CallOptions = {});
+  /// recv (significant at root only) = op over ranks of send.
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              CallOptions = {});
+  /// recv = concatenation of every rank's send (count elements each); in place when send == recv + rank*count.
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
+  /// Like allgather with per-rank counts; rank r's block lands at recv + displs[r] elements.
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
+                  const std::vector<std::size_t>& displs, DataType type, CallOptions = {});
+  /// send holds size() blocks of recvCount elements; rank r receives block r reduced over ranks.
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     CallOptions = {});
+  /// send block j (count elements) goes to rank j; recv block j comes from rank j.
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
+  /// Per-peer counts and displacements (elements).
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
+                 const std::vector<std::size_t>& recvDispls, DataType type, CallOptions = {});
+  /// root receives every rank's send (count each) in rank order.
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
+  /// root's send block r (count elements) goes to rank r.
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
+  void barrier(CallOptions = {});
+
+  /// Point-to-point, tagged; messages between a pair with the same tag arrive in order.
+  void send(const void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
+  void recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
+  /// Posts all sends and receives together and completes them without deadlock in any order (as
+  /// ncclGroupStart/End or torch's batch_isend_irecv).
+  void group(const std::vector<P2pOp>& ops, CallOptions = {});
+
+  // Asynchronous forms: queued in issue order on the communicator's progress thread.
+  Work allreduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                      CallOptions = {});
+  Work broadcastAsync(void* buf, std::size_t count, DataType type, int root, CallOptions = {});
+  Work allgatherAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
+  Work reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                          CallOptions = {});
+  Work barrierAsync(CallOptions = {});
+  Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
+
+  /// For tests and tools: the communicator behind the public face.
+  core::CommunicatorImpl& impl() { return *impl_; }
+  explicit Communicator(std::unique_ptr<core::CommunicatorImpl> impl);
+
+ private:
+  std::unique_ptr<core::CommunicatorImpl> impl_;
+};
+
+}  // namespace braid

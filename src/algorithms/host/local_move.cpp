@@ -1,0 +1,232 @@
+// Data-movement collectives over local rounds: barrier, broadcast, allgather(v), gather, scatter, alltoall(v).
+#include <algorithm>
+#include "algorithms/host/copy.hpp"
+
+#include "algorithms/host/local_collectives.hpp"
+#include "algorithms/host/round_sync.hpp"
+#include "base/error.hpp"
+
+namespace braid::host {
+
+namespace {
+
+// Elements of a length-`total` array that round `k` of `chunk` elements covers.
+std::size_t piece(std::size_t total, std::size_t k, std::size_t chunk) {
+  const std::size_t start = k * chunk;
+  if (start >= total) return 0;
+  return std::min(chunk, total - start);
+}
+
+std::size_t roundsFor(std::size_t total, std::size_t chunk) {
+  // At least one round: a zero-size call still meets its peers, so mismatched calls are caught.
+  return total == 0 ? 1 : (total + chunk - 1) / chunk;
+}
+
+std::uint64_t hashCounts(const std::vector<std::size_t>& counts) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (std::size_t c : counts) {
+    for (int b = 0; b < 8; ++b) {
+      h ^= (c >> (8 * b)) & 0xff;
+      h *= 1099511628211ull;
+    }
+  }
+  return h | 1;  // never 0, which means "no shape"
+}
+
+std::size_t perPeerChunk(std::size_t slotBytes, std::size_t esz, int n, const ErrorContext& ctx) {
+  const std::size_t chunk = slotBytes / (esz * static_cast<std::size_t>(n));
+  if (chunk == 0) fail(ErrorCode::kUnavailable, ctx, "BRAID_SHM_SLOT_BYTES too small for ", n, " ranks");
+  return chunk;
+}
+
+}  // namespace
+
+void LocalCollectives::barrier(const OpEnv& env) {
+  RoundSync sync(fabric_, round_, describeCall(Collective::kBarrier, env.context.seq, DataType::kUint8, 0), env);
+  sync.exchange();
+}
+
+void LocalCollectives::reject(const OpEnv& env) {
+  RoundSync sync(fabric_, round_, describeCall(Collective::kRejected, env.context.seq, DataType::kUint8, 0), env);
+  sync.exchange();
+}
+
+void LocalCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  RoundSync sync(fabric_, round_, describeCall(Collective::kBroadcast, env.context.seq, type, count, root), env);
+  const std::size_t chunk = sync.slotBytes() / esz;
+  auto* data = static_cast<std::byte*>(buf);
+  for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
+    const std::size_t len = piece(count, k, chunk);
+    if (rank() == root) copyBytes(sync.nextSlot(), data + k * chunk * esz, len * esz);
+    sync.exchange();
+    if (rank() != root) copyBytes(data + k * chunk * esz, sync.slot(root), len * esz);
+  }
+}
+
+void LocalCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  RoundSync sync(fabric_, round_, describeCall(Collective::kAllgather, env.context.seq, type, count), env);
+  const std::size_t chunk = sync.slotBytes() / esz;
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const bool inPlace = in == out + static_cast<std::size_t>(rank()) * count * esz;
+  for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
+    const std::size_t len = piece(count, k, chunk);
+    copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
+    sync.exchange();
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank() && inPlace) continue;
+      copyBytes(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz);
+    }
+  }
+}
+
+void LocalCollectives::allgatherv(const void* send, std::size_t sendCount, void* recv,
+                                  const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
+                                  DataType type, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  std::size_t total = 0, largest = 0;
+  for (std::size_t c : recvCounts) {
+    total += c;
+    largest = std::max(largest, c);
+  }
+  RoundSync sync(fabric_, round_,
+                 describeCall(Collective::kAllgatherv, env.context.seq, type, total, -1, ReduceKind::kSum,
+                              hashCounts(recvCounts)),
+                 env);
+  const std::size_t chunk = sync.slotBytes() / esz;
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const bool inPlace = in == out + displs[rank()] * esz;
+  for (std::size_t k = 0, rounds = roundsFor(largest, chunk); k < rounds; ++k) {
+    copyBytes(sync.nextSlot(), in + k * chunk * esz, piece(sendCount, k, chunk) * esz);
+    sync.exchange();
+    for (int r = 0; r < size(); ++r) {
+      if (r == rank() && inPlace) continue;
+      copyBytes(out + (displs[r] + k * chunk) * esz, sync.slot(r), piece(recvCounts[r], k, chunk) * esz);
+    }
+  }
+}
+
+void LocalCollectives::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+                              const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  RoundSync sync(fabric_, round_, describeCall(Collective::kGather, env.context.seq, type, count, root), env);
+  const std::size_t chunk = sync.slotBytes() / esz;
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const bool inPlace = rank() == root && in == out + static_cast<std::size_t>(root) * count * esz;
+  for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
+    const std::size_t len = piece(count, k, chunk);
+    if (rank() != root) copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
+    sync.exchange();
+    if (rank() != root) continue;
+    for (int r = 0; r < size(); ++r) {
+      if (r == root) {
+        if (!inPlace) copyBytes(out + (r * count + k * chunk) * esz, in + k * chunk * esz, len * esz);
+      } else {
+        copyBytes(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz);
+      }
+    }
+  }
+}
+
+void LocalCollectives::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+                               const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const int n = size();
+  RoundSync sync(fabric_, round_, describeCall(Collective::kScatter, env.context.seq, type, count, root), env);
+  const std::size_t chunk = perPeerChunk(sync.slotBytes(), esz, n, env.context);
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const bool inPlace = rank() == root && out == in + static_cast<std::size_t>(root) * count * esz;
+  for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
+    const std::size_t len = piece(count, k, chunk);
+    if (rank() == root) {
+      for (int j = 0; j < n; ++j) {
+        if (j == root) continue;
+        copyBytes(sync.nextSlot() + j * chunk * esz, in + (j * count + k * chunk) * esz, len * esz);
+      }
+    }
+    sync.exchange();
+    if (rank() != root) {
+      copyBytes(out + k * chunk * esz, sync.slot(root) + rank() * chunk * esz, len * esz);
+    } else if (!inPlace) {
+      copyBytes(out + k * chunk * esz, in + (root * count + k * chunk) * esz, len * esz);
+    }
+  }
+}
+
+void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const int n = size();
+  RoundSync sync(fabric_, round_, describeCall(Collective::kAlltoall, env.context.seq, type, count), env);
+  const std::size_t chunk = perPeerChunk(sync.slotBytes(), esz, n, env.context);
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  // In place works chunk by chunk: round k reads chunk k of every send block before anyone writes it.
+  for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
+    const std::size_t len = piece(count, k, chunk);
+    for (int j = 0; j < n; ++j) {
+      copyBytes(sync.nextSlot() + j * chunk * esz, in + (j * count + k * chunk) * esz, len * esz);
+    }
+    sync.exchange();
+    for (int r = 0; r < n; ++r) {
+      copyBytes(out + (r * count + k * chunk) * esz, sync.slot(r) + rank() * chunk * esz, len * esz);
+    }
+  }
+}
+
+void LocalCollectives::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                                 const std::vector<std::size_t>& sendDispls, void* recv,
+                                 const std::vector<std::size_t>& recvCounts,
+                                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const int n = size();
+  const int me = rank();
+  RoundSync sync(fabric_, round_, describeCall(Collective::kAlltoallv, env.context.seq, type, 0), env);
+  // Round 0: every rank publishes its send and receive counts, so every rank checks the whole matrix (and all
+  // reach the same verdict) and knows how many data rounds follow.
+  if (2 * static_cast<std::size_t>(n) * sizeof(std::uint64_t) > sync.slotBytes()) {
+    fail(ErrorCode::kUnavailable, env.context, "BRAID_SHM_SLOT_BYTES too small for alltoallv among ", n, " ranks");
+  }
+  auto* meta = reinterpret_cast<std::uint64_t*>(sync.nextSlot());
+  for (int j = 0; j < n; ++j) {
+    meta[j] = sendCounts[j];
+    meta[n + j] = recvCounts[j];
+  }
+  sync.exchange();
+  std::size_t largest = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto* rowI = reinterpret_cast<const std::uint64_t*>(sync.slot(i));
+    for (int j = 0; j < n; ++j) {
+      const auto* rowJ = reinterpret_cast<const std::uint64_t*>(sync.slot(j));
+      const std::uint64_t sent = rowI[j], expected = rowJ[n + i];
+      if (sent != expected) {
+        ErrorContext ctx = env.context;
+        ctx.peer = i == me ? j : i;
+        fail(ErrorCode::kMismatch, ctx, "alltoallv counts disagree: rank ", i, " sends ", sent, " elements to rank ",
+             j, " but rank ", j, " expects ", expected, " from rank ", i);
+      }
+      largest = std::max<std::size_t>(largest, sent);
+    }
+  }
+  const std::size_t chunk = perPeerChunk(sync.slotBytes(), esz, n, env.context);
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const std::size_t rounds = largest == 0 ? 0 : (largest + chunk - 1) / chunk;
+  for (std::size_t k = 0; k < rounds; ++k) {
+    for (int j = 0; j < n; ++j) {
+      copyBytes(sync.nextSlot() + j * chunk * esz, in + (sendDispls[j] + k * chunk) * esz,
+                  piece(sendCounts[j], k, chunk) * esz);
+    }
+    sync.exchange();
+    for (int r = 0; r < n; ++r) {
+      copyBytes(out + (recvDispls[r] + k * chunk) * esz, sync.slot(r) + me * chunk * esz,
+                  piece(recvCounts[r], k, chunk) * esz);
+    }
+  }
+}
+
+}  // namespace braid::host

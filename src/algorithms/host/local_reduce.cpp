@@ -1,0 +1,128 @@
+// Reducing collectives over local rounds: allreduce (direct, rsag), reduce, reduce-scatter.
+#include "algorithms/host/copy.hpp"
+
+#include "algorithms/host/local_collectives.hpp"
+#include "algorithms/host/reduce_cpu.hpp"
+#include "algorithms/host/round_sync.hpp"
+#include "algorithms/patterns/partition.hpp"
+#include "base/error.hpp"
+
+namespace braid::host {
+
+namespace {
+
+// Block boundaries of the reduce-scatter phase fall on 64-byte multiples so each rank's kernel starts aligned.
+std::size_t alignElements(std::size_t elementBytes) { return 64 / elementBytes; }
+
+// Copies this rank's contribution into its slot, applying a premul-sum scale on the way (the copy is needed
+// anyway, so the scale costs no extra pass).
+void contribute(std::byte* dst, const std::byte* src, std::size_t count, DataType type, ReduceOp op) {
+  if (op.kind == ReduceKind::kPremulSum && op.scale != 1.0) {
+    scaleCopy(dst, src, count, type, op.scale);
+  } else {
+    copyBytes(dst, src, count * dataTypeSize(type));
+  }
+}
+
+}  // namespace
+
+const char* reduceAlgorithmName(ReduceAlgorithm algo) { return algo == ReduceAlgorithm::kDirect ? "direct" : "rsag"; }
+
+void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
+                                   const RoundSync& sync) {
+  sources_.resize(static_cast<std::size_t>(size()));
+  for (int r = 0; r < size(); ++r) sources_[r] = sync.slot(r) + offset;
+  reduceSources(dst, sources_.data(), size(), count, type, op.kind, size());
+}
+
+void LocalCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                                 ReduceAlgorithm algo, const OpEnv& env) {
+  if (algo == ReduceAlgorithm::kDirect) {
+    allreduceDirect(send, recv, count, type, op, -1, env);
+  } else {
+    allreduceRsag(send, recv, count, type, op, -1, env);
+  }
+}
+
+void LocalCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                              ReduceAlgorithm algo, const OpEnv& env) {
+  if (algo == ReduceAlgorithm::kDirect) {
+    allreduceDirect(send, recv, count, type, op, root, env);
+  } else {
+    allreduceRsag(send, recv, count, type, op, root, env);
+  }
+}
+
+// root < 0: every rank receives the result (allreduce); otherwise only root does (reduce).
+void LocalCollectives::allreduceDirect(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                                       int root, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const Collective c = root < 0 ? Collective::kAllreduce : Collective::kReduce;
+  RoundSync sync(fabric_, round_, describeCall(c, env.context.seq, type, count, root, op.kind), env);
+  const std::size_t chunk = sync.slotBytes() / esz;
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  std::size_t done = 0;
+  do {
+    const std::size_t n = count - done < chunk ? count - done : chunk;
+    contribute(sync.nextSlot(), in + done * esz, n, type, op);
+    sync.exchange();
+    if (root < 0 || root == rank()) reduceSlots(out + done * esz, 0, n, type, op, sync);
+    done += n;
+  } while (done < count);
+}
+
+void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                                     int root, const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const Collective c = root < 0 ? Collective::kAllreduce : Collective::kReduce;
+  RoundSync sync(fabric_, round_, describeCall(c, env.context.seq, type, count, root, op.kind), env);
+  const std::size_t chunk = sync.slotBytes() / esz;
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  const int n = size();
+  std::size_t done = 0;
+  do {
+    const std::size_t len = count - done < chunk ? count - done : chunk;
+    contribute(sync.nextSlot(), in + done * esz, len, type, op);
+    sync.exchange();
+    // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset.
+    const auto mine = patterns::alignedBlockOf(len, n, rank(), alignElements(esz));
+    reduceSlots(sync.nextSlot() + mine.offset * esz, mine.offset * esz, mine.count, type, op, sync);
+    sync.exchange();
+    // Allgather (or gather to root) of the reduced blocks.
+    if (root < 0 || root == rank()) {
+      for (int r = 0; r < n; ++r) {
+        const auto block = patterns::alignedBlockOf(len, n, r, alignElements(esz));
+        copyBytes(out + (done + block.offset) * esz, sync.slot(r) + block.offset * esz, block.count * esz);
+      }
+    }
+    done += len;
+  } while (done < count);
+}
+
+void LocalCollectives::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                                     const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const int n = size();
+  RoundSync sync(fabric_, round_,
+                 describeCall(Collective::kReduceScatter, env.context.seq, type, recvCount, -1, op.kind), env);
+  // Each round carries the same sub-range of all n blocks.
+  const std::size_t chunk = sync.slotBytes() / (esz * static_cast<std::size_t>(n));
+  if (chunk == 0) fail(ErrorCode::kUnavailable, env.context, "BRAID_SHM_SLOT_BYTES too small for ", n, " ranks");
+  const auto* in = static_cast<const std::byte*>(send);
+  auto* out = static_cast<std::byte*>(recv);
+  std::size_t done = 0;
+  do {
+    const std::size_t len = recvCount - done < chunk ? recvCount - done : chunk;
+    std::byte* slot = sync.nextSlot();
+    for (int j = 0; j < n; ++j) {
+      contribute(slot + j * chunk * esz, in + (j * recvCount + done) * esz, len, type, op);
+    }
+    sync.exchange();
+    reduceSlots(out + done * esz, static_cast<std::size_t>(rank()) * chunk * esz, len, type, op, sync);
+    done += len;
+  } while (done < recvCount);
+}
+
+}  // namespace braid::host

@@ -1,0 +1,197 @@
+#include "algorithms/host/p2p.hpp"
+
+#include <cstring>
+
+#include "base/data_type.hpp"
+#include "base/error.hpp"
+
+namespace braid::host {
+
+namespace {
+
+constexpr std::uint32_t kMagic = 0x42503250;  // "BP2P"
+
+std::uint64_t bytesOf(const P2pOp& op) { return op.count * dataTypeSize(op.type); }
+
+}  // namespace
+
+P2pEngine::P2pEngine(transport::LocalFabric& fabric)
+    : fabric_(fabric), unexpected_(fabric.size()), incoming_(fabric.size()) {}
+
+void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
+  std::vector<Pending> state(ops.size());
+  for (std::size_t i = 0; i < ops.size(); ++i) state[i].bytes = bytesOf(ops[i]);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == P2pOp::Kind::kRecv) takeUnexpected(ops[i], state[i], env);
+  }
+
+  int blockedOn = -1;  // a peer an incomplete op waits for, for errors
+  transport::WaitPolicy policy;
+  policy.spinIterations = env.spinIterations;
+  policy.yieldWhileSpinning = env.yieldWhileSpinning;
+  policy.deadline = env.deadline;
+  policy.check = [&] {
+    if (env.check) env.check();
+    for (const auto& op : ops) {
+      if (op.peer != fabric_.rank() && !fabric_.group().peerAlive(op.peer)) {
+        ErrorContext ctx = env.context;
+        ctx.peer = op.peer;
+        fail(ErrorCode::kPeerLost, ctx, "peer process exited before its ",
+             op.kind == P2pOp::Kind::kSend ? "receive" : "send", " (tag ", op.tag, ") completed");
+      }
+    }
+  };
+  policy.onTimeout = [&] {
+    ErrorContext ctx = env.context;
+    ctx.peer = blockedOn;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!state[i].complete) {
+        fail(ErrorCode::kTimeout, ctx, ops[i].kind == P2pOp::Kind::kSend ? "send to" : "receive from", " peer ",
+             ops[i].peer, " (tag ", ops[i].tag, ", ", state[i].bytes, " bytes) moved ", state[i].done,
+             " bytes before the timeout");
+      }
+    }
+    fail(ErrorCode::kTimeout, ctx, "point-to-point group timed out");
+  };
+
+  transport::WaitWord& bell = fabric_.doorbell(fabric_.rank());
+  while (true) {
+    const std::uint32_t seen = bell.value.load(std::memory_order_acquire);
+    const bool sent = progressSends(ops, state, env);
+    const bool received = progressReceives(ops, state, env);
+    bool all = true;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      if (!state[i].complete) {
+        all = false;
+        blockedOn = ops[i].peer;
+        break;
+      }
+    }
+    if (all) return;
+    if (!sent && !received) {
+      transport::waitUntil(bell, [seen](std::uint32_t v) { return v != seen; }, policy);
+    }
+  }
+}
+
+bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv&) {
+  bool progressed = false;
+  std::vector<bool> busy(fabric_.size(), false);  // sends to one peer go one after another, in posting order
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
+    Pending& s = state[i];
+    if (op.kind != P2pOp::Kind::kSend || s.complete) continue;
+    if (busy[op.peer]) continue;
+    busy[op.peer] = true;
+    if (!s.headerSent) {
+      if (fabric_.ringFree(op.peer) < sizeof(Header)) continue;
+      const Header h{kMagic, op.tag, s.bytes};
+      fabric_.ringWrite(op.peer, &h, sizeof h);
+      s.headerSent = true;
+      progressed = true;
+    }
+    if (s.done < s.bytes) {
+      const std::size_t n = fabric_.ringWrite(op.peer, static_cast<const std::byte*>(op.buffer) + s.done,
+                                              s.bytes - s.done);
+      s.done += n;
+      progressed |= n > 0;
+    }
+    if (s.done == s.bytes) {
+      s.complete = true;
+      busy[op.peer] = false;
+    }
+  }
+  return progressed;
+}
+
+bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
+  auto& queue = unexpected_[op.peer];
+  const Incoming& in = incoming_[op.peer];
+  for (auto it = queue.begin(); it != queue.end(); ++it) {
+    if (it->tag != op.tag) continue;
+    // The message still arriving is always the last entry; wait for it to finish.
+    const bool stillArriving = in.active && in.op < 0 && std::next(it) == queue.end();
+    if (stillArriving) return false;
+    if (it->data.size() != s.bytes) {
+      const std::size_t got = it->data.size();
+      queue.erase(it);
+      ErrorContext ctx = env.context;
+      ctx.peer = op.peer;
+      fail(ErrorCode::kMismatch, ctx, "peer ", op.peer, " sent ", got, " bytes with tag ", op.tag,
+           " but this rank posted a receive of ", s.bytes, " bytes");
+    }
+    if (s.bytes != 0) std::memcpy(op.buffer, it->data.data(), s.bytes);
+    queue.erase(it);
+    s.done = s.bytes;
+    s.matched = s.complete = true;
+    return true;
+  }
+  return false;
+}
+
+bool P2pEngine::progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env) {
+  bool progressed = false;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& first = ops[i];
+    if (first.kind != P2pOp::Kind::kRecv || state[i].complete) continue;
+    const int peer = first.peer;
+    Incoming& in = incoming_[peer];
+    while (true) {
+      if (!in.active) {
+        if (fabric_.ringAvailable(peer) < sizeof(Header)) break;
+        Header h{};
+        fabric_.ringRead(peer, &h, sizeof h);
+        if (h.magic != kMagic) {
+          ErrorContext ctx = env.context;
+          ctx.peer = peer;
+          fail(ErrorCode::kInternal, ctx, "corrupt point-to-point stream from peer ", peer);
+        }
+        in = Incoming{.active = true, .tag = h.tag, .bytes = h.bytes};
+        for (std::size_t j = 0; j < ops.size(); ++j) {
+          const P2pOp& op = ops[j];
+          if (op.kind == P2pOp::Kind::kRecv && op.peer == peer && op.tag == h.tag && !state[j].matched) {
+            in.op = static_cast<int>(j);
+            state[j].matched = true;
+            in.sizeMismatch = state[j].bytes != h.bytes;
+            in.target = in.sizeMismatch ? nullptr : static_cast<std::byte*>(op.buffer);
+            break;
+          }
+        }
+        if (in.op < 0) {
+          unexpected_[peer].push_back(Unexpected{h.tag, std::vector<std::byte>(h.bytes)});
+          in.target = unexpected_[peer].back().data.data();
+        }
+        progressed = true;
+      }
+      if (in.done < in.bytes) {
+        const std::size_t n = fabric_.ringRead(peer, in.target ? in.target + in.done : nullptr, in.bytes - in.done);
+        in.done += n;
+        progressed |= n > 0;
+      }
+      if (in.done < in.bytes) break;
+      // A whole message has arrived.
+      in.active = false;
+      if (in.op >= 0) {
+        Pending& s = state[in.op];
+        s.done = s.bytes;
+        s.complete = true;
+        if (in.sizeMismatch) {
+          ErrorContext ctx = env.context;
+          ctx.peer = peer;
+          fail(ErrorCode::kMismatch, ctx, "peer ", peer, " sent ", in.bytes, " bytes with tag ", in.tag,
+               " but this rank posted a receive of ", s.bytes, " bytes");
+        }
+      } else {
+        for (std::size_t j = 0; j < ops.size(); ++j) {
+          if (ops[j].kind == P2pOp::Kind::kRecv && ops[j].peer == peer && !state[j].matched) {
+            takeUnexpected(ops[j], state[j], env);
+          }
+        }
+      }
+      if (state[i].complete) break;
+    }
+  }
+  return progressed;
+}
+
+}  // namespace braid::host

@@ -1,0 +1,62 @@
+// Tagged point-to-point messages over a LocalFabric's byte rings. Each ordered pair of ranks has one ring, so
+// messages between a pair arrive in the order they were sent; a receive takes the first message from its peer
+// with its tag, and messages that arrive before their receive is posted wait in a per-peer queue (MPI's
+// "unexpected" messages). A group's operations all progress together, so any mix of sends and receives
+// completes without deadlock as long as every rank posts the matching ones.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "algorithms/host/op_env.hpp"
+#include "transport/local_fabric.hpp"
+
+namespace braid::host {
+
+class P2pEngine {
+ public:
+  explicit P2pEngine(transport::LocalFabric& fabric);
+
+  /// Runs all `ops` to completion (or throws: Timeout, PeerLost, Mismatch of sizes naming peer and tag).
+  void run(std::span<const P2pOp> ops, const OpEnv& env);
+
+ private:
+  struct Header {
+    std::uint32_t magic;
+    std::int32_t tag;
+    std::uint64_t bytes;
+  };
+  struct Unexpected {
+    int tag;
+    std::vector<std::byte> data;
+  };
+  // A message being read out of a peer's ring.
+  struct Incoming {
+    bool active = false;
+    int tag = 0;
+    std::uint64_t bytes = 0;
+    std::uint64_t done = 0;
+    std::byte* target = nullptr;     // a posted receive's buffer, or the unexpected entry's
+    int op = -1;                     // index of the receive it completes, -1 when unexpected
+    bool sizeMismatch = false;
+  };
+  struct Pending {
+    std::uint64_t bytes = 0;
+    std::uint64_t done = 0;
+    bool headerSent = false;
+    bool complete = false;
+    bool matched = false;  // receives: bound to an incoming message
+  };
+
+  bool progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
+  bool progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
+  bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
+
+  transport::LocalFabric& fabric_;
+  std::vector<std::deque<Unexpected>> unexpected_;  // per peer, in arrival order
+  std::vector<Incoming> incoming_;                  // per peer
+};
+
+}  // namespace braid::host

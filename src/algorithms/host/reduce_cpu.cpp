@@ -1,0 +1,162 @@
+// Argument checks and run-time choice of the CPU reduction kernels (the kernels live in reduce_cpu_*.cpp).
+#include "algorithms/host/reduce_cpu.hpp"
+
+#include <atomic>
+#include <cctype>
+#include <cmath>
+#include <string>
+
+#include "base/data_type.hpp"
+#include "base/error.hpp"
+
+namespace braid::host {
+
+namespace {
+
+// Ordered: a cap keeps the lower of itself and what the CPU offers.
+enum class Isa : int { kGeneric = 0, kAvx2 = 1, kAvx512 = 2 };
+constexpr int kNoCap = 3;
+
+Isa detectIsa() {
+#if defined(__x86_64__) || defined(__i386__)
+  // __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 register state (XGETBV).
+  __builtin_cpu_init();
+  const bool base = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  if (base && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    return Isa::kAvx512;
+  }
+  if (base) return Isa::kAvx2;
+#endif
+  return Isa::kGeneric;
+}
+
+Isa cpuIsa() {
+  static const Isa isa = detectIsa();
+  return isa;
+}
+
+std::atomic<int> gCap{kNoCap};
+
+const detail::ReduceKernels& activeKernels() {
+  const int cap = gCap.load(std::memory_order_relaxed);
+  const int level = static_cast<int>(cpuIsa()) < cap ? static_cast<int>(cpuIsa()) : cap;
+#if defined(__x86_64__) || defined(__i386__)
+  if (level == static_cast<int>(Isa::kAvx512)) return detail::kAvx512Kernels;
+  if (level == static_cast<int>(Isa::kAvx2)) return detail::kAvx2Kernels;
+#endif
+  (void)level;
+  return detail::kGenericKernels;
+}
+
+bool isBitwise(ReduceKind kind) {
+  return kind == ReduceKind::kBand || kind == ReduceKind::kBor || kind == ReduceKind::kBxor;
+}
+
+detail::KernelOp kernelOp(DataType type, ReduceKind kind) {
+  using detail::KernelOp;
+  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid data type value ", int(type));
+  if (isFloating(type) && isBitwise(kind)) {
+    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: reduce op ", reduceKindName(kind),
+         " needs an integer or bool type, got ", dataTypeName(type));
+  }
+  if (type == DataType::kBool) {
+    switch (kind) {
+      case ReduceKind::kSum:
+      case ReduceKind::kMax:
+      case ReduceKind::kBor:
+        return KernelOp::kBor;
+      case ReduceKind::kProd:
+      case ReduceKind::kMin:
+      case ReduceKind::kBand:
+        return KernelOp::kBand;
+      case ReduceKind::kBxor:
+        return KernelOp::kBxor;
+      default:
+        fail(ErrorCode::kInvalidArgument, {}, "reduceSources: reduce op ", reduceKindName(kind),
+             " is not defined for bool");
+    }
+  }
+  switch (kind) {
+    case ReduceKind::kSum:
+    case ReduceKind::kPremulSum:  // the scale was applied by scaleCopy
+      return KernelOp::kSum;
+    case ReduceKind::kProd:
+      return KernelOp::kProd;
+    case ReduceKind::kMin:
+      return KernelOp::kMin;
+    case ReduceKind::kMax:
+      return KernelOp::kMax;
+    case ReduceKind::kAvg:
+      return KernelOp::kAvg;
+    case ReduceKind::kBand:
+      return KernelOp::kBand;
+    case ReduceKind::kBor:
+      return KernelOp::kBor;
+    case ReduceKind::kBxor:
+      return KernelOp::kBxor;
+  }
+  fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid reduce op value ", int(kind));
+}
+
+// An integral scale modulo 2^64: multiplying modulo 2^bits by it equals multiplying by the scale itself.
+std::uint64_t wrapIntegralScale(double scale) {
+  const double r = std::fmod(scale, 18446744073709551616.0);  // exact; |r| < 2^64
+  return r < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(-r) : static_cast<std::uint64_t>(r);
+}
+
+}  // namespace
+
+void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
+                   int avgDivisor) {
+  const detail::KernelOp op = kernelOp(type, kind);
+  if (nsrcs < 1) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: needs at least one source, got ", nsrcs);
+  if (op == detail::KernelOp::kAvg && avgDivisor < 1) {
+    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: avg divisor must be >= 1, got ", avgDivisor);
+  }
+  if (count == 0) return;
+  if (dst == nullptr || srcs == nullptr) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: null buffer");
+  for (int s = 0; s < nsrcs; ++s) {
+    if (srcs[s] == nullptr) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: source ", s, " is null");
+  }
+  activeKernels().reduce(dst, srcs, nsrcs, count, type, op, avgDivisor);
+}
+
+void scaleCopy(void* dst, const void* src, std::size_t count, DataType type, double scale) {
+  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: invalid data type value ", int(type));
+  std::uint64_t intScale = 0;
+  if (type == DataType::kBool) {
+    intScale = scale != 0 ? 1 : 0;
+  } else if (isInteger(type)) {
+    if (!std::isfinite(scale) || std::trunc(scale) != scale) {
+      fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: ", dataTypeName(type), " needs an integral scale, got ",
+           scale);
+    }
+    intScale = wrapIntegralScale(scale);
+  }
+  if (count == 0) return;
+  if (dst == nullptr || src == nullptr) fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: null buffer");
+  activeKernels().scale(dst, src, count, type, static_cast<float>(scale), scale, intScale);
+}
+
+const char* reduceIsaName() { return activeKernels().name; }
+
+void setReduceIsaCap(std::string_view cap) {
+  std::string name(cap);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  int level = 0;
+  if (name.empty() || name == "auto") {
+    level = kNoCap;
+  } else if (name == "generic") {
+    level = static_cast<int>(Isa::kGeneric);
+  } else if (name == "avx2") {
+    level = static_cast<int>(Isa::kAvx2);
+  } else if (name == "avx512") {
+    level = static_cast<int>(Isa::kAvx512);
+  } else {
+    fail(ErrorCode::kInvalidArgument, {}, "unknown CPU ISA \"", cap, "\" (BRAID_CPU_ISA): expected auto, generic, avx2 or avx512");
+  }
+  gCap.store(level, std::memory_order_relaxed);
+}
+
+}  // namespace braid::host

@@ -1,0 +1,76 @@
+// Vectorised CPU reduction kernels: the element-wise combine step of every host reduction (allreduce, reduce,
+// reduce-scatter) and the premul-sum pre-scaling. One kernel set per instruction set (generic x86-64, AVX2,
+// AVX-512), chosen at run time from the CPU; every set gives bit-identical results, so ranks on different CPUs
+// (and the BRAID_CPU_ISA knob) never change an answer.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "braid/types.hpp"
+
+namespace braid::host {
+
+/// dst[i] = op(srcs[0][i], srcs[1][i], ..., srcs[nsrcs-1][i]) for i < count, combining the sources in index
+/// order, ((s0 op s1) op s2) ..., so every rank that reduces the same sources gets the same bits.
+/// - kAvg: the sum divided by avgDivisor (integers: truncating division toward zero of the wrapped sum).
+/// - kPremulSum reduces like kSum (the per-rank scale was applied earlier by scaleCopy).
+/// - Integer sum and prod wrap modulo 2^bits.
+/// - float16/bfloat16 accumulate all sources in float32 and round once (to nearest even).
+/// - Float min/max propagate NaN: `acc = (acc < x || acc != acc) ? acc : x` (max with `>`), so a NaN in any
+///   source gives NaN; between -0 and +0 the later source wins.
+/// - Every NaN a float result holds is written as the canonical quiet NaN (positive, zero payload): NaN
+///   payloads otherwise depend on the operand order the compiler picked, which differs between ISAs.
+/// - Bool: sum/max = logical or, prod/min = logical and, band/bor/bxor bitwise on 0/1; any non-zero input byte
+///   counts as true and outputs are always 0 or 1.
+/// dst may equal srcs[0] (and no other source); sources may overlap each other. nsrcs >= 1. Nothing is read or
+/// written when count is 0. Throws Error kInvalidArgument for a combination braid::checkReduceSupported refuses
+/// (bitwise on floats, avg/premul_sum on bool), nsrcs < 1, avgDivisor < 1 with kAvg, or null pointers.
+void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
+                   int avgDivisor = 1);
+
+/// dst[i] = src[i] * scale, rounded once to the type. dst may equal src.
+/// - float64: the float64 product; float32, float16, bfloat16: scale is first rounded to float32 (the
+///   accumulation type) and the exact product src[i] * float(scale) is rounded once to the element type;
+/// - integers: scale must be integral (else kInvalidArgument); the product wraps modulo 2^bits (the scale is
+///   taken modulo 2^bits too);
+/// - bool: dst[i] = src[i] != 0 && scale != 0.
+/// NaN results are canonical, as in reduceSources.
+void scaleCopy(void* dst, const void* src, std::size_t count, DataType type, double scale);
+
+/// "avx512", "avx2" or "generic": the kernel set in use.
+const char* reduceIsaName();
+
+/// Caps the kernel set: "" or "auto" = best present, "generic", "avx2", "avx512" (never above what the CPU has;
+/// asking for more than the CPU offers gives the best it has). Case-insensitive. Process-wide; meant for tests
+/// and the BRAID_CPU_ISA knob. Unknown names throw braid::Error kInvalidArgument naming the value.
+void setReduceIsaCap(std::string_view cap);
+
+namespace detail {
+
+/// The operator a kernel applies, after the dispatcher resolved the aliases: premul_sum -> sum, and on bool
+/// sum/max -> or, prod/min -> and.
+enum class KernelOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg, kBand, kBor, kBxor };
+
+/// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp): the kernels see only
+/// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.
+struct ReduceKernels {
+  const char* name;
+  void (*reduce)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, KernelOp op,
+                 int avgDivisor);
+  /// floatScale: the scale rounded to float32 (float32/16/bf16 data); doubleScale: float64 data; intScale: the
+  /// integral scale modulo 2^64 (integers; bool uses intScale != 0).
+  void (*scale)(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,
+                std::uint64_t intScale);
+};
+
+// Defined in reduce_cpu_generic.cpp, reduce_cpu_avx2.cpp and reduce_cpu_avx512.cpp (x86-64 builds only for the
+// last two).
+extern const ReduceKernels kGenericKernels;
+extern const ReduceKernels kAvx2Kernels;
+extern const ReduceKernels kAvx512Kernels;
+
+}  // namespace detail
+
+}  // namespace braid::host

@@ -1,0 +1,8 @@
+// The baseline kernel set: plain x86-64 (SSE2) or whatever the build targets; the fallback on every CPU.
+#include "algorithms/host/reduce_kernels_impl.hpp"
+
+namespace braid::host::detail {
+
+constinit const ReduceKernels kGenericKernels{"generic", &reduceEntry, &scaleEntry};
+
+}  // namespace braid::host::detail

@@ -1,0 +1,635 @@
+// The CPU reduction kernels, written once and compiled three times: reduce_cpu_generic.cpp, reduce_cpu_avx2.cpp
+// and reduce_cpu_avx512.cpp include this file under different -m flags, and each exports one ReduceKernels table.
+// Include it from those translation units only, and nothing after it but the table.
+//
+// ODR hazard, and why everything below sits in an anonymous namespace: an inline or template function used by
+// several translation units is emitted in each of them as a weak (COMDAT) copy, and the linker keeps one copy for
+// all. If the AVX-512 unit's copy wins, the generic kernels run AVX-512 instructions and die with SIGILL on an
+// older CPU (or the AVX-512 kernels silently run the slow copy). So:
+// - all kernel code has internal linkage (anonymous namespace), hence one private copy per ISA unit;
+// - the kernels call no inline function from elsewhere: not std::min/std::max/std::bit_cast (each a template
+//   emitted out of line at -O0), not braid::halfToFloat from base/half.hpp (its conversions are duplicated
+//   below, and the tests check both against each other bit for bit); compiler builtins and intrinsics are fine,
+//   being always inlined;
+// - nothing here needs dynamic initialisation: the AVX-512 unit's static initialisers would run at load time
+//   on every CPU (the tables are constinit).
+//
+// Shape of the code: every loop body works on kChunk elements with a compile-time trip count, so GCC vectorises
+// it even at -O2 (whose "very cheap" cost model refuses loops that need an epilogue or run-time alias checks;
+// __restrict rules out the latter). A tail shorter than kChunk goes through the same chunk code on padded copies,
+// which keeps its bits identical to the body's. Results never depend on the ISA: the project builds with
+// -ffp-contract=off (no FMA contraction), every operation is an IEEE-rounded add/mul/div/compare done in the same
+// order, and NaN results are canonicalised (the payload of op(NaN, NaN) follows operand order, which the
+// compiler is free to swap).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/host/reduce_cpu.hpp"
+
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
+
+namespace braid::host::detail {
+namespace {
+
+// 64 elements: a multiple of every vector width (64 bytes of uint8 up to 8 zmm of int64) and small enough that
+// the tail's padded copies are cheap.
+constexpr std::size_t kChunk = 64;
+// Bytes of the accumulator tile for three or more sources: each source is read in tile-sized runs while the
+// accumulator stays in L1. 4 KiB measured fastest among 2/4/8/16 KiB for 8 x 4 MiB float32 (ThroughputSmoke).
+constexpr std::size_t kTileBytes = 4096;
+
+template <typename To, typename From>
+inline To bitCast(From from) {
+  static_assert(sizeof(To) == sizeof(From));
+  return __builtin_bit_cast(To, from);
+}
+
+constexpr float kFloatNaN = __builtin_nanf("");  // 0x7fc00000
+constexpr double kDoubleNaN = __builtin_nan("");  // 0x7ff8000000000000
+
+// ---- float16 / bfloat16 conversions: the same bits as base/half.hpp (see the ODR note above), written with
+// selects instead of early returns so the loops over them vectorise.
+
+inline float halfToFloatK(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
+  const std::uint32_t em = h & 0x7fffu;  // exponent and mantissa
+  const std::uint32_t normal = (em << 13) + (112u << 23);
+  const std::uint32_t infNan = (em << 13) | 0x7f800000u;
+  // Zero or subnormal: mantissa * 2^-24, exact in float.
+  const std::uint32_t sub = bitCast<std::uint32_t>(static_cast<float>(static_cast<std::int32_t>(em)) * 5.9604644775390625e-8f);
+  const std::uint32_t magnitude = em >= 0x7c00u ? infNan : (em >= 0x400u ? normal : sub);
+  return bitCast<float>(sign | magnitude);
+}
+
+inline std::uint16_t floatToHalfK(float f) {
+  const std::uint32_t x = bitCast<std::uint32_t>(f);
+  const std::uint32_t sign = (x >> 16) & 0x8000u;
+  const std::uint32_t absx = x & 0x7fffffffu;
+  const std::uint32_t nan = 0x7e00u | ((absx >> 13) & 0x3ffu);
+  // Below 2^-14 the result is subnormal or zero: adding 0.5 makes the FPU round at 2^-24, half's last place.
+  const std::uint32_t sub = bitCast<std::uint32_t>(bitCast<float>(absx) + 0.5f) - 0x3f000000u;
+  // Normal: rebias the exponent (-112 << 23) and round the 13 dropped mantissa bits to nearest even.
+  const std::uint32_t normal = (absx + 0xc8000fffu + ((absx >> 13) & 1u)) >> 13;
+  const std::uint32_t magnitude = absx > 0x7f800000u   ? nan
+                                  : absx >= 0x477ff000u ? 0x7c00u  // rounds to >= 65520: inf
+                                  : absx < 0x38800000u  ? sub
+                                                        : normal;
+  return static_cast<std::uint16_t>(sign | magnitude);
+}
+
+inline float bfloat16ToFloatK(std::uint16_t b) { return bitCast<float>(static_cast<std::uint32_t>(b) << 16); }
+
+inline std::uint16_t floatToBfloat16K(float f) {
+  const std::uint32_t x = bitCast<std::uint32_t>(f);
+  const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+}
+
+// float64 -> float16 / bfloat16 with a single rounding to nearest even (scaleCopy's exact float64 products).
+// Same scheme as floatToHalfK on the float64 layout; NaN becomes the canonical quiet NaN.
+inline std::uint16_t doubleToHalfK(double d) {
+  const std::uint64_t x = bitCast<std::uint64_t>(d);
+  const std::uint64_t sign = (x >> 48) & 0x8000u;
+  const std::uint64_t absx = x & 0x7fffffffffffffffull;
+  // 2^28 has its last place at 2^-24: adding it rounds a value below 2^-14 to a float16 subnormal.
+  const std::uint64_t sub = bitCast<std::uint64_t>(bitCast<double>(absx) + 268435456.0) - 0x41b0000000000000ull;
+  // Rebias (1023 - 15 = 1008) and round the 42 dropped mantissa bits to nearest even.
+  const std::uint64_t normal = (absx - (1008ull << 52) + 0x1ffffffffffull + ((absx >> 42) & 1u)) >> 42;
+  const std::uint64_t magnitude = absx > 0x7ff0000000000000ull   ? 0x7e00u
+                                  : absx >= 0x40effe0000000000ull ? 0x7c00u  // 65520: rounds to inf
+                                  : absx < 0x3f10000000000000ull  ? sub      // 2^-14
+                                                                  : normal;
+  return static_cast<std::uint16_t>(sign | magnitude);
+}
+
+inline std::uint16_t doubleToBfloat16K(double d) {
+  const std::uint64_t x = bitCast<std::uint64_t>(d);
+  const std::uint64_t sign = (x >> 48) & 0x8000u;
+  const std::uint64_t absx = x & 0x7fffffffffffffffull;
+  // 2^-81 has its last place at 2^-133, bfloat16's smallest subnormal.
+  const std::uint64_t sub = bitCast<std::uint64_t>(bitCast<double>(absx) + 0x1p-81) - 0x3ae0000000000000ull;
+  // Rebias (1023 - 127 = 896) and round the 45 dropped mantissa bits to nearest even.
+  const std::uint64_t normal = (absx - (896ull << 52) + 0xfffffffffffull + ((absx >> 45) & 1u)) >> 45;
+  const std::uint64_t magnitude = absx > 0x7ff0000000000000ull   ? 0x7fc0u
+                                  : absx >= 0x47efe00000000000ull ? 0x7f80u  // (2 - 2^-8) * 2^127: rounds to inf
+                                  : absx < 0x3810000000000000ull  ? sub      // 2^-126
+                                                                  : normal;
+  return static_cast<std::uint16_t>(sign | magnitude);
+}
+
+// ---- Element types. T: storage; A: the accumulator (float for float16/bfloat16); U: the unsigned type integer
+// arithmetic wraps in. kChunkConvert: widen/narrow a whole chunk at a time (float16, where F16C converts 8 or 16
+// lanes per instruction); otherwise widen/narrow are per element and fuse into the loops.
+
+template <typename Int, typename UInt>
+struct IntTraits {
+  using T = Int;
+  using A = Int;
+  using U = UInt;
+  static constexpr bool kFloat = false;
+  static constexpr bool kChunkConvert = false;
+  static A widen(T x) { return x; }
+  static T narrow(A a) { return a; }
+};
+
+struct BoolTraits {
+  using T = std::uint8_t;
+  using A = std::uint8_t;
+  using U = std::uint8_t;
+  static constexpr bool kFloat = false;
+  static constexpr bool kChunkConvert = false;
+  static A widen(T x) { return x != 0; }  // any non-zero byte is true; results are always 0 or 1
+  static T narrow(A a) { return a; }
+};
+
+template <typename F>
+struct FloatTraits {
+  using T = F;
+  using A = F;
+  static constexpr bool kFloat = true;
+  static constexpr bool kChunkConvert = false;
+  static A widen(T x) { return x; }
+  static T narrow(A a) { return a; }
+};
+
+struct BFloat16Traits {
+  using T = std::uint16_t;
+  using A = float;
+  static constexpr bool kFloat = true;
+  static constexpr bool kChunkConvert = false;
+  static A widen(T x) { return bfloat16ToFloatK(x); }
+  static T narrow(A a) { return floatToBfloat16K(a); }
+};
+
+struct Float16Traits {
+  using T = std::uint16_t;
+  using A = float;
+  static constexpr bool kFloat = true;
+  static constexpr bool kChunkConvert = true;
+
+  static void widenChunk(float* __restrict out, const std::uint16_t* __restrict in) {
+#if defined(__AVX512F__)
+    for (std::size_t j = 0; j < kChunk; j += 16) {
+      // The all-ones maskz forms: GCC 12's plain _mm512_cvtph_ps/_mm512_cvtps_ph trip -Wmaybe-uninitialized.
+      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j));
+      _mm512_storeu_ps(out + j, _mm512_maskz_cvtph_ps(0xffff, h));
+    }
+#elif defined(__F16C__)
+    for (std::size_t j = 0; j < kChunk; j += 8) {
+      _mm256_storeu_ps(out + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + j))));
+    }
+#else
+    for (std::size_t j = 0; j < kChunk; ++j) out[j] = halfToFloatK(in[j]);
+#endif
+  }
+
+  static void narrowChunk(std::uint16_t* __restrict out, const float* __restrict in) {
+#if defined(__AVX512F__)
+    for (std::size_t j = 0; j < kChunk; j += 16) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
+                          _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(in + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#elif defined(__F16C__)
+    for (std::size_t j = 0; j < kChunk; j += 8) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(in + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
+#else
+    for (std::size_t j = 0; j < kChunk; ++j) out[j] = floatToHalfK(in[j]);
+#endif
+  }
+};
+
+// ---- Operators: apply(acc, x) folds the next source x into acc.
+
+template <typename Tr>
+struct SumOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) {
+    if constexpr (Tr::kFloat) {
+      return a + b;
+    } else {
+      using U = typename Tr::U;
+      return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));  // wraps; no signed-overflow UB
+    }
+  }
+};
+
+template <typename Tr>
+struct ProdOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) {
+    if constexpr (Tr::kFloat) {
+      return a * b;
+    } else {
+      using U = typename Tr::U;
+      return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+    }
+  }
+};
+
+// Float min/max keep a NaN accumulator and take a NaN source, so NaN propagates from any position; the
+// comparisons are exact in every ISA, so the choice never differs. `|` rather than `||` keeps it branch-free.
+template <typename Tr>
+struct MinOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) {
+    if constexpr (Tr::kFloat) {
+      return ((a < b) | (a != a)) ? a : b;
+    } else {
+      return a < b ? a : b;
+    }
+  }
+};
+
+template <typename Tr>
+struct MaxOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) {
+    if constexpr (Tr::kFloat) {
+      return ((a > b) | (a != a)) ? a : b;
+    } else {
+      return a > b ? a : b;
+    }
+  }
+};
+
+template <typename Tr>
+struct AndOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) { return static_cast<A>(a & b); }
+};
+
+template <typename Tr>
+struct OrOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) { return static_cast<A>(a | b); }
+};
+
+template <typename Tr>
+struct XorOp {
+  using A = typename Tr::A;
+  static A apply(A a, A b) { return static_cast<A>(a ^ b); }
+};
+
+// ---- Finishers: applied once to each combined value before it is narrowed and stored.
+
+template <typename Tr>
+struct NoFinish {
+  using A = typename Tr::A;
+  explicit NoFinish(int /*divisor*/) {}
+  A operator()(A a) const { return a; }
+};
+
+template <typename Tr>
+struct AvgFinish {
+  using A = typename Tr::A;
+  // Floats divide in the accumulator type. Integers of up to 32 bits divide in float64 and truncate: exact,
+  // because |sum| < 2^32 leaves the quotient at least 1/divisor away from the next integer, far above float64's
+  // rounding error, and it vectorises where integer division does not. 64-bit integers use `/`.
+  static constexpr bool kViaDouble = !Tr::kFloat && sizeof(A) <= 4;
+  explicit AvgFinish(int divisor) : divisor_(static_cast<A>(divisor)), divisorDouble_(divisor) {}
+  A operator()(A a) const {
+    if constexpr (Tr::kFloat) {
+      return a / divisor_;
+    } else if constexpr (kViaDouble) {
+      return static_cast<A>(static_cast<double>(a) / divisorDouble_);
+    } else {
+      return static_cast<A>(a / divisor_);
+    }
+  }
+  A divisor_;
+  double divisorDouble_;
+};
+
+template <typename Tr>
+inline typename Tr::A canonical(typename Tr::A a) {
+  if constexpr (Tr::kFloat) {
+    if constexpr (sizeof(typename Tr::A) == 4) {
+      return a != a ? kFloatNaN : a;
+    } else {
+      return a != a ? kDoubleNaN : a;
+    }
+  } else {
+    return a;
+  }
+}
+
+// ---- Chunk primitives: each handles exactly kChunk elements.
+
+template <typename Tr, typename Op, typename Fin>
+struct Chunk {
+  using T = typename Tr::T;
+  using A = typename Tr::A;
+
+  static A out(A a, const Fin& fin) { return canonical<Tr>(fin(a)); }
+
+  // acc = w(a)
+  static void first1(A* __restrict acc, const T* __restrict a) {
+    if constexpr (Tr::kChunkConvert) {
+      Tr::widenChunk(acc, a);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Tr::widen(a[j]);
+    }
+  }
+
+  // acc = w(a) op w(b)
+  static void first2(A* __restrict acc, const T* __restrict a, const T* __restrict b) {
+    if constexpr (Tr::kChunkConvert) {
+      alignas(64) A wb[kChunk];
+      Tr::widenChunk(acc, a);
+      Tr::widenChunk(wb, b);
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], wb[j]);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(Tr::widen(a[j]), Tr::widen(b[j]));
+    }
+  }
+
+  // acc = acc op w(b)
+  static void accum(A* __restrict acc, const T* __restrict b) {
+    if constexpr (Tr::kChunkConvert) {
+      alignas(64) A wb[kChunk];
+      Tr::widenChunk(wb, b);
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], wb[j]);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], Tr::widen(b[j]));
+    }
+  }
+
+  // dst = n(fin(acc)); acc is scratch afterwards.
+  static void store(T* __restrict dst, A* __restrict acc, const Fin& fin) {
+    if constexpr (Tr::kChunkConvert) {
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(acc[j], fin);
+      Tr::narrowChunk(dst, acc);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::narrow(out(acc[j], fin));
+    }
+  }
+
+  // dst = n(fin(acc op w(b))); acc is scratch afterwards.
+  static void storeLast(T* __restrict dst, A* __restrict acc, const T* __restrict b, const Fin& fin) {
+    if constexpr (Tr::kChunkConvert) {
+      alignas(64) A wb[kChunk];
+      Tr::widenChunk(wb, b);
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(Op::apply(acc[j], wb[j]), fin);
+      Tr::narrowChunk(dst, acc);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::narrow(out(Op::apply(acc[j], Tr::widen(b[j])), fin));
+    }
+  }
+
+  // One or two sources straight to dst, no accumulator. kInPlace: source 0 is dst itself (a is not read), so
+  // the __restrict promises hold when the caller passes dst == srcs[0].
+  template <bool kInPlace>
+  static void direct1(T* __restrict dst, const T* __restrict a, const Fin& fin) {
+    const T* s0 = kInPlace ? dst : a;
+    if constexpr (Tr::kChunkConvert) {
+      alignas(64) A acc[kChunk];
+      Tr::widenChunk(acc, s0);
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(acc[j], fin);
+      Tr::narrowChunk(dst, acc);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::narrow(out(Tr::widen(s0[j]), fin));
+    }
+  }
+
+  template <bool kInPlace>
+  static void direct2(T* __restrict dst, const T* __restrict a, const T* __restrict b, const Fin& fin) {
+    const T* s0 = kInPlace ? dst : a;
+    if constexpr (Tr::kChunkConvert) {
+      alignas(64) A acc[kChunk];
+      alignas(64) A wb[kChunk];
+      Tr::widenChunk(acc, s0);
+      Tr::widenChunk(wb, b);
+      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(Op::apply(acc[j], wb[j]), fin);
+      Tr::narrowChunk(dst, acc);
+    } else {
+      for (std::size_t j = 0; j < kChunk; ++j) {
+        dst[j] = Tr::narrow(out(Op::apply(Tr::widen(s0[j]), Tr::widen(b[j])), fin));
+      }
+    }
+  }
+};
+
+// Copies n < kChunk elements into a zero-padded chunk (the padding's results are computed and dropped).
+template <typename T>
+inline void padChunk(T (&buf)[kChunk], const T* src, std::size_t n) {
+  __builtin_memset(buf, 0, sizeof(buf));
+  __builtin_memcpy(buf, src, n * sizeof(T));
+}
+
+template <typename Tr, typename Op, typename Fin>
+void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_t count, int avgDivisor) {
+  using T = typename Tr::T;
+  using A = typename Tr::A;
+  using C = Chunk<Tr, Op, Fin>;
+  static_assert(kTileBytes % (kChunk * sizeof(A)) == 0, "a tile holds whole chunks");
+  constexpr std::size_t kTile = kTileBytes / sizeof(A);
+
+  const Fin fin(avgDivisor);
+  T* dst = static_cast<T*>(dstRaw);
+  const auto src = [srcsRaw](int s) { return static_cast<const T*>(srcsRaw[s]); };
+  const bool inPlace = dst == src(0);
+  const std::size_t body = count - count % kChunk;
+
+  if (nsrcs == 1) {
+    for (std::size_t i = 0; i < body; i += kChunk) {
+      inPlace ? C::template direct1<true>(dst + i, nullptr, fin) : C::template direct1<false>(dst + i, src(0) + i, fin);
+    }
+  } else if (nsrcs == 2) {
+    for (std::size_t i = 0; i < body; i += kChunk) {
+      inPlace ? C::template direct2<true>(dst + i, nullptr, src(1) + i, fin)
+              : C::template direct2<false>(dst + i, src(0) + i, src(1) + i, fin);
+    }
+  } else {
+    // Tile by tile: source 0 and 1 start the accumulator, the middle sources fold into it, the last one folds
+    // in on the way out. dst == srcs[0] is safe: a tile's source-0 reads all precede its dst writes.
+    alignas(64) A acc[kTile];
+    for (std::size_t t = 0; t < body; t += kTile) {
+      const std::size_t m = body - t < kTile ? body - t : kTile;
+      for (std::size_t c = 0; c < m; c += kChunk) C::first2(acc + c, src(0) + t + c, src(1) + t + c);
+      for (int s = 2; s < nsrcs - 1; ++s) {
+        const T* p = src(s) + t;
+        for (std::size_t c = 0; c < m; c += kChunk) C::accum(acc + c, p + c);
+      }
+      const T* last = src(nsrcs - 1) + t;
+      for (std::size_t c = 0; c < m; c += kChunk) C::storeLast(dst + t + c, acc + c, last + c, fin);
+    }
+  }
+
+  if (const std::size_t rest = count - body; rest != 0) {
+    alignas(64) T pad[kChunk];
+    alignas(64) A acc[kChunk];
+    padChunk(pad, src(0) + body, rest);
+    C::first1(acc, pad);
+    for (int s = 1; s < nsrcs; ++s) {
+      padChunk(pad, src(s) + body, rest);
+      C::accum(acc, pad);
+    }
+    C::store(pad, acc, fin);
+    __builtin_memcpy(dst + body, pad, rest * sizeof(T));
+  }
+}
+
+template <typename Tr, template <typename> class Fin>
+void reduceWithFinish(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor) {
+  switch (op) {
+    case KernelOp::kSum:
+      return reduceTyped<Tr, SumOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+    case KernelOp::kProd:
+      return reduceTyped<Tr, ProdOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+    case KernelOp::kMin:
+      return reduceTyped<Tr, MinOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+    case KernelOp::kMax:
+      return reduceTyped<Tr, MaxOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+    case KernelOp::kAvg:
+      break;  // handled by the caller with AvgFinish
+    case KernelOp::kBand:
+    case KernelOp::kBor:
+    case KernelOp::kBxor:
+      if constexpr (!Tr::kFloat) {
+        if (op == KernelOp::kBand) return reduceTyped<Tr, AndOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+        if (op == KernelOp::kBor) return reduceTyped<Tr, OrOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+        return reduceTyped<Tr, XorOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+      }
+      break;  // refused by the dispatcher
+  }
+}
+
+template <typename Tr>
+void reduceType(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor) {
+  if (op == KernelOp::kAvg) {
+    reduceTyped<Tr, SumOp<Tr>, AvgFinish<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+  } else {
+    reduceWithFinish<Tr, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor);
+  }
+}
+
+void reduceEntry(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, KernelOp op,
+                 int avgDivisor) {
+  switch (type) {
+    case DataType::kBool:
+      // The dispatcher maps bool's sum/max to or and prod/min to and; avg never reaches here.
+      return reduceWithFinish<BoolTraits, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kInt8:
+      return reduceType<IntTraits<std::int8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kUint8:
+      return reduceType<IntTraits<std::uint8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kInt32:
+      return reduceType<IntTraits<std::int32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kUint32:
+      return reduceType<IntTraits<std::uint32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kInt64:
+      return reduceType<IntTraits<std::int64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kUint64:
+      return reduceType<IntTraits<std::uint64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kFloat16:
+      return reduceType<Float16Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kBFloat16:
+      return reduceType<BFloat16Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kFloat32:
+      return reduceType<FloatTraits<float>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kFloat64:
+      return reduceType<FloatTraits<double>>(dst, srcs, nsrcs, count, op, avgDivisor);
+  }
+}
+
+// ---- scaleCopy
+
+struct ScaleArgs {
+  float f;
+  double d;
+  std::uint64_t i;
+};
+
+template <typename Tr>
+struct ScaleChunk {
+  using T = typename Tr::T;
+
+  template <bool kInPlace>
+  static void run(T* __restrict dst, const T* __restrict a, const ScaleArgs& s) {
+    const T* src = kInPlace ? dst : a;
+    if constexpr (Tr::kChunkConvert) {  // float16: the product of a float16 and a float32 is exact in float64
+      alignas(64) float w[kChunk];
+      Tr::widenChunk(w, src);
+      const double scale = s.f;
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = doubleToHalfK(static_cast<double>(w[j]) * scale);
+    } else if constexpr (sizeof(T) == 2) {  // bfloat16: likewise
+      const double scale = s.f;
+      for (std::size_t j = 0; j < kChunk; ++j) {
+        dst[j] = doubleToBfloat16K(static_cast<double>(Tr::widen(src[j])) * scale);
+      }
+    } else if constexpr (Tr::kFloat) {
+      const T scale = sizeof(T) == 4 ? static_cast<T>(s.f) : static_cast<T>(s.d);
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = canonical<Tr>(src[j] * scale);
+    } else {
+      using U = typename Tr::U;
+      const U scale = static_cast<U>(s.i);
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = static_cast<T>(static_cast<U>(src[j]) * scale);
+    }
+  }
+};
+
+template <>
+struct ScaleChunk<BoolTraits> {
+  template <bool kInPlace>
+  static void run(std::uint8_t* __restrict dst, const std::uint8_t* __restrict a, const ScaleArgs& s) {
+    const std::uint8_t* src = kInPlace ? dst : a;
+    const std::uint8_t keep = s.i != 0;
+    for (std::size_t j = 0; j < kChunk; ++j) dst[j] = static_cast<std::uint8_t>((src[j] != 0) & keep);
+  }
+};
+
+template <typename Tr>
+void scaleTyped(void* dstRaw, const void* srcRaw, std::size_t count, const ScaleArgs& s) {
+  using T = typename Tr::T;
+  T* dst = static_cast<T*>(dstRaw);
+  const T* src = static_cast<const T*>(srcRaw);
+  const std::size_t body = count - count % kChunk;
+  for (std::size_t i = 0; i < body; i += kChunk) {
+    dst == src ? ScaleChunk<Tr>::template run<true>(dst + i, nullptr, s)
+               : ScaleChunk<Tr>::template run<false>(dst + i, src + i, s);
+  }
+  if (const std::size_t rest = count - body; rest != 0) {
+    alignas(64) T pad[kChunk];
+    padChunk(pad, src + body, rest);
+    ScaleChunk<Tr>::template run<true>(pad, nullptr, s);
+    __builtin_memcpy(dst + body, pad, rest * sizeof(T));
+  }
+}
+
+void scaleEntry(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,
+                std::uint64_t intScale) {
+  const ScaleArgs s{floatScale, doubleScale, intScale};
+  switch (type) {
+    case DataType::kBool:
+      return scaleTyped<BoolTraits>(dst, src, count, s);
+    case DataType::kInt8:
+      return scaleTyped<IntTraits<std::int8_t, std::uint8_t>>(dst, src, count, s);
+    case DataType::kUint8:
+      return scaleTyped<IntTraits<std::uint8_t, std::uint8_t>>(dst, src, count, s);
+    case DataType::kInt32:
+      return scaleTyped<IntTraits<std::int32_t, std::uint32_t>>(dst, src, count, s);
+    case DataType::kUint32:
+      return scaleTyped<IntTraits<std::uint32_t, std::uint32_t>>(dst, src, count, s);
+    case DataType::kInt64:
+      return scaleTyped<IntTraits<std::int64_t, std::uint64_t>>(dst, src, count, s);
+    case DataType::kUint64:
+      return scaleTyped<IntTraits<std::uint64_t, std::uint64_t>>(dst, src, count, s);
+    case DataType::kFloat16:
+      return scaleTyped<Float16Traits>(dst, src, count, s);
+    case DataType::kBFloat16:
+      return scaleTyped<BFloat16Traits>(dst, src, count, s);
+    case DataType::kFloat32:
+      return scaleTyped<FloatTraits<float>>(dst, src, count, s);
+    case DataType::kFloat64:
+      return scaleTyped<FloatTraits<double>>(dst, src, count, s);
+  }
+}
+
+}  // namespace
+}  // namespace braid::host::detail

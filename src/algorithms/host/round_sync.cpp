@@ -1,0 +1,99 @@
+#include "algorithms/host/round_sync.hpp"
+
+#include "base/data_type.hpp"
+#include "base/error.hpp"
+
+namespace braid::host {
+
+namespace {
+
+std::string describe(const transport::RoundDescriptor& d) {
+  const auto c = static_cast<Collective>(d.collective);
+  if (c == Collective::kRejected) return "a call whose arguments it rejected";
+  std::string s = strCat(collectiveName(c), " #", d.seq, " (", dataTypeName(static_cast<DataType>(d.dataType)),
+                         ", count ", d.count);
+  if (c == Collective::kAllreduce || c == Collective::kReduce || c == Collective::kReduceScatter) {
+    s += strCat(", ", reduceKindName(static_cast<ReduceKind>(d.reduceKind)));
+  }
+  if (d.root >= 0) s += strCat(", root ", d.root);
+  if (d.shapeHash != 0) s += strCat(", counts hash ", std::hex, d.shapeHash);
+  return s + ")";
+}
+
+bool sameCall(const transport::RoundDescriptor& a, const transport::RoundDescriptor& b) {
+  return a.seq == b.seq && a.collective == b.collective && a.dataType == b.dataType && a.count == b.count &&
+         a.root == b.root && a.reduceKind == b.reduceKind && a.shapeHash == b.shapeHash;
+}
+
+}  // namespace
+
+transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type, std::uint64_t count,
+                                        int root, ReduceKind kind, std::uint64_t shapeHash) {
+  transport::RoundDescriptor d;
+  d.seq = seq;
+  d.collective = static_cast<std::uint32_t>(collective);
+  d.dataType = static_cast<std::uint32_t>(type);
+  d.count = count;
+  d.root = root;
+  d.reduceKind = static_cast<std::uint32_t>(kind);
+  d.shapeHash = shapeHash;
+  return d;
+}
+
+RoundSync::RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const transport::RoundDescriptor& call,
+                     const OpEnv& env)
+    : fabric_(fabric), round_(round), call_(call), env_(env) {
+  policy_.spinIterations = env.spinIterations;
+  policy_.yieldWhileSpinning = env.yieldWhileSpinning;
+  policy_.deadline = env.deadline;
+  policy_.check = [this] {
+    if (env_.check) env_.check();
+    if (!fabric_.group().peerAlive(waitingFor_)) {
+      ErrorContext ctx = env_.context;
+      ctx.peer = waitingFor_;
+      fail(ErrorCode::kPeerLost, ctx, "peer process exited while this rank waited for it in round ", round_ + 1);
+    }
+  };
+  policy_.onTimeout = [this] {
+    ErrorContext ctx = env_.context;
+    ctx.peer = waitingFor_;
+    fail(ErrorCode::kTimeout, ctx, "peer ", waitingFor_, " did not reach round ", round_ + 1, " of this call within ",
+         "the timeout (BRAID_TIMEOUT or the call's timeout); it may be in another call or stuck");
+  };
+}
+
+void RoundSync::exchange() {
+  const std::uint32_t next = round_ + 1;
+  if (!checked_) fabric_.descriptor(fabric_.rank(), next) = call_;
+  fabric_.arrive(next);
+  for (int peer = 0; peer < fabric_.size(); ++peer) {
+    if (peer != fabric_.rank()) waitFor(peer);
+  }
+  round_ = next;
+  if (!checked_) {
+    checked_ = true;
+    checkDescriptors();
+  }
+}
+
+void RoundSync::waitFor(int peer) {
+  const std::uint32_t target = round_ + 1;
+  waitingFor_ = peer;
+  transport::waitUntil(
+      fabric_.arrived(peer), [target](std::uint32_t v) { return transport::reached(v, target); }, policy_);
+}
+
+void RoundSync::checkDescriptors() {
+  for (int peer = 0; peer < fabric_.size(); ++peer) {
+    if (peer == fabric_.rank()) continue;
+    const transport::RoundDescriptor theirs = fabric_.descriptor(peer, round_);
+    if (!sameCall(theirs, call_)) {
+      ErrorContext ctx = env_.context;
+      ctx.peer = peer;
+      fail(ErrorCode::kMismatch, ctx, "this rank called ", describe(call_), " but peer ", peer, " called ",
+           describe(theirs));
+    }
+  }
+}
+
+}  // namespace braid::host

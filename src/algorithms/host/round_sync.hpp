@@ -1,0 +1,50 @@
+// Lock-step rounds among the ranks of a LocalFabric: each round every rank writes its slot, publishes it, and
+// waits until every peer published; then it may read any peer's slot of that round. Slots alternate by round
+// parity, so the next round's writes never touch what slower peers still read (a peer can only publish round
+// g+2, reusing our parity, after it saw us publish g+1, i.e. after we finished reading g).
+#pragma once
+
+#include <cstdint>
+
+#include "algorithms/collective.hpp"
+#include "algorithms/host/op_env.hpp"
+#include "transport/local_fabric.hpp"
+
+namespace braid::host {
+
+/// Describes a call for the cross-rank check of its first round.
+transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type, std::uint64_t count,
+                                        int root = -1, ReduceKind kind = ReduceKind::kSum,
+                                        std::uint64_t shapeHash = 0);
+
+class RoundSync {
+ public:
+  RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const transport::RoundDescriptor& call,
+            const OpEnv& env);
+
+  int rank() const { return fabric_.rank(); }
+  int size() const { return fabric_.size(); }
+  std::size_t slotBytes() const { return fabric_.slotBytes(); }
+
+  /// This rank's slot for the next round: write it, then exchange().
+  std::byte* nextSlot() const { return fabric_.slot(fabric_.rank(), round_ + 1); }
+  /// Publishes this rank's next slot and waits for every peer's. The call's first exchange also checks that
+  /// every peer is in the same call (Mismatch naming both sides otherwise).
+  void exchange();
+  /// A peer's slot of the round last exchanged.
+  const std::byte* slot(int peer) const { return fabric_.slot(peer, round_); }
+
+ private:
+  void waitFor(int peer);
+  void checkDescriptors();
+
+  transport::LocalFabric& fabric_;
+  std::uint32_t& round_;
+  transport::RoundDescriptor call_;
+  const OpEnv& env_;
+  transport::WaitPolicy policy_;
+  int waitingFor_ = -1;
+  bool checked_ = false;
+};
+
+}  // namespace braid::host

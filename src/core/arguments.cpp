@@ -1,0 +1,56 @@
+#include "core/arguments.hpp"
+
+#include <limits>
+
+#include "base/data_type.hpp"
+#include "base/error.hpp"
+
+namespace braid::core {
+
+void checkType(DataType type, const ErrorContext& ctx) {
+  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
+}
+
+void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
+  if (count > std::numeric_limits<std::size_t>::max() / dataTypeSize(type)) {
+    fail(ErrorCode::kInvalidArgument, ctx, name, ": count ", count, " of ", dataTypeName(type), " overflows");
+  }
+  if (ptr == nullptr && count != 0) {
+    fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
+  }
+}
+
+void checkRank(int value, int size, const char* name, const ErrorContext& ctx) {
+  if (value < 0 || value >= size) {
+    fail(ErrorCode::kInvalidArgument, ctx, name, " ", value, " is out of range for ", size, " ranks");
+  }
+}
+
+void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const ErrorContext& ctx) {
+  if (values.size() != static_cast<std::size_t>(size)) {
+    fail(ErrorCode::kInvalidArgument, ctx, name, " has ", values.size(), " entries, expected one per rank (", size,
+         ")");
+  }
+}
+
+std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
+                     const char* name, const ErrorContext& ctx) {
+  std::size_t extent = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (displs[i] > std::numeric_limits<std::size_t>::max() - counts[i]) {
+      fail(ErrorCode::kInvalidArgument, ctx, name, "[", i, "]: displacement ", displs[i], " + count ", counts[i],
+           " overflows");
+    }
+    if (displs[i] + counts[i] > extent) extent = displs[i] + counts[i];
+  }
+  return extent;
+}
+
+std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx) {
+  if (factor != 0 && count > std::numeric_limits<std::size_t>::max() / factor) {
+    fail(ErrorCode::kInvalidArgument, ctx, name, ": ", count, " x ", factor, " elements overflows");
+  }
+  return count * factor;
+}
+
+}  // namespace braid::core

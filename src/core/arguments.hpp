@@ -1,0 +1,23 @@
+// Argument checks of the public calls. Each throws InvalidArgument naming the call, the argument and its value.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "braid/types.hpp"
+
+namespace braid::core {
+
+void checkType(DataType type, const ErrorContext& ctx);
+/// Null pointer with a non-zero count, or count * element size overflowing.
+void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* name, const ErrorContext& ctx);
+void checkRank(int value, int size, const char* name, const ErrorContext& ctx);
+/// `values` must have one entry per rank.
+void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const ErrorContext& ctx);
+/// Largest displs[i] + counts[i]: the elements a buffer laid out this way spans (overflow-checked).
+std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
+                     const char* name, const ErrorContext& ctx);
+/// count * factor elements, overflow-checked.
+std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx);
+
+}  // namespace braid::core

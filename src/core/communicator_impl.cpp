@@ -1,0 +1,190 @@
+#include "core/communicator_impl.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include "base/data_type.hpp"
+#include "base/error.hpp"
+#include "base/logging.hpp"
+#include "core/work_state.hpp"
+#include "tuning/selector.hpp"
+
+namespace braid::core {
+
+namespace {
+
+int usableCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  const long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+// Errors after which ranks may be at different rounds: the communicator cannot be used again.
+bool leavesRanksOutOfStep(ErrorCode code) {
+  return code == ErrorCode::kTimeout || code == ErrorCode::kPeerLost || code == ErrorCode::kAborted ||
+         code == ErrorCode::kInternal;
+}
+
+}  // namespace
+
+CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group,
+                                   Settings settings, std::shared_ptr<void> keepAlive)
+    : rank_(rank),
+      size_(size),
+      settings_(std::move(settings)),
+      fabric_(std::move(group), transport::FabricLayout::compute(size, settings_.shmSlotBytes, settings_.shmP2pBytes)),
+      collectives_(fabric_),
+      p2p_(fabric_),
+      keepAlive_(std::move(keepAlive)),
+      yieldWhileSpinning_(size > usableCpus()) {
+  setLogLevel(settings_.logLevel);
+  if (logEnabled(LogLevel::kInfo)) {
+    logLine(LogLevel::kInfo, rank_,
+            strCat("communicator of ", size_, " ranks over ", fabric_.group().kind(), ", slot ",
+                   fabric_.slotBytes(), " B", yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
+  }
+}
+
+CommunicatorImpl::~CommunicatorImpl() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (progress_.joinable()) progress_.join();
+}
+
+std::int64_t CommunicatorImpl::sequenceNumber() const {
+  std::lock_guard lock(mu_);
+  return nextSeq_;
+}
+
+host::ReduceAlgorithm CommunicatorImpl::reduceAlgorithm(std::size_t bytes) const {
+  const auto choice = tuning::chooseLocalReduce(bytes, size_, settings_);
+  return choice.algorithm == "direct" ? host::ReduceAlgorithm::kDirect : host::ReduceAlgorithm::kRsag;
+}
+
+std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
+  const auto choice = tuning::chooseLocalReduce(bytes, size_, settings_);
+  return strCat("allreduce of ", bytes, " B over ", size_, " local ranks: ", choice.algorithm, " (", choice.reason,
+                ")");
+}
+
+host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
+  host::OpEnv env;
+  env.context = ErrorContext{.rank = rank_, .peer = -1, .op = op, .seq = seq};
+  const double seconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds;
+  env.deadline = Deadline::after(seconds);
+  env.spinIterations = settings_.spinIterations;
+  env.yieldWhileSpinning = yieldWhileSpinning_;
+  return env;
+}
+
+void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
+  if (!broken_.empty()) {
+    fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
+  }
+}
+
+void CommunicatorImpl::execute(Task& task) {
+  const host::OpEnv env = makeEnv(task.op, task.seq, task.opts);
+  std::exception_ptr error;
+  try {
+    {
+      std::lock_guard lock(mu_);
+      throwIfBroken(env.context);
+    }
+    task.body(env);
+  } catch (const Error& e) {
+    error = std::current_exception();
+    if (leavesRanksOutOfStep(e.code())) {
+      std::lock_guard lock(mu_);
+      if (broken_.empty()) {
+        broken_ = e.what();
+        brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
+      }
+    }
+  } catch (...) {
+    error = std::current_exception();
+    std::lock_guard lock(mu_);
+    if (broken_.empty()) broken_ = "an unexpected exception";
+  }
+  task.work->finish(error);
+}
+
+std::shared_ptr<WorkState> CommunicatorImpl::enqueue(const char* op, const CallOptions& opts,
+                                                     const std::function<void(const ErrorContext&)>& check,
+                                                     Body body, bool collective, bool* ranInline) {
+  auto work = std::make_shared<WorkState>();
+  std::unique_lock lock(mu_);
+  // Only collectives take a sequence number: point-to-point calls differ between ranks by nature.
+  Task task{collective ? nextSeq_++ : -1, op, opts, std::move(body), work};
+  if (check) {
+    const ErrorContext ctx{.rank = rank_, .peer = -1, .op = op, .seq = task.seq};
+    try {
+      check(ctx);
+    } catch (const Error&) {
+      // Still meet the peers for one round so that they fail fast (Mismatch) instead of timing out; then
+      // report this rank's own error.
+      const std::exception_ptr argumentError = std::current_exception();
+      task.body = [this, argumentError, collective](const host::OpEnv& env) {
+        if (collective) {
+          try {
+            collectives_.reject(env);
+          } catch (const Error& e) {
+            if (e.code() != ErrorCode::kMismatch) throw;
+          }
+        }
+        std::rethrow_exception(argumentError);
+      };
+    }
+  }
+  if (queue_.empty() && !busy_ && ranInline) {
+    busy_ = true;
+    lock.unlock();
+    execute(task);
+    lock.lock();
+    busy_ = false;
+    *ranInline = true;
+    cv_.notify_all();
+    return work;
+  }
+  queue_.push_back(std::move(task));
+  if (!progress_.joinable()) progress_ = std::thread([this] { progressLoop(); });
+  cv_.notify_all();
+  return work;
+}
+
+void CommunicatorImpl::run(const char* op, const CallOptions& opts,
+                           const std::function<void(const ErrorContext&)>& check, Body body, bool collective) {
+  bool ranInline = false;
+  auto work = enqueue(op, opts, check, std::move(body), collective, &ranInline);
+  Work(work).wait();
+}
+
+Work CommunicatorImpl::submit(const char* op, const CallOptions& opts,
+                              const std::function<void(const ErrorContext&)>& check, Body body, bool collective) {
+  return Work(enqueue(op, opts, check, std::move(body), collective, nullptr));
+}
+
+void CommunicatorImpl::progressLoop() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stopping_ || (!queue_.empty() && !busy_); });
+    if (queue_.empty()) {
+      if (stopping_) return;
+      continue;
+    }
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    busy_ = true;
+    lock.unlock();
+    execute(task);
+    lock.lock();
+    busy_ = false;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace braid::core

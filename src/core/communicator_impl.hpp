@@ -1,0 +1,89 @@
+// The communicator behind braid::Communicator: checks arguments, asks the selector, runs the algorithm, in issue
+// order, inline on the calling thread when nothing is queued (a hand-off to another thread costs a cross-core
+// wake-up, ~20 us, more than a small collective) and on its progress thread for async calls.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "algorithms/host/local_collectives.hpp"
+#include "algorithms/host/p2p.hpp"
+#include "base/config.hpp"
+#include "braid/braid.hpp"
+#include "transport/local_fabric.hpp"
+
+namespace braid::core {
+
+class CommunicatorImpl {
+ public:
+  /// `keepAlive` holds what the bootstrap made that must live as long as the communicator (store, server).
+  CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
+                   std::shared_ptr<void> keepAlive = nullptr);
+  ~CommunicatorImpl();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::int64_t sequenceNumber() const;
+  const Settings& settings() const { return settings_; }
+  const char* transportName() { return fabric_.group().kind(); }
+
+  /// What the next allreduce of `bytes` would run and why.
+  std::string explainAllreduce(std::size_t bytes) const;
+
+  using Body = std::function<void(const host::OpEnv&)>;
+  /// Runs a collective in issue order. `check` validates arguments first; when it throws, this rank still takes
+  /// part in one round so that its peers fail with Mismatch instead of waiting, then the error is rethrown.
+  void run(const char* op, const CallOptions& opts, const std::function<void(const ErrorContext&)>& check,
+           Body body, bool collective = true);
+  Work submit(const char* op, const CallOptions& opts, const std::function<void(const ErrorContext&)>& check,
+              Body body, bool collective = true);
+
+  host::LocalCollectives& collectives() { return collectives_; }
+  host::P2pEngine& p2p() { return p2p_; }
+  /// Which allreduce algorithm for `bytes` (the selector's choice).
+  host::ReduceAlgorithm reduceAlgorithm(std::size_t bytes) const;
+
+ private:
+  struct Task {
+    std::int64_t seq;
+    const char* op;
+    CallOptions opts;
+    Body body;
+    std::shared_ptr<WorkState> work;
+  };
+
+  std::shared_ptr<WorkState> enqueue(const char* op, const CallOptions& opts,
+                                     const std::function<void(const ErrorContext&)>& check, Body body,
+                                     bool collective, bool* ranInline);
+  void execute(Task& task);
+  void progressLoop();
+  host::OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;
+  void throwIfBroken(const ErrorContext& ctx) const;
+
+  const int rank_;
+  const int size_;
+  const Settings settings_;
+  transport::LocalFabric fabric_;
+  host::LocalCollectives collectives_;
+  host::P2pEngine p2p_;
+  std::shared_ptr<void> keepAlive_;
+  bool yieldWhileSpinning_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool busy_ = false;       // a task is executing (inline or on the progress thread)
+  bool stopping_ = false;
+  std::int64_t nextSeq_ = 0;
+  std::string broken_;      // set after an error that leaves the ranks out of step
+  ErrorCode brokenCode_ = ErrorCode::kInternal;
+  std::thread progress_;
+};
+
+}  // namespace braid::core

@@ -1,0 +1,26 @@
+#include "core/work_state.hpp"
+
+#include "braid/braid.hpp"
+
+namespace braid {
+
+bool Work::test() const {
+  if (!state_) return true;
+  std::lock_guard lock(state_->mu);
+  return state_->done;
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) const {
+  if (!state_) return true;
+  std::unique_lock lock(state_->mu);
+  if (timeout.count() > 0) {
+    if (!state_->cv.wait_for(lock, timeout, [this] { return state_->done; })) return false;
+  } else {
+    // The operation itself ends by its own deadline (BRAID_TIMEOUT), so this wait is bounded too.
+    state_->cv.wait(lock, [this] { return state_->done; });
+  }
+  if (state_->error) std::rethrow_exception(state_->error);
+  return true;
+}
+
+}  // namespace braid

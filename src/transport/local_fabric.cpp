@@ -1,0 +1,120 @@
+#include "transport/local_fabric.hpp"
+
+#include <bit>
+#include <cstring>
+
+#include "base/error.hpp"
+
+namespace braid::transport {
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kLine = sizeof(WaitWord);
+// Control block offsets.
+constexpr std::size_t kArrivedOffset = 0;
+constexpr std::size_t kDoorbellOffset = kLine;
+constexpr std::size_t kDescriptorOffset = 2 * kLine;  // two descriptors, one per round parity
+constexpr std::size_t kHeadsOffset = kDescriptorOffset + 2 * sizeof(RoundDescriptor);
+
+std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
+
+std::size_t tailsOffset(int size) { return kHeadsOffset + static_cast<std::size_t>(size) * kLine; }
+
+}  // namespace
+
+FabricLayout FabricLayout::compute(int size, std::size_t slotBytes, std::size_t ringBytes) {
+  if (size < 1) fail(ErrorCode::kInvalidArgument, {}, "local group size ", size, " must be at least 1");
+  FabricLayout l;
+  l.size = size;
+  l.slotBytes = roundUp(slotBytes < kPage ? kPage : slotBytes, kPage);
+  l.ringBytes = std::bit_ceil(ringBytes < kPage ? kPage : ringBytes);
+  if (l.ringBytes > (std::size_t{1} << 30)) fail(ErrorCode::kInvalidArgument, {}, "ring of ", ringBytes, " bytes is too large");
+  const std::size_t control = roundUp(tailsOffset(size) + static_cast<std::size_t>(size) * kLine, kPage);
+  l.slotOffset = control;
+  l.ringOffset = l.slotOffset + 2 * l.slotBytes;
+  l.regionBytes = l.ringOffset + static_cast<std::size_t>(size) * l.ringBytes;
+  return l;
+}
+
+LocalFabric::LocalFabric(std::unique_ptr<LocalGroup> group, const FabricLayout& layout)
+    : group_(std::move(group)), layout_(layout), rank_(group_->rank()), size_(group_->size()) {
+  if (group_->regionBytes() < layout_.regionBytes) {
+    fail(ErrorCode::kInternal, {}, "region of ", group_->regionBytes(), " bytes cannot hold the layout's ",
+         layout_.regionBytes);
+  }
+}
+
+WaitWord& LocalFabric::word(int peer, std::size_t offset) {
+  return *reinterpret_cast<WaitWord*>(group_->region(peer) + offset);
+}
+
+RoundDescriptor& LocalFabric::descriptor(int peer, std::uint32_t round) {
+  return *reinterpret_cast<RoundDescriptor*>(group_->region(peer) + kDescriptorOffset +
+                                             (round & 1u) * sizeof(RoundDescriptor));
+}
+
+WaitWord& LocalFabric::arrived(int peer) { return word(peer, kArrivedOffset); }
+WaitWord& LocalFabric::doorbell(int peer) { return word(peer, kDoorbellOffset); }
+WaitWord& LocalFabric::ringHead(int sender, int receiver) {
+  return word(sender, kHeadsOffset + static_cast<std::size_t>(receiver) * kLine);
+}
+WaitWord& LocalFabric::ringTail(int sender, int receiver) {
+  return word(receiver, tailsOffset(size_) + static_cast<std::size_t>(sender) * kLine);
+}
+std::byte* LocalFabric::ringData(int sender, int receiver) {
+  return group_->region(sender) + layout_.ringOffset + static_cast<std::size_t>(receiver) * layout_.ringBytes;
+}
+
+void LocalFabric::ring(int peer) { bump(doorbell(peer)); }
+
+std::size_t LocalFabric::ringWrite(int peer, const void* data, std::size_t len) {
+  const std::uint32_t head = ringHead(rank_, peer).value.load(std::memory_order_relaxed);  // only we write it
+  const std::size_t free = ringFree(peer);
+  const std::size_t n = len < free ? len : free;
+  if (n == 0) return 0;
+  std::byte* base = ringData(rank_, peer);
+  const std::size_t at = head & (layout_.ringBytes - 1);
+  const std::size_t first = n < layout_.ringBytes - at ? n : layout_.ringBytes - at;
+  std::memcpy(base + at, data, first);
+  std::memcpy(base, static_cast<const std::byte*>(data) + first, n - first);
+  ringHead(rank_, peer).value.store(head + static_cast<std::uint32_t>(n), std::memory_order_release);
+  ring(peer);
+  return n;
+}
+
+std::size_t LocalFabric::ringFree(int peer) {
+  const std::uint32_t head = ringHead(rank_, peer).value.load(std::memory_order_relaxed);
+  const std::uint32_t tail = ringTail(rank_, peer).value.load(std::memory_order_acquire);
+  return layout_.ringBytes - static_cast<std::uint32_t>(head - tail);
+}
+
+std::size_t LocalFabric::ringAvailable(int peer) {
+  const std::uint32_t head = ringHead(peer, rank_).value.load(std::memory_order_acquire);
+  const std::uint32_t tail = ringTail(peer, rank_).value.load(std::memory_order_relaxed);
+  return static_cast<std::uint32_t>(head - tail);
+}
+
+std::size_t LocalFabric::ringPeek(int peer, void* out, std::size_t len) {
+  const std::size_t avail = ringAvailable(peer);
+  const std::size_t n = len < avail ? len : avail;
+  const std::uint32_t tail = ringTail(peer, rank_).value.load(std::memory_order_relaxed);
+  const std::byte* base = ringData(peer, rank_);
+  const std::size_t at = tail & (layout_.ringBytes - 1);
+  const std::size_t first = n < layout_.ringBytes - at ? n : layout_.ringBytes - at;
+  std::memcpy(out, base + at, first);
+  std::memcpy(static_cast<std::byte*>(out) + first, base, n - first);
+  return n;
+}
+
+std::size_t LocalFabric::ringRead(int peer, void* out, std::size_t len) {
+  const std::size_t n = out ? ringPeek(peer, out, len) : (len < ringAvailable(peer) ? len : ringAvailable(peer));
+  if (n == 0) return 0;
+  WaitWord& tail = ringTail(peer, rank_);
+  tail.value.store(tail.value.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(n),
+                   std::memory_order_release);
+  ring(peer);
+  return n;
+}
+
+}  // namespace braid::transport

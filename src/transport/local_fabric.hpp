@@ -1,0 +1,91 @@
+// What lives in the regions of a LocalGroup, and the primitives that use it:
+// - collective rounds: a per-rank arrival counter, a descriptor of the call, and two data slots used
+//   alternately (round parity), so a rank may write round g+1 while slower peers still read round g;
+// - point-to-point byte rings, one per ordered pair (sender's region), with positions that wrap at 2^32;
+// - a doorbell per rank that anyone who may have unblocked it rings, so it sleeps on one word.
+//
+// Region layout (offsets in bytes; every counter on its own cache line):
+//   [0, 4096*k)        control: arrived, doorbell, descriptor[2], ringHead[size], ringTail[size], identity
+//   slotOffset         slot[0], slot[1]           (slotBytes each)
+//   ringOffset         ring[peer] for each peer   (ringBytes each, a power of two)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "transport/local_group.hpp"
+#include "transport/wait.hpp"
+
+namespace braid::transport {
+
+/// The call a rank is in, published with each round so that peers can check they are in the same one.
+struct alignas(64) RoundDescriptor {
+  std::int64_t seq = 0;
+  std::uint32_t collective = 0;
+  std::uint32_t dataType = 0;
+  std::uint64_t count = 0;
+  std::int32_t root = -1;
+  std::uint32_t reduceKind = 0;
+  std::uint64_t shapeHash = 0;  // hash of per-rank counts (v-collectives), 0 otherwise
+};
+
+struct FabricLayout {
+  int size = 0;
+  std::size_t slotBytes = 0;
+  std::size_t ringBytes = 0;
+  std::size_t slotOffset = 0;
+  std::size_t ringOffset = 0;
+  std::size_t regionBytes = 0;
+
+  /// Rounds slotBytes up to 4 KiB and ringBytes up to a power of two (at least 4 KiB).
+  static FabricLayout compute(int size, std::size_t slotBytes, std::size_t ringBytes);
+};
+
+class LocalFabric {
+ public:
+  LocalFabric(std::unique_ptr<LocalGroup> group, const FabricLayout& layout);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  LocalGroup& group() { return *group_; }
+  const FabricLayout& layout() const { return layout_; }
+  std::size_t slotBytes() const { return layout_.slotBytes; }
+
+  // --- collective rounds ---
+  std::byte* slot(int peer, std::uint32_t round) {
+    return group_->region(peer) + layout_.slotOffset + (round & 1u) * layout_.slotBytes;
+  }
+  RoundDescriptor& descriptor(int peer, std::uint32_t round);
+  WaitWord& arrived(int peer);
+  /// Publishes that this rank wrote its slot and descriptor for `round`.
+  void arrive(std::uint32_t round) { post(arrived(rank_), round); }
+
+  // --- point-to-point rings ---
+  /// Copies up to `len` bytes into the ring towards `peer`; returns how many fitted.
+  std::size_t ringWrite(int peer, const void* data, std::size_t len);
+  /// Bytes that ringWrite towards `peer` would take now.
+  std::size_t ringFree(int peer);
+  /// Copies up to `len` bytes out of the ring from `peer` (drops them when out is null); returns how many.
+  std::size_t ringRead(int peer, void* out, std::size_t len);
+  /// Bytes waiting in the ring from `peer`.
+  std::size_t ringAvailable(int peer);
+  /// Reads without consuming (for a message header); returns bytes copied (<= available).
+  std::size_t ringPeek(int peer, void* out, std::size_t len);
+
+  /// This rank's doorbell: rung whenever a ring towards or from this rank moves.
+  WaitWord& doorbell(int peer);
+  void ring(int peer);
+
+ private:
+  WaitWord& word(int peer, std::size_t offset);
+  WaitWord& ringHead(int sender, int receiver);  // bytes sender wrote for receiver (sender's region)
+  WaitWord& ringTail(int sender, int receiver);  // bytes receiver consumed from sender (receiver's region)
+  std::byte* ringData(int sender, int receiver);
+
+  std::unique_ptr<LocalGroup> group_;
+  FabricLayout layout_;
+  int rank_;
+  int size_;
+};
+
+}  // namespace braid::transport

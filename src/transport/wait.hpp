@@ -1,0 +1,68 @@
+// Waiting on a 32-bit word in memory shared by ranks: bounded spin, then futex sleep in short slices, so an idle
+// rank burns no core, a busy one wakes within ~1 us, and every wait ends by its deadline or a failure check.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+
+#include "base/deadline.hpp"
+
+namespace braid::transport {
+
+struct WaitPolicy {
+  long spinIterations = 20000;  // pause-loop iterations before sleeping
+  bool yieldWhileSpinning = false;  // ranks outnumber cores: give the core away instead of pausing
+  Deadline deadline;
+  /// Called between sleep slices (every few ms); throws to end the wait (peer lost, aborted, ...).
+  std::function<void()> check;
+  /// Called when the deadline passes; must throw (Timeout naming what was awaited).
+  std::function<void()> onTimeout;
+};
+
+/// A word with a waiter count beside it, so that posting costs no system call when nobody sleeps.
+struct alignas(64) WaitWord {
+  std::atomic<std::uint32_t> value{0};
+  std::atomic<std::uint32_t> sleepers{0};
+};
+static_assert(sizeof(WaitWord) == 64);
+static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
+
+/// True when `value` has reached `target` in wrap-around order (counters are 32-bit and may wrap).
+inline bool reached(std::uint32_t value, std::uint32_t target) {
+  return static_cast<std::int32_t>(value - target) >= 0;
+}
+
+/// Stores `value` and wakes sleepers of `word`, if any.
+void post(WaitWord& word, std::uint32_t value);
+/// Adds one to `word` and wakes its sleepers, if any.
+void bump(WaitWord& word);
+void cpuRelax();
+void yieldCore();
+/// Sleeps until `word.value` may differ from `seen` or a short slice passes (registered as a sleeper).
+void sleepWhileEqual(WaitWord& word, std::uint32_t seen);
+
+/// Returns once `ready(word.value)` holds; otherwise policy.check / policy.onTimeout throw.
+template <typename Ready>
+void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
+  for (long i = 0; i < policy.spinIterations; ++i) {
+    if (ready(word.value.load(std::memory_order_acquire))) return;
+    if (policy.yieldWhileSpinning) {
+      yieldCore();
+    } else {
+      cpuRelax();
+    }
+  }
+  while (true) {
+    const std::uint32_t seen = word.value.load(std::memory_order_acquire);
+    if (ready(seen)) return;
+    if (policy.check) policy.check();
+    if (policy.deadline.expired()) {
+      if (policy.onTimeout) policy.onTimeout();
+      return;  // onTimeout throws; returning still never waits past the deadline
+    }
+    sleepWhileEqual(word, seen);
+  }
+}
+
+}  // namespace braid::transport

@@ -1,0 +1,89 @@
+// The thread-safety contract of braid.hpp: independent communicators run concurrently; calls on one
+// communicator from several threads are serialised; async calls run in issue order.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "support/collective_cases.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+TEST(Concurrency, IndependentCommunicatorsRunAtTheSameTime) {
+  // Two groups of 3 thread-ranks run allreduces concurrently in the same process.
+  std::vector<std::string> a, b;
+  auto body = [](Communicator& comm) {
+    for (int i = 0; i < 200; ++i) {
+      long v = comm.rank() + i;
+      comm.allreduce(&v, &v, 1, DataType::kInt64, ReduceKind::kSum);
+      require(v == 3 + 3 * i, "sum");
+    }
+  };
+  std::thread ta([&] { a = runThreads(3, body); });
+  std::thread tb([&] { b = runThreads(3, body); });
+  ta.join();
+  tb.join();
+  EXPECT_EQ(failures(a), "");
+  EXPECT_EQ(failures(b), "");
+}
+
+TEST(Concurrency, CallsFromSeveralThreadsOfOneRankAreSerialised) {
+  // Each rank issues barriers from 4 threads at once; they must not corrupt each other (every barrier
+  // completes, none interleaves with another's rounds). Barriers are interchangeable across ranks, so the
+  // order across ranks does not matter here.
+  auto results = runThreads(2, [](Communicator& comm) {
+    std::vector<std::thread> threads;
+    std::atomic<int> done{0};
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&] {
+        for (int i = 0; i < 50; ++i) comm.barrier();
+        done += 50;
+      });
+    }
+    for (auto& t : threads) t.join();
+    require(done == 200, "barriers lost");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Concurrency, AsyncCallsCompleteInIssueOrderBeforeLaterBlockingCalls) {
+  auto results = runThreads(3, [](Communicator& comm) {
+    std::vector<std::vector<int>> bufs(8, std::vector<int>(1000));
+    std::vector<Work> works;
+    for (int k = 0; k < 8; ++k) {
+      std::fill(bufs[k].begin(), bufs[k].end(), comm.rank() * (k + 1));
+      works.push_back(comm.allreduceAsync(bufs[k].data(), bufs[k].data(), 1000, DataType::kInt32, ReduceKind::kSum));
+    }
+    int x = 1;
+    comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);  // runs after every queued call
+    for (int k = 0; k < 8; ++k) require(works[k].test(), "queued call not finished before a later blocking one");
+    for (int k = 0; k < 8; ++k) {
+      works[k].wait();
+      require(bufs[k][999] == 3 * (k + 1), "async result");
+    }
+    require(x == 3, "blocking result");
+    require(comm.sequenceNumber() == 9, "sequence number");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Concurrency, WaitWithTimeoutReturnsFalseWhileTheCallRuns) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    if (comm.rank() == 0) {
+      Work w = comm.barrierAsync();
+      require(!w.wait(std::chrono::milliseconds(50)), "barrier completed without its peer");
+      comm.barrier();  // tells rank 1 to join
+      w.wait();
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      comm.barrier();
+      comm.barrier();
+    }
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+}  // namespace
+}  // namespace braid::testing

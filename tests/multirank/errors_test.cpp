@@ -1,0 +1,181 @@
+// What callers see when things go wrong: mismatched calls, rejected arguments, timeouts, dead peers.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "support/collective_cases.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+TEST(Errors, MismatchedCountsFailOnEveryRankNamingBothSides) {
+  auto results = runThreads(3, [](Communicator& comm) {
+    std::vector<float> buf(100, 1.0f);
+    const std::size_t count = comm.rank() == 2 ? 50 : 100;
+    try {
+      comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceKind::kSum);
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch, got ") + e.what());
+      require(contains(e.what(), "count 50") && contains(e.what(), "count 100"), e.what());
+      // The communicator stays usable after a mismatch.
+      int x = 1;
+      comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+      require(x == 3, "allreduce after a mismatch");
+      return;
+    }
+    throw std::runtime_error("mismatched allreduce did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Errors, DifferentCollectivesAreNamed) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    int x = 1;
+    try {
+      if (comm.rank() == 0) {
+        comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+      } else {
+        comm.broadcast(&x, 1, DataType::kInt32, 0);
+      }
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kMismatch && contains(e.what(), "allreduce") && contains(e.what(), "broadcast"),
+              e.what());
+      return;
+    }
+    throw std::runtime_error("allreduce vs broadcast did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Errors, RejectedArgumentsOnOneRankFailEveryRankFast) {
+  const auto start = std::chrono::steady_clock::now();
+  auto results = runThreads(3, [](Communicator& comm) {
+    int x = 1;
+    const int root = comm.rank() == 1 ? 7 : 0;  // rank 1 passes a root out of range
+    try {
+      comm.broadcast(&x, 1, DataType::kInt32, root);
+    } catch (const Error& e) {
+      if (comm.rank() == 1) {
+        require(e.code() == ErrorCode::kInvalidArgument && contains(e.what(), "root 7"), e.what());
+      } else {
+        require(e.code() == ErrorCode::kMismatch && contains(e.what(), "rejected"), e.what());
+      }
+      return;
+    }
+    throw std::runtime_error("bad root did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+TEST(Errors, BadArgumentsAreNamed) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    auto expectInvalid = [&](const std::function<void()>& call, const std::string& part) {
+      try {
+        call();
+      } catch (const Error& e) {
+        require(e.code() == ErrorCode::kInvalidArgument, std::string("expected InvalidArgument: ") + e.what());
+        require(contains(e.what(), part), std::string("message lacks '") + part + "': " + e.what());
+        return;
+      }
+      throw std::runtime_error("no error for " + part);
+    };
+    float f = 0;
+    expectInvalid([&] { comm.allreduce(nullptr, &f, 4, DataType::kFloat32, ReduceKind::kSum); }, "send buffer is null");
+    expectInvalid([&] { comm.allreduce(&f, &f, 1, DataType::kFloat32, ReduceKind::kBxor); }, "bxor");
+    expectInvalid([&] { comm.allreduce(&f, &f, 1, static_cast<DataType>(42), ReduceKind::kSum); }, "data type");
+    expectInvalid([&] { comm.send(&f, 1, DataType::kFloat32, 5); }, "peer 5");
+    expectInvalid([&] { comm.allreduce(&f, &f, SIZE_MAX / 2, DataType::kFloat32, ReduceKind::kSum); }, "overflows");
+    std::vector<std::size_t> counts{1};
+    expectInvalid([&] { comm.allgatherv(&f, 1, &f, counts, counts, DataType::kFloat32); }, "one per rank");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Errors, AbsentPeerTimesOutNamingIt) {
+  Settings s = testSettings();
+  s.timeoutSeconds = 0.5;
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        if (comm.rank() == 1) return;  // never joins the barrier
+        try {
+          comm.barrier();
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kTimeout && e.context().peer == 1, e.what());
+          // The ranks are out of step now: later calls fail at once.
+          try {
+            comm.barrier();
+          } catch (const Error& later) {
+            require(contains(later.what(), "unusable"), later.what());
+            return;
+          }
+          throw std::runtime_error("call after a timeout did not fail");
+        }
+        throw std::runtime_error("barrier without peer did not time out");
+      },
+      s);
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Errors, PerCallTimeoutOverridesTheDefault) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    if (comm.rank() == 1) return;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      comm.barrier(CallOptions{200ms});
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kTimeout, e.what());
+      require(std::chrono::steady_clock::now() - start < 5s, "per-call timeout ignored");
+      return;
+    }
+    throw std::runtime_error("no timeout");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Errors, DeadPeerProcessIsPeerLostWithinSeconds) {
+  auto results = runProcesses(3, [](Communicator& comm) {
+    comm.barrier();
+    if (comm.rank() == 2) ::_exit(0);  // dies without a word
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      int x = 1;
+      comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kPeerLost && e.context().peer == 2, e.what());
+      require(std::chrono::steady_clock::now() - start < 5s, "PeerLost took too long");
+      return;
+    }
+    throw std::runtime_error("allreduce with a dead peer did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Errors, ReceiveOfTheWrongSizeIsMismatch) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    std::vector<int> buf(16, 3);
+    if (comm.rank() == 0) {
+      comm.send(buf.data(), 16, DataType::kInt32, 1, 9);
+      return;
+    }
+    try {
+      comm.recv(buf.data(), 8, DataType::kInt32, 0, 9);
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kMismatch && contains(e.what(), "64 bytes") && contains(e.what(), "32 bytes"),
+              e.what());
+      return;
+    }
+    throw std::runtime_error("short receive did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+}  // namespace
+}  // namespace braid::testing

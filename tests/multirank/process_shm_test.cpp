@@ -1,0 +1,115 @@
+// Ranks as forked processes over POSIX shared memory: a sampled matrix (every collective, every dtype, sizes up
+// to 16 MiB, in place and out of place), creation from the environment, and what shm leaves behind.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "base/data_type.hpp"
+#include "support/collective_cases.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+// A deterministic sample: every (collective, dtype) pair once per world size, ops rotating, sizes rotating
+// through {0, 1, 1023, 64 KiB + 3, 16 MiB} bytes worth of elements.
+std::vector<Case> sample(int n) {
+  std::vector<Case> cases;
+  int k = 0;
+  for (Coll coll : allColls()) {
+    for (int t = 0; t < kNumDataTypes; ++t) {
+      const auto type = static_cast<DataType>(t);
+      const auto ops = reduces(coll) ? opsFor(type) : std::vector<ReduceKind>{ReduceKind::kSum};
+      const std::size_t esz = dataTypeSize(type);
+      const std::size_t sizes[] = {0, 1, 1023, (64u << 10) / esz + 3, (16u << 20) / esz};
+      ++k;
+      Case c{coll, type, ops[k % ops.size()], sizes[k % 5], false, k % n, k % 4 == 0};
+      const bool perRankBuffer = coll == Coll::kAllgather || coll == Coll::kGather || coll == Coll::kAlltoall ||
+                                 coll == Coll::kScatter || coll == Coll::kReduceScatter ||
+                                 coll == Coll::kGroupAllPairs || coll == Coll::kAlltoallv || coll == Coll::kAllgatherv;
+      if (perRankBuffer && c.count > 1024) c.count = c.count / n + 1;
+      cases.push_back(c);
+      if (supportsInPlace(coll)) {
+        c.inPlace = true;
+        c.count = sizes[(k + 2) % 4];
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
+class ProcessShm : public ::testing::TestWithParam<int> {};
+
+TEST_P(ProcessShm, SampledMatrix) {
+  const int n = GetParam();
+  const auto cases = sample(n);
+  auto results = runProcesses(n, [&](Communicator& comm) {
+    for (const Case& c : cases) runCase(comm, c);
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Shm, ProcessShm, ::testing::Values(2, 3, 8),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+int braidSegmentsInDevShm() {
+  int count = 0;
+  if (DIR* dir = ::opendir("/dev/shm")) {
+    while (dirent* e = ::readdir(dir)) count += std::string(e->d_name).rfind("braid-", 0) == 0;
+    ::closedir(dir);
+  }
+  return count;
+}
+
+TEST(ProcessShm, SegmentsAreUnlinkedOnceEveryRankMappedThem) {
+  const int before = braidSegmentsInDevShm();
+  auto results = runProcesses(3, [&](Communicator& comm) {
+    comm.barrier();  // creation finished on every rank: every name must be gone by now
+    require(braidSegmentsInDevShm() == before, "braid segments left in /dev/shm after creation");
+    int x = comm.rank();
+    comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+    require(x == 3, "allreduce after unlinking");
+  });
+  EXPECT_EQ(failures(results), "");
+  EXPECT_EQ(braidSegmentsInDevShm(), before);
+}
+
+TEST(ProcessShm, CreatesFromTheLaunchEnvironment) {
+  // Rank 0 serves the rendezvous at BRAID_ROOT_ADDR; the others connect there.
+  const int port = 20000 + (::getpid() % 20000);
+  auto results = runProcesses(1, [&](Communicator&) {
+    // Inside one child, start 4 grandchildren with the environment a launcher would set.
+    std::vector<pid_t> kids;
+    for (int r = 0; r < 4; ++r) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::setenv("BRAID_RANK", std::to_string(r).c_str(), 1);
+        ::setenv("BRAID_WORLD_SIZE", "4", 1);
+        ::setenv("BRAID_ROOT_ADDR", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
+        ::setenv("BRAID_TOKEN", "secret-of-this-test", 1);
+        int ok = 0;
+        try {
+          auto comm = Communicator::fromEnvironment();
+          int v = comm->rank() + 1;
+          comm->allreduce(&v, &v, 1, DataType::kInt32, ReduceKind::kSum);
+          ok = v == 10 && comm->size() == 4;
+        } catch (...) {
+        }
+        ::_exit(ok ? 0 : 1);
+      }
+      kids.push_back(pid);
+    }
+    for (pid_t pid : kids) {
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      require(WIFEXITED(status) && WEXITSTATUS(status) == 0, "a rank started from the environment failed");
+    }
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+}  // namespace
+}  // namespace braid::testing

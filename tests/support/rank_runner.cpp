@@ -1,0 +1,123 @@
+#include "support/rank_runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "bootstrap/unique_id.hpp"
+#include "core/communicator_impl.hpp"
+#include "transport/memory/memory_local_group.hpp"
+
+namespace braid::testing {
+
+Settings testSettings() {
+  Settings s = Settings::fromEnvironment();
+  if (!std::getenv("BRAID_TIMEOUT")) s.timeoutSeconds = 60;
+  return s;
+}
+
+std::vector<std::string> runThreads(int ranks, const Body& body, const Settings& settings) {
+  const auto layout = transport::FabricLayout::compute(ranks, settings.shmSlotBytes, settings.shmP2pBytes);
+  auto arena = std::make_shared<transport::MemoryArena>(ranks, layout.regionBytes);
+  std::vector<std::string> results(ranks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        Communicator comm(std::make_unique<core::CommunicatorImpl>(
+            r, ranks, std::make_unique<transport::MemoryLocalGroup>(arena, r), settings));
+        body(comm);
+      } catch (const std::exception& e) {
+        results[r] = e.what();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  return results;
+}
+
+std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds) {
+  const UniqueId id = Communicator::uniqueId();
+  std::vector<pid_t> pids(ranks, -1);
+  std::vector<int> pipes(ranks, -1);
+  std::vector<std::string> results(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+      results[r] = "pipe failed";
+      continue;
+    }
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::close(fds[0]);
+      std::string message;
+      try {
+        auto comm = Communicator::create(id, r, ranks);
+        body(*comm);
+      } catch (const std::exception& e) {
+        message = e.what();
+        if (message.empty()) message = "exception with an empty message";
+      }
+      if (!message.empty()) [[maybe_unused]] auto n = ::write(fds[1], message.data(), message.size());
+      ::_exit(message.empty() ? 0 : 1);  // skip gtest's and static destructors in the child
+    }
+    ::close(fds[1]);
+    pids[r] = pid;
+    pipes[r] = fds[0];
+    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
+  std::vector<bool> done(ranks, false);
+  int remaining = ranks;
+  while (remaining > 0) {
+    for (int r = 0; r < ranks; ++r) {
+      if (done[r] || pids[r] < 0) continue;
+      char buf[4096];
+      ssize_t n;
+      while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
+      int status = 0;
+      if (::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+        while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
+        done[r] = true;
+        --remaining;
+        if (WIFSIGNALED(status)) results[r] += " killed by signal " + std::to_string(WTERMSIG(status));
+        else if (WEXITSTATUS(status) != 0 && results[r].empty()) results[r] = "exit status " + std::to_string(WEXITSTATUS(status));
+      }
+    }
+    if (remaining == 0) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      for (int r = 0; r < ranks; ++r) {
+        if (!done[r] && pids[r] > 0) {
+          ::kill(pids[r], SIGKILL);
+          ::waitpid(pids[r], nullptr, 0);
+          results[r] += " (rank still running after the test's wall-clock limit: killed)";
+        }
+      }
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  for (int fd : pipes) {
+    if (fd >= 0) ::close(fd);
+  }
+  bootstrap::UniqueIdBytes bytes;
+  std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
+  bootstrap::releaseRootServer(bytes);
+  return results;
+}
+
+std::string failures(const std::vector<std::string>& perRank) {
+  std::string out;
+  for (std::size_t r = 0; r < perRank.size(); ++r) {
+    if (!perRank[r].empty()) out += "rank " + std::to_string(r) + ": " + perRank[r] + "\n";
+  }
+  return out;
+}
+
+}  // namespace braid::testing

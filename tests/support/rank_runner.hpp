@@ -1,0 +1,27 @@
+// Runs a test body on N ranks: as threads of this process over the in-memory transport, or as forked processes
+// over shared memory. Each returns one message per rank, empty when that rank's body finished without throwing.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "base/config.hpp"
+#include "braid/braid.hpp"
+
+namespace braid::testing {
+
+using Body = std::function<void(Communicator&)>;
+
+/// Settings for tests: the environment's, with a timeout short enough that a hang fails fast.
+Settings testSettings();
+
+std::vector<std::string> runThreads(int ranks, const Body& body, const Settings& settings = testSettings());
+/// Every rank is a child process that creates its communicator from a unique id made here; the whole run is
+/// killed after `timeoutSeconds`, which is then reported for the ranks still running.
+std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds = 120);
+
+/// Empty when every rank succeeded; else one line per failed rank.
+std::string failures(const std::vector<std::string>& perRank);
+
+}  // namespace braid::testing
