@@ -4,6 +4,7 @@
 
 #include "base/data_type.hpp"
 #include "base/error.hpp"
+#include "core/memory_kind.hpp"
 
 namespace braid::core {
 
@@ -17,6 +18,14 @@ void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* 
   }
   if (ptr == nullptr && count != 0) {
     fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
+  }
+  if (count != 0) {
+    const MemoryKind kind = classifyPointer(ptr);
+    if (kind != MemoryKind::kHost) {
+      // Refuse rather than touch GPU memory from the CPU (a crash, or silently slow for managed memory).
+      fail(ErrorCode::kUnavailable, ctx, name, " is ", memoryKindName(kind),
+           " memory; this build of braid moves host buffers only (the CUDA path is not built yet)");
+    }
   }
 }
 

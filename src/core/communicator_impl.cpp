@@ -3,6 +3,8 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
@@ -76,7 +78,8 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
   env.context = ErrorContext{.rank = rank_, .peer = -1, .op = op, .seq = seq};
   const double seconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds;
   env.deadline = Deadline::after(seconds);
-  env.spinIterations = settings_.spinIterations;
+  // Oversubscribed ranks spin briefly: a spinning rank holds the core its peer needs to make progress.
+  env.spinIterations = yieldWhileSpinning_ ? std::min(settings_.spinIterations, 64L) : settings_.spinIterations;
   env.yieldWhileSpinning = yieldWhileSpinning_;
   return env;
 }

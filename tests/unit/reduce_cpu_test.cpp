@@ -716,6 +716,38 @@ TEST_F(ReduceCpu, ScaleCopyEveryType) {
   }
 }
 
+// scaleCopy of ones by f rounds f itself once: every rounding boundary of float16 and bfloat16, reached from
+// float64 products.
+TEST_F(ReduceCpu, ScaleCopyRoundsOnceAtEdges) {
+  std::mt19937 rng(9);
+  std::vector<float> scales = {65504.0f, 65519.99f, 65520.0f, 1e6f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
+                               0x1.ffcp-15f, 0x1.ffep-15f, 0x1p-14f, 1.0f + 0x1p-11f, 1.0f + 0x1.8p-10f,
+                               std::bit_cast<float>(0x7f7f8000u), std::bit_cast<float>(0x7f7f7fffu),
+                               std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u),
+                               std::bit_cast<float>(0x00008000u), std::bit_cast<float>(0x00018000u),
+                               std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()};
+  for (int k = 0; k < 20000; ++k) {
+    const float f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+    if (std::isfinite(f)) scales.push_back(f);
+    scales.push_back(std::ldexp(static_cast<float>(rng() % 4096) / 2048.0f, static_cast<int>(rng() % 48) - 30));
+  }
+  for (const auto& isa : isaLevels()) {
+    setReduceIsaCap(isa);
+    for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
+      Buffer ones(type, 1), out(type, 1);
+      ones.putF(0, 1.0);
+      for (float f : scales) {
+        for (float s : {f, -f}) {
+          scaleCopy(out.data(), ones.data(), 1, type, s);
+          const std::uint16_t want = type == DataType::kFloat16 ? halfBitsOf(s) : bf16BitsOf(s);
+          ASSERT_EQ(out.get<std::uint16_t>(0), want) << isa << " " << dataTypeName(type) << " scale bits 0x" << std::hex
+                                                     << std::bit_cast<std::uint32_t>(s);
+        }
+      }
+    }
+  }
+}
+
 TEST_F(ReduceCpu, RejectsInvalidArguments) {
   float a[4] = {}, out[4] = {};
   const void* srcs[1] = {a};

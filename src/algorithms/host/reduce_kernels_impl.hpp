@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "algorithms/host/reduce_cpu.hpp"
 
@@ -52,41 +53,53 @@ constexpr float kFloatNaN = __builtin_nanf("");  // 0x7fc00000
 constexpr double kDoubleNaN = __builtin_nan("");  // 0x7ff8000000000000
 
 // ---- float16 / bfloat16 conversions: the same bits as base/half.hpp (see the ODR note above), written with
-// selects instead of early returns so the loops over them vectorise.
+// mask selects instead of branches: GCC will not if-convert the ternary form (it refuses to speculate the
+// float add under -ftrapping-math), and then the loops over them do not vectorise.
+
+// c ? a : b without a branch.
+inline std::uint32_t select(bool c, std::uint32_t a, std::uint32_t b) {
+  const std::uint32_t mask = 0u - static_cast<std::uint32_t>(c);
+  return (a & mask) | (b & ~mask);
+}
+inline std::uint64_t select(bool c, std::uint64_t a, std::uint64_t b) {
+  const std::uint64_t mask = 0u - static_cast<std::uint64_t>(c);
+  return (a & mask) | (b & ~mask);
+}
 
 inline float halfToFloatK(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
-  const std::uint32_t em = h & 0x7fffu;  // exponent and mantissa
-  const std::uint32_t normal = (em << 13) + (112u << 23);
-  const std::uint32_t infNan = (em << 13) | 0x7f800000u;
+  const std::int32_t em = h & 0x7fff;  // exponent and mantissa
+  const std::uint32_t normal = (static_cast<std::uint32_t>(em) << 13) + (112u << 23);
+  const std::uint32_t infNan = (static_cast<std::uint32_t>(em) << 13) | 0x7f800000u;
   // Zero or subnormal: mantissa * 2^-24, exact in float.
-  const std::uint32_t sub = bitCast<std::uint32_t>(static_cast<float>(static_cast<std::int32_t>(em)) * 5.9604644775390625e-8f);
-  const std::uint32_t magnitude = em >= 0x7c00u ? infNan : (em >= 0x400u ? normal : sub);
-  return bitCast<float>(sign | magnitude);
+  const std::uint32_t sub = bitCast<std::uint32_t>(static_cast<float>(em) * 5.9604644775390625e-8f);
+  return bitCast<float>(sign | select(em >= 0x7c00, infNan, select(em >= 0x400, normal, sub)));
 }
 
 inline std::uint16_t floatToHalfK(float f) {
   const std::uint32_t x = bitCast<std::uint32_t>(f);
   const std::uint32_t sign = (x >> 16) & 0x8000u;
   const std::uint32_t absx = x & 0x7fffffffu;
+  const auto sabs = static_cast<std::int32_t>(absx);  // signed compares: SSE2 has no unsigned ones
   const std::uint32_t nan = 0x7e00u | ((absx >> 13) & 0x3ffu);
   // Below 2^-14 the result is subnormal or zero: adding 0.5 makes the FPU round at 2^-24, half's last place.
   const std::uint32_t sub = bitCast<std::uint32_t>(bitCast<float>(absx) + 0.5f) - 0x3f000000u;
   // Normal: rebias the exponent (-112 << 23) and round the 13 dropped mantissa bits to nearest even.
   const std::uint32_t normal = (absx + 0xc8000fffu + ((absx >> 13) & 1u)) >> 13;
-  const std::uint32_t magnitude = absx > 0x7f800000u   ? nan
-                                  : absx >= 0x477ff000u ? 0x7c00u  // rounds to >= 65520: inf
-                                  : absx < 0x38800000u  ? sub
-                                                        : normal;
+  const std::uint32_t magnitude =
+      select(sabs > 0x7f800000, nan,
+             select(sabs >= 0x477ff000, 0x7c00u,  // rounds to >= 65520: inf
+                    select(sabs < 0x38800000, sub, normal)));
   return static_cast<std::uint16_t>(sign | magnitude);
 }
 
 inline float bfloat16ToFloatK(std::uint16_t b) { return bitCast<float>(static_cast<std::uint32_t>(b) << 16); }
 
+// Rounds to nearest even. The kernels canonicalise NaN before narrowing, and the canonical 0x7fc00000 rounds to
+// bfloat16's canonical 0x7fc0, so unlike base/half.hpp this needs no NaN case (other NaNs could round to inf).
 inline std::uint16_t floatToBfloat16K(float f) {
   const std::uint32_t x = bitCast<std::uint32_t>(f);
-  const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
-  return static_cast<std::uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+  return static_cast<std::uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
 // float64 -> float16 / bfloat16 with a single rounding to nearest even (scaleCopy's exact float64 products).
@@ -99,10 +112,10 @@ inline std::uint16_t doubleToHalfK(double d) {
   const std::uint64_t sub = bitCast<std::uint64_t>(bitCast<double>(absx) + 268435456.0) - 0x41b0000000000000ull;
   // Rebias (1023 - 15 = 1008) and round the 42 dropped mantissa bits to nearest even.
   const std::uint64_t normal = (absx - (1008ull << 52) + 0x1ffffffffffull + ((absx >> 42) & 1u)) >> 42;
-  const std::uint64_t magnitude = absx > 0x7ff0000000000000ull   ? 0x7e00u
-                                  : absx >= 0x40effe0000000000ull ? 0x7c00u  // 65520: rounds to inf
-                                  : absx < 0x3f10000000000000ull  ? sub      // 2^-14
-                                                                  : normal;
+  const auto sabs = static_cast<std::int64_t>(absx);
+  const std::uint64_t magnitude = select(sabs > 0x7ff0000000000000, std::uint64_t{0x7e00},
+                                         select(sabs >= 0x40effe0000000000,  // 65520: rounds to inf
+                                                std::uint64_t{0x7c00}, select(sabs < 0x3f10000000000000, sub, normal)));
   return static_cast<std::uint16_t>(sign | magnitude);
 }
 
@@ -114,16 +127,16 @@ inline std::uint16_t doubleToBfloat16K(double d) {
   const std::uint64_t sub = bitCast<std::uint64_t>(bitCast<double>(absx) + 0x1p-81) - 0x3ae0000000000000ull;
   // Rebias (1023 - 127 = 896) and round the 45 dropped mantissa bits to nearest even.
   const std::uint64_t normal = (absx - (896ull << 52) + 0xfffffffffffull + ((absx >> 45) & 1u)) >> 45;
-  const std::uint64_t magnitude = absx > 0x7ff0000000000000ull   ? 0x7fc0u
-                                  : absx >= 0x47efe00000000000ull ? 0x7f80u  // (2 - 2^-8) * 2^127: rounds to inf
-                                  : absx < 0x3810000000000000ull  ? sub      // 2^-126
-                                                                  : normal;
+  const auto sabs = static_cast<std::int64_t>(absx);
+  const std::uint64_t magnitude =
+      select(sabs > 0x7ff0000000000000, std::uint64_t{0x7fc0},
+             select(sabs >= 0x47eff00000000000,  // (2 - 2^-8) * 2^127: rounds to inf
+                    std::uint64_t{0x7f80}, select(sabs < 0x3810000000000000, sub, normal)));
   return static_cast<std::uint16_t>(sign | magnitude);
 }
 
 // ---- Element types. T: storage; A: the accumulator (float for float16/bfloat16); U: the unsigned type integer
-// arithmetic wraps in. kChunkConvert: widen/narrow a whole chunk at a time (float16, where F16C converts 8 or 16
-// lanes per instruction); otherwise widen/narrow are per element and fuse into the loops.
+// arithmetic wraps in.
 
 template <typename Int, typename UInt>
 struct IntTraits {
@@ -131,7 +144,6 @@ struct IntTraits {
   using A = Int;
   using U = UInt;
   static constexpr bool kFloat = false;
-  static constexpr bool kChunkConvert = false;
   static A widen(T x) { return x; }
   static T narrow(A a) { return a; }
 };
@@ -141,7 +153,6 @@ struct BoolTraits {
   using A = std::uint8_t;
   using U = std::uint8_t;
   static constexpr bool kFloat = false;
-  static constexpr bool kChunkConvert = false;
   static A widen(T x) { return x != 0; }  // any non-zero byte is true; results are always 0 or 1
   static T narrow(A a) { return a; }
 };
@@ -151,7 +162,6 @@ struct FloatTraits {
   using T = F;
   using A = F;
   static constexpr bool kFloat = true;
-  static constexpr bool kChunkConvert = false;
   static A widen(T x) { return x; }
   static T narrow(A a) { return a; }
 };
@@ -160,7 +170,6 @@ struct BFloat16Traits {
   using T = std::uint16_t;
   using A = float;
   static constexpr bool kFloat = true;
-  static constexpr bool kChunkConvert = false;
   static A widen(T x) { return bfloat16ToFloatK(x); }
   static T narrow(A a) { return floatToBfloat16K(a); }
 };
@@ -169,77 +178,129 @@ struct Float16Traits {
   using T = std::uint16_t;
   using A = float;
   static constexpr bool kFloat = true;
-  static constexpr bool kChunkConvert = true;
-
-  static void widenChunk(float* __restrict out, const std::uint16_t* __restrict in) {
-#if defined(__AVX512F__)
-    for (std::size_t j = 0; j < kChunk; j += 16) {
-      // The all-ones maskz forms: GCC 12's plain _mm512_cvtph_ps/_mm512_cvtps_ph trip -Wmaybe-uninitialized.
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + j));
-      _mm512_storeu_ps(out + j, _mm512_maskz_cvtph_ps(0xffff, h));
-    }
-#elif defined(__F16C__)
-    for (std::size_t j = 0; j < kChunk; j += 8) {
-      _mm256_storeu_ps(out + j, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + j))));
-    }
-#else
-    for (std::size_t j = 0; j < kChunk; ++j) out[j] = halfToFloatK(in[j]);
-#endif
-  }
-
-  static void narrowChunk(std::uint16_t* __restrict out, const float* __restrict in) {
-#if defined(__AVX512F__)
-    for (std::size_t j = 0; j < kChunk; j += 16) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + j),
-                          _mm512_maskz_cvtps_ph(0xffff, _mm512_loadu_ps(in + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-#elif defined(__F16C__)
-    for (std::size_t j = 0; j < kChunk; j += 8) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + j),
-                       _mm256_cvtps_ph(_mm256_loadu_ps(in + j), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-    }
-#else
-    for (std::size_t j = 0; j < kChunk; ++j) out[j] = floatToHalfK(in[j]);
-#endif
-  }
+  static A widen(T x) { return halfToFloatK(x); }
+  static T narrow(A a) { return floatToHalfK(a); }
 };
+
+// ---- Lanes: how the chunk loops load (widen) and store (narrow) elements, kWidth at a time. V holds kWidth
+// accumulator values: A itself when kWidth is 1 (plain loops that GCC vectorises), a SIMD register where the
+// conversion takes an intrinsic (float16 under F16C: 8 or 16 lanes per vcvtph2ps / vcvtps2ph). The operators
+// below are written once for both: GCC's vector extensions give SIMD registers +, *, /, comparisons and ?:.
+
+template <typename Tr>
+struct ScalarLanes {
+  using T = typename Tr::T;
+  using A = typename Tr::A;
+  using V = A;
+  static constexpr std::size_t kWidth = 1;
+  static V load(const T* p) { return Tr::widen(*p); }
+  static void store(T* p, V v) { *p = Tr::narrow(v); }
+  static V loadAcc(const A* p) { return *p; }
+  static void storeAcc(A* p, V v) { *p = v; }
+};
+
+template <typename Tr>
+struct LanesOf {
+  using Type = ScalarLanes<Tr>;
+};
+
+#if defined(__F16C__)
+struct F16cLanes {
+  using T = std::uint16_t;
+  using A = float;
+#if defined(__AVX512F__)
+  using V = __m512;
+  static constexpr std::size_t kWidth = 16;
+  // The all-ones maskz forms: GCC 12's plain _mm512_cvtph_ps/_mm512_cvtps_ph trip -Wmaybe-uninitialized.
+  static V load(const T* p) {
+    return _mm512_maskz_cvtph_ps(0xffff, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static void store(T* p, V v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p),
+                        _mm512_maskz_cvtps_ph(0xffff, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  static V loadAcc(const A* p) { return _mm512_loadu_ps(p); }
+  static void storeAcc(A* p, V v) { _mm512_storeu_ps(p, v); }
+#else
+  using V = __m256;
+  static constexpr std::size_t kWidth = 8;
+  static V load(const T* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static void store(T* p, V v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  static V loadAcc(const A* p) { return _mm256_loadu_ps(p); }
+  static void storeAcc(A* p, V v) { _mm256_storeu_ps(p, v); }
+#endif
+  static_assert(kChunk % kWidth == 0);
+};
+
+template <>
+struct LanesOf<Float16Traits> {
+  using Type = F16cLanes;
+};
+#endif
+
+// x in every lane of V (or x itself when V is a scalar).
+template <typename V, typename S>
+inline V splat(S x) {
+  if constexpr (sizeof(V) == sizeof(S)) {
+    return x;
+  } else {
+    V v = {};
+    for (std::size_t i = 0; i < sizeof(V) / sizeof(S); ++i) v[i] = x;
+    return v;
+  }
+}
 
 // ---- Operators: apply(acc, x) folds the next source x into acc.
 
 template <typename Tr>
 struct SumOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) {
+  template <typename V>
+  static V apply(V a, V b) {
     if constexpr (Tr::kFloat) {
       return a + b;
     } else {
       using U = typename Tr::U;
-      return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));  // wraps; no signed-overflow UB
+      return static_cast<V>(static_cast<U>(a) + static_cast<U>(b));  // wraps; no signed-overflow UB
     }
   }
 };
 
 template <typename Tr>
 struct ProdOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) {
+  template <typename V>
+  static V apply(V a, V b) {
     if constexpr (Tr::kFloat) {
       return a * b;
     } else {
       using U = typename Tr::U;
-      return static_cast<A>(static_cast<U>(a) * static_cast<U>(b));
+      return static_cast<V>(static_cast<U>(a) * static_cast<U>(b));
     }
   }
 };
 
+// keep ? a : b. Scalar floats go through integer masks: in some of these loops (a float ?: feeding
+// floatToHalfK's float add) GCC does not if-convert the float form, and the loop stays scalar. For double the
+// plain ?: vectorises better (SSE2 has no 64-bit mask arithmetic to spare). Found with -fopt-info-vec.
+template <typename V, typename M>
+inline V pick(M keep, V a, V b) {
+  if constexpr (std::is_same_v<V, float>) {
+    return bitCast<float>(select(keep, bitCast<std::uint32_t>(a), bitCast<std::uint32_t>(b)));
+  } else {
+    return keep ? a : b;  // double, integers, and SIMD lanes (GCC's vector ?:)
+  }
+}
+
 // Float min/max keep a NaN accumulator and take a NaN source, so NaN propagates from any position; the
-// comparisons are exact in every ISA, so the choice never differs. `|` rather than `||` keeps it branch-free.
+// comparisons are exact in every ISA, so the choice never differs. `|` rather than `||` keeps it branch-free
+// (and is what GCC's vector extensions offer).
 template <typename Tr>
 struct MinOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) {
+  template <typename V>
+  static V apply(V a, V b) {
     if constexpr (Tr::kFloat) {
-      return ((a < b) | (a != a)) ? a : b;
+      return pick((a < b) | (a != a), a, b);
     } else {
       return a < b ? a : b;
     }
@@ -248,10 +309,10 @@ struct MinOp {
 
 template <typename Tr>
 struct MaxOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) {
+  template <typename V>
+  static V apply(V a, V b) {
     if constexpr (Tr::kFloat) {
-      return ((a > b) | (a != a)) ? a : b;
+      return pick((a > b) | (a != a), a, b);
     } else {
       return a > b ? a : b;
     }
@@ -260,29 +321,37 @@ struct MaxOp {
 
 template <typename Tr>
 struct AndOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) { return static_cast<A>(a & b); }
+  template <typename V>
+  static V apply(V a, V b) {
+    return static_cast<V>(a & b);
+  }
 };
 
 template <typename Tr>
 struct OrOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) { return static_cast<A>(a | b); }
+  template <typename V>
+  static V apply(V a, V b) {
+    return static_cast<V>(a | b);
+  }
 };
 
 template <typename Tr>
 struct XorOp {
-  using A = typename Tr::A;
-  static A apply(A a, A b) { return static_cast<A>(a ^ b); }
+  template <typename V>
+  static V apply(V a, V b) {
+    return static_cast<V>(a ^ b);
+  }
 };
 
 // ---- Finishers: applied once to each combined value before it is narrowed and stored.
 
 template <typename Tr>
 struct NoFinish {
-  using A = typename Tr::A;
   explicit NoFinish(int /*divisor*/) {}
-  A operator()(A a) const { return a; }
+  template <typename V>
+  V operator()(V a) const {
+    return a;
+  }
 };
 
 template <typename Tr>
@@ -293,92 +362,68 @@ struct AvgFinish {
   // rounding error, and it vectorises where integer division does not. 64-bit integers use `/`.
   static constexpr bool kViaDouble = !Tr::kFloat && sizeof(A) <= 4;
   explicit AvgFinish(int divisor) : divisor_(static_cast<A>(divisor)), divisorDouble_(divisor) {}
-  A operator()(A a) const {
+  template <typename V>
+  V operator()(V a) const {
     if constexpr (Tr::kFloat) {
       return a / divisor_;
     } else if constexpr (kViaDouble) {
-      return static_cast<A>(static_cast<double>(a) / divisorDouble_);
+      return static_cast<V>(static_cast<double>(a) / divisorDouble_);
     } else {
-      return static_cast<A>(a / divisor_);
+      return static_cast<V>(a / divisor_);
     }
   }
   A divisor_;
   double divisorDouble_;
 };
 
-template <typename Tr>
-inline typename Tr::A canonical(typename Tr::A a) {
-  if constexpr (Tr::kFloat) {
-    if constexpr (sizeof(typename Tr::A) == 4) {
-      return a != a ? kFloatNaN : a;
-    } else {
-      return a != a ? kDoubleNaN : a;
-    }
-  } else {
+// NaN -> the canonical quiet NaN.
+template <typename Tr, typename V>
+inline V canonical(V a) {
+  if constexpr (!Tr::kFloat) {
     return a;
+  } else if constexpr (sizeof(typename Tr::A) == 8) {
+    return pick(a != a, splat<V>(kDoubleNaN), a);
+  } else {
+    return pick(a != a, splat<V>(kFloatNaN), a);
   }
 }
 
-// ---- Chunk primitives: each handles exactly kChunk elements.
+// ---- Chunk primitives: each handles exactly kChunk elements, kWidth lanes at a time.
 
 template <typename Tr, typename Op, typename Fin>
 struct Chunk {
   using T = typename Tr::T;
   using A = typename Tr::A;
+  using L = typename LanesOf<Tr>::Type;
+  using V = typename L::V;
+  static constexpr std::size_t kW = L::kWidth;
 
-  static A out(A a, const Fin& fin) { return canonical<Tr>(fin(a)); }
+  static V out(V v, const Fin& fin) { return canonical<Tr>(fin(v)); }
 
   // acc = w(a)
   static void first1(A* __restrict acc, const T* __restrict a) {
-    if constexpr (Tr::kChunkConvert) {
-      Tr::widenChunk(acc, a);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Tr::widen(a[j]);
-    }
+    for (std::size_t j = 0; j < kChunk; j += kW) L::storeAcc(acc + j, L::load(a + j));
   }
 
   // acc = w(a) op w(b)
   static void first2(A* __restrict acc, const T* __restrict a, const T* __restrict b) {
-    if constexpr (Tr::kChunkConvert) {
-      alignas(64) A wb[kChunk];
-      Tr::widenChunk(acc, a);
-      Tr::widenChunk(wb, b);
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], wb[j]);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(Tr::widen(a[j]), Tr::widen(b[j]));
-    }
+    for (std::size_t j = 0; j < kChunk; j += kW) L::storeAcc(acc + j, Op::apply(L::load(a + j), L::load(b + j)));
   }
 
   // acc = acc op w(b)
   static void accum(A* __restrict acc, const T* __restrict b) {
-    if constexpr (Tr::kChunkConvert) {
-      alignas(64) A wb[kChunk];
-      Tr::widenChunk(wb, b);
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], wb[j]);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = Op::apply(acc[j], Tr::widen(b[j]));
-    }
+    for (std::size_t j = 0; j < kChunk; j += kW) L::storeAcc(acc + j, Op::apply(L::loadAcc(acc + j), L::load(b + j)));
   }
 
-  // dst = n(fin(acc)); acc is scratch afterwards.
-  static void store(T* __restrict dst, A* __restrict acc, const Fin& fin) {
-    if constexpr (Tr::kChunkConvert) {
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(acc[j], fin);
-      Tr::narrowChunk(dst, acc);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::narrow(out(acc[j], fin));
-    }
+  // dst = n(fin(acc))
+  static void store(T* __restrict dst, const A* __restrict acc, const Fin& fin) {
+    for (std::size_t j = 0; j < kChunk; j += kW) L::store(dst + j, out(L::loadAcc(acc + j), fin));
   }
 
-  // dst = n(fin(acc op w(b))); acc is scratch afterwards.
-  static void storeLast(T* __restrict dst, A* __restrict acc, const T* __restrict b, const Fin& fin) {
-    if constexpr (Tr::kChunkConvert) {
-      alignas(64) A wb[kChunk];
-      Tr::widenChunk(wb, b);
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(Op::apply(acc[j], wb[j]), fin);
-      Tr::narrowChunk(dst, acc);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::narrow(out(Op::apply(acc[j], Tr::widen(b[j])), fin));
+  // dst = n(fin(acc op w(b)))
+  static void storeLast(T* __restrict dst, const A* __restrict acc, const T* __restrict b, const Fin& fin) {
+    for (std::size_t j = 0; j < kChunk; j += kW) {
+      L::store(dst + j, out(Op::apply(L::loadAcc(acc + j), L::load(b + j)), fin));
     }
   }
 
@@ -387,30 +432,14 @@ struct Chunk {
   template <bool kInPlace>
   static void direct1(T* __restrict dst, const T* __restrict a, const Fin& fin) {
     const T* s0 = kInPlace ? dst : a;
-    if constexpr (Tr::kChunkConvert) {
-      alignas(64) A acc[kChunk];
-      Tr::widenChunk(acc, s0);
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(acc[j], fin);
-      Tr::narrowChunk(dst, acc);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::narrow(out(Tr::widen(s0[j]), fin));
-    }
+    for (std::size_t j = 0; j < kChunk; j += kW) L::store(dst + j, out(L::load(s0 + j), fin));
   }
 
   template <bool kInPlace>
   static void direct2(T* __restrict dst, const T* __restrict a, const T* __restrict b, const Fin& fin) {
     const T* s0 = kInPlace ? dst : a;
-    if constexpr (Tr::kChunkConvert) {
-      alignas(64) A acc[kChunk];
-      alignas(64) A wb[kChunk];
-      Tr::widenChunk(acc, s0);
-      Tr::widenChunk(wb, b);
-      for (std::size_t j = 0; j < kChunk; ++j) acc[j] = out(Op::apply(acc[j], wb[j]), fin);
-      Tr::narrowChunk(dst, acc);
-    } else {
-      for (std::size_t j = 0; j < kChunk; ++j) {
-        dst[j] = Tr::narrow(out(Op::apply(Tr::widen(s0[j]), Tr::widen(b[j])), fin));
-      }
+    for (std::size_t j = 0; j < kChunk; j += kW) {
+      L::store(dst + j, out(Op::apply(L::load(s0 + j), L::load(b + j)), fin));
     }
   }
 };
@@ -553,9 +582,10 @@ struct ScaleChunk {
   template <bool kInPlace>
   static void run(T* __restrict dst, const T* __restrict a, const ScaleArgs& s) {
     const T* src = kInPlace ? dst : a;
-    if constexpr (Tr::kChunkConvert) {  // float16: the product of a float16 and a float32 is exact in float64
+    if constexpr (std::is_same_v<Tr, Float16Traits>) {  // the product of float16 and float32 is exact in float64
+      using L = typename LanesOf<Tr>::Type;
       alignas(64) float w[kChunk];
-      Tr::widenChunk(w, src);
+      for (std::size_t j = 0; j < kChunk; j += L::kWidth) L::storeAcc(w + j, L::load(src + j));
       const double scale = s.f;
       for (std::size_t j = 0; j < kChunk; ++j) dst[j] = doubleToHalfK(static_cast<double>(w[j]) * scale);
     } else if constexpr (sizeof(T) == 2) {  // bfloat16: likewise

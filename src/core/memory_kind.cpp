@@ -1,0 +1,62 @@
+#include "core/memory_kind.hpp"
+
+#include <dlfcn.h>
+
+#include <cstdint>
+#include <mutex>
+
+namespace braid::core {
+
+namespace {
+
+// The few driver API entry points needed, declared here so that no CUDA header is required.
+using CuInit = int (*)(unsigned);
+using CuPointerGetAttribute = int (*)(void* data, int attribute, std::uintptr_t ptr);
+constexpr int kAttributeMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr int kAttributeIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr unsigned kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_DEVICE
+constexpr unsigned kMemoryTypeUnified = 4;  // CU_MEMORYTYPE_UNIFIED
+
+struct Driver {
+  CuPointerGetAttribute getAttribute = nullptr;
+};
+
+const Driver& driver() {
+  static Driver d;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) return;  // no driver: every pointer is host memory
+    auto init = reinterpret_cast<CuInit>(::dlsym(lib, "cuInit"));
+    auto get = reinterpret_cast<CuPointerGetAttribute>(::dlsym(lib, "cuPointerGetAttribute"));
+    // cuInit creates no context: classifying pointers costs no GPU memory.
+    if (init && get && init(0) == 0) d.getAttribute = get;
+  });
+  return d;
+}
+
+}  // namespace
+
+MemoryKind classifyPointer(const void* ptr) {
+  const Driver& d = driver();
+  if (!d.getAttribute || ptr == nullptr) return MemoryKind::kHost;
+  unsigned type = 0;
+  // Memory the driver does not know (plain malloc) answers an error: host memory.
+  if (d.getAttribute(&type, kAttributeMemoryType, reinterpret_cast<std::uintptr_t>(ptr)) != 0) return MemoryKind::kHost;
+  int managed = 0;
+  if (d.getAttribute(&managed, kAttributeIsManaged, reinterpret_cast<std::uintptr_t>(ptr)) == 0 && managed) {
+    return MemoryKind::kManaged;
+  }
+  return type == kMemoryTypeDevice || type == kMemoryTypeUnified ? MemoryKind::kDevice : MemoryKind::kHost;
+}
+
+const char* memoryKindName(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kHost: return "host";
+    case MemoryKind::kDevice: return "device";
+    case MemoryKind::kManaged: return "managed";
+  }
+  return "?";
+}
+
+}  // namespace braid::core
