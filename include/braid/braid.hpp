@@ -120,13 +120,25 @@ class Communicator {
   /// ncclGroupStart/End or torch's batch_isend_irecv).
   void group(const std::vector<P2pOp>& ops, CallOptions = {});
 
-  // Asynchronous forms: queued in issue order on the communicator's progress thread.
+  // Asynchronous forms: the same calls, queued in issue order on the communicator's progress thread. Vectors are
+  // copied; buffers must stay valid until the Work completes.
   Work allreduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                       CallOptions = {});
   Work broadcastAsync(void* buf, std::size_t count, DataType type, int root, CallOptions = {});
+  Work reduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                   CallOptions = {});
   Work allgatherAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
+  Work allgathervAsync(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
+                       const std::vector<std::size_t>& displs, DataType type, CallOptions = {});
   Work reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                           CallOptions = {});
+  Work alltoallAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
+  Work alltoallvAsync(const void* send, const std::vector<std::size_t>& sendCounts,
+                      const std::vector<std::size_t>& sendDispls, void* recv,
+                      const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
+                      DataType type, CallOptions = {});
+  Work gatherAsync(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
+  Work scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
   Work barrierAsync(CallOptions = {});
   Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
 

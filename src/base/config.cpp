@@ -47,10 +47,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "1M",
         "bytes each local rank exposes per collective round (two such slots, double-buffered)"},
        &Settings::shmSlotBytes},
-      // ~20k pause iterations is a few tens of microseconds: about the cost of the futex wake-up it avoids.
-      {{"BRAID_SPIN", KnobType::kInt, "20000",
-        "iterations a waiting rank spins before it sleeps in the kernel (0 sleeps at once)"},
-       &Settings::spinIterations},
+      // 100 us: several times the ~20 us a futex wake-up across cores costs, so a peer that is only a little late
+      // is caught spinning, while a rank that waits longer stops burning its core.
+      {{"BRAID_SPIN_US", KnobType::kInt, "100",
+        "microseconds a waiting rank spins before it sleeps in the kernel (0 sleeps at once)"},
+       &Settings::spinMicros},
       {{"BRAID_RANK", KnobType::kString, "", "this process's rank (set by the launcher)"}, &Settings::rank},
       {{"BRAID_ROOT_ADDR", KnobType::kString, "",
         "HOST:PORT where rank 0 serves the rendezvous; the other ranks connect there"},

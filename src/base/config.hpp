@@ -26,7 +26,7 @@ struct Settings {
   std::size_t directMaxBytes = 0;   // BRAID_DIRECT_MAX_BYTES
   std::size_t shmSlotBytes = 0;     // BRAID_SHM_SLOT_BYTES
   std::size_t shmP2pBytes = 0;      // BRAID_SHM_P2P_BYTES
-  long spinIterations = 0;          // BRAID_SPIN
+  long spinMicros = 0;              // BRAID_SPIN_US
   std::string logLevel;             // BRAID_LOG
   std::string transport;            // BRAID_TRANSPORT
   std::string isa;                  // BRAID_CPU_ISA

@@ -1,6 +1,5 @@
-// braid::Communicator: the public face. Each call checks its arguments and hands a body to CommunicatorImpl.
-#include <algorithm>
-
+// braid::Communicator: the public face. Each collective is described once as a Call (its argument checks and
+// its body); the blocking form runs it, the async form queues it.
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "braid/braid.hpp"
@@ -14,6 +13,8 @@ using core::checkPerRank;
 using core::checkRank;
 using core::checkType;
 using core::times;
+using Call = core::CommunicatorImpl::Call;
+using Sizes = std::vector<std::size_t>;
 
 Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
@@ -24,249 +25,260 @@ std::int64_t Communicator::sequenceNumber() const { return impl_->sequenceNumber
 
 namespace {
 
-auto reduceCheck(const void* send, const void* recv, std::size_t count, DataType type, ReduceOp op,
-                 bool recvNeeded) {
-  return [=](const ErrorContext& ctx) {
-    checkType(type, ctx);
-    checkReduceSupported(type, op, ctx.op);
-    checkBuffer(send, count, type, "send buffer", ctx);
-    if (recvNeeded) checkBuffer(recv, count, type, "recv buffer", ctx);
-  };
+// ---- one builder per collective: what to check, what to run ----
+
+void checkReduction(const ErrorContext& ctx, DataType type, ReduceOp op) {
+  checkType(type, ctx);
+  checkReduceSupported(type, op, ctx.op);
+}
+
+Call allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
+                   ReduceOp op) {
+  return {"allreduce",
+          [=](const ErrorContext& ctx) {
+            checkReduction(ctx, type, op);
+            checkBuffer(send, count, type, "send buffer", ctx);
+            checkBuffer(recv, count, type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) {
+            const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
+            c->collectives().allreduce(send, recv, count, type, op, algo, env);
+          }};
+}
+
+Call reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
+                ReduceOp op, int root) {
+  return {"reduce",
+          [=](const ErrorContext& ctx) {
+            checkRank(root, c->size(), "root", ctx);
+            checkReduction(ctx, type, op);
+            checkBuffer(send, count, type, "send buffer", ctx);
+            if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) {
+            const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
+            c->collectives().reduce(send, recv, count, type, op, root, algo, env);
+          }};
+}
+
+Call broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
+  return {"broadcast",
+          [=](const ErrorContext& ctx) {
+            checkType(type, ctx);
+            checkRank(root, c->size(), "root", ctx);
+            checkBuffer(buf, count, type, "buffer", ctx);
+          },
+          [=](const host::OpEnv& env) { c->collectives().broadcast(buf, count, type, root, env); }};
+}
+
+Call allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  return {"allgather",
+          [=](const ErrorContext& ctx) {
+            checkType(type, ctx);
+            checkBuffer(send, count, type, "send buffer", ctx);
+            checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) { c->collectives().allgather(send, recv, count, type, env); }};
+}
+
+Call allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv,
+                    const Sizes& recvCounts, const Sizes& displs, DataType type) {
+  return {"allgatherv",
+          [=](const ErrorContext& ctx) {
+            checkType(type, ctx);
+            checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
+            checkPerRank(displs, c->size(), "displs", ctx);
+            if (recvCounts[c->rank()] != sendCount) {
+              fail(ErrorCode::kInvalidArgument, ctx, "sendCount ", sendCount, " differs from recvCounts[", c->rank(),
+                   "] = ", recvCounts[c->rank()]);
+            }
+            checkBuffer(send, sendCount, type, "send buffer", ctx);
+            checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) {
+            c->collectives().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
+          }};
+}
+
+Call reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,
+                       ReduceOp op) {
+  return {"reduce_scatter",
+          [=](const ErrorContext& ctx) {
+            checkReduction(ctx, type, op);
+            checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
+            checkBuffer(recv, recvCount, type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) { c->collectives().reduceScatter(send, recv, recvCount, type, op, env); }};
+}
+
+Call alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  return {"alltoall",
+          [=](const ErrorContext& ctx) {
+            checkType(type, ctx);
+            const std::size_t total = times(count, c->size(), "buffers", ctx);
+            checkBuffer(send, total, type, "send buffer", ctx);
+            checkBuffer(recv, total, type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) { c->collectives().alltoall(send, recv, count, type, env); }};
+}
+
+Call alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls,
+                   void* recv, const Sizes& recvCounts, const Sizes& recvDispls, DataType type) {
+  return {"alltoallv",
+          [=](const ErrorContext& ctx) {
+            checkType(type, ctx);
+            checkPerRank(sendCounts, c->size(), "sendCounts", ctx);
+            checkPerRank(sendDispls, c->size(), "sendDispls", ctx);
+            checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
+            checkPerRank(recvDispls, c->size(), "recvDispls", ctx);
+            checkBuffer(send, core::extentOf(sendCounts, sendDispls, "sendDispls", ctx), type, "send buffer", ctx);
+            checkBuffer(recv, core::extentOf(recvCounts, recvDispls, "recvDispls", ctx), type, "recv buffer", ctx);
+            // In place works chunk by chunk only when both sides use one layout.
+            if (send == recv && send != nullptr && (sendCounts != recvCounts || sendDispls != recvDispls)) {
+              fail(ErrorCode::kInvalidArgument, ctx,
+                   "in-place alltoallv needs equal send and recv counts and displacements");
+            }
+          },
+          [=](const host::OpEnv& env) {
+            c->collectives().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
+          }};
+}
+
+Call gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  return {"gather",
+          [=](const ErrorContext& ctx) {
+            checkRank(root, c->size(), "root", ctx);
+            checkType(type, ctx);
+            checkBuffer(send, count, type, "send buffer", ctx);
+            if (c->rank() == root) {
+              checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+            }
+          },
+          [=](const host::OpEnv& env) { c->collectives().gather(send, recv, count, type, root, env); }};
+}
+
+Call scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  return {"scatter",
+          [=](const ErrorContext& ctx) {
+            checkRank(root, c->size(), "root", ctx);
+            checkType(type, ctx);
+            if (c->rank() == root) {
+              checkBuffer(send, times(count, c->size(), "send buffer", ctx), type, "send buffer", ctx);
+            }
+            checkBuffer(recv, count, type, "recv buffer", ctx);
+          },
+          [=](const host::OpEnv& env) { c->collectives().scatter(send, recv, count, type, root, env); }};
+}
+
+Call barrierCall(core::CommunicatorImpl* c) {
+  return {"barrier", nullptr, [=](const host::OpEnv& env) { c->collectives().barrier(env); }};
+}
+
+Call groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
+  return {"p2p",
+          [c, ops](const ErrorContext& ctx) {
+            for (const auto& op : *ops) {
+              checkType(op.type, ctx);
+              checkRank(op.peer, c->size(), "peer", ctx);
+              checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer",
+                          ctx);
+            }
+          },
+          [c, ops](const host::OpEnv& env) { c->p2p().run(*ops, env); },
+          /*collective=*/false};
 }
 
 }  // namespace
 
+// ---- blocking and async forms ----
+
 void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                              CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  c->run("allreduce", opts, reduceCheck(send, recv, count, type, op, true), [=](const host::OpEnv& env) {
-    c->collectives().allreduce(send, recv, count, type, op, c->reduceAlgorithm(count * dataTypeSize(type)), env);
-  });
+  impl_->run(allreduceCall(impl_.get(), send, recv, count, type, op), opts);
 }
-
 Work Communicator::allreduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                                   CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  return c->submit("allreduce", opts, reduceCheck(send, recv, count, type, op, true), [=](const host::OpEnv& env) {
-    c->collectives().allreduce(send, recv, count, type, op, c->reduceAlgorithm(count * dataTypeSize(type)), env);
-  });
+  return impl_->submit(allreduceCall(impl_.get(), send, recv, count, type, op), opts);
 }
 
 void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                           CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int me = rank(), n = size();
-  c->run(
-      "reduce", opts,
-      [=](const ErrorContext& ctx) {
-        checkRank(root, n, "root", ctx);
-        reduceCheck(send, recv, count, type, op, me == root)(ctx);
-      },
-      [=](const host::OpEnv& env) {
-        c->collectives().reduce(send, recv, count, type, op, root, c->reduceAlgorithm(count * dataTypeSize(type)),
-                                env);
-      });
+  impl_->run(reduceCall(impl_.get(), send, recv, count, type, op, root), opts);
 }
-
-namespace {
-
-auto broadcastCheck(const void* buf, std::size_t count, DataType type, int root, int n) {
-  return [=](const ErrorContext& ctx) {
-    checkType(type, ctx);
-    checkRank(root, n, "root", ctx);
-    checkBuffer(buf, count, type, "buffer", ctx);
-  };
+Work Communicator::reduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                               CallOptions opts) {
+  return impl_->submit(reduceCall(impl_.get(), send, recv, count, type, op, root), opts);
 }
-
-}  // namespace
 
 void Communicator::broadcast(void* buf, std::size_t count, DataType type, int root, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  c->run("broadcast", opts, broadcastCheck(buf, count, type, root, size()),
-         [=](const host::OpEnv& env) { c->collectives().broadcast(buf, count, type, root, env); });
+  impl_->run(broadcastCall(impl_.get(), buf, count, type, root), opts);
 }
-
 Work Communicator::broadcastAsync(void* buf, std::size_t count, DataType type, int root, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  return c->submit("broadcast", opts, broadcastCheck(buf, count, type, root, size()),
-                   [=](const host::OpEnv& env) { c->collectives().broadcast(buf, count, type, root, env); });
+  return impl_->submit(broadcastCall(impl_.get(), buf, count, type, root), opts);
 }
-
-namespace {
-
-auto gatherLikeCheck(const void* send, std::size_t sendCount, const void* recv, std::size_t recvCount,
-                     DataType type, bool recvNeeded) {
-  return [=](const ErrorContext& ctx) {
-    checkType(type, ctx);
-    checkBuffer(send, sendCount, type, "send buffer", ctx);
-    if (recvNeeded) checkBuffer(recv, recvCount, type, "recv buffer", ctx);
-  };
-}
-
-}  // namespace
 
 void Communicator::allgather(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size();
-  c->run(
-      "allgather", opts,
-      [=](const ErrorContext& ctx) {
-        gatherLikeCheck(send, count, recv, times(count, n, "recv buffer", ctx), type, true)(ctx);
-      },
-      [=](const host::OpEnv& env) { c->collectives().allgather(send, recv, count, type, env); });
+  impl_->run(allgatherCall(impl_.get(), send, recv, count, type), opts);
 }
-
 Work Communicator::allgatherAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size();
-  return c->submit(
-      "allgather", opts,
-      [=](const ErrorContext& ctx) {
-        gatherLikeCheck(send, count, recv, times(count, n, "recv buffer", ctx), type, true)(ctx);
-      },
-      [=](const host::OpEnv& env) { c->collectives().allgather(send, recv, count, type, env); });
+  return impl_->submit(allgatherCall(impl_.get(), send, recv, count, type), opts);
 }
 
-void Communicator::allgatherv(const void* send, std::size_t sendCount, void* recv,
-                              const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                              DataType type, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size(), me = rank();
-  c->run(
-      "allgatherv", opts,
-      [=](const ErrorContext& ctx) {
-        checkPerRank(recvCounts, n, "recvCounts", ctx);
-        checkPerRank(displs, n, "displs", ctx);
-        if (recvCounts[me] != sendCount) {
-          fail(ErrorCode::kInvalidArgument, ctx, "sendCount ", sendCount, " differs from recvCounts[", me,
-               "] = ", recvCounts[me]);
-        }
-        gatherLikeCheck(send, sendCount, recv, core::extentOf(recvCounts, displs, "displs", ctx), type, true)(ctx);
-      },
-      [=](const host::OpEnv& env) {
-        c->collectives().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
-      });
+void Communicator::allgatherv(const void* send, std::size_t sendCount, void* recv, const Sizes& recvCounts,
+                              const Sizes& displs, DataType type, CallOptions opts) {
+  impl_->run(allgathervCall(impl_.get(), send, sendCount, recv, recvCounts, displs, type), opts);
 }
-
-namespace {
-
-auto reduceScatterCheck(const void* send, const void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                        int n) {
-  return [=](const ErrorContext& ctx) {
-    checkType(type, ctx);
-    checkReduceSupported(type, op, ctx.op);
-    checkBuffer(send, times(recvCount, n, "send buffer", ctx), type, "send buffer", ctx);
-    checkBuffer(recv, recvCount, type, "recv buffer", ctx);
-  };
+Work Communicator::allgathervAsync(const void* send, std::size_t sendCount, void* recv, const Sizes& recvCounts,
+                                   const Sizes& displs, DataType type, CallOptions opts) {
+  return impl_->submit(allgathervCall(impl_.get(), send, sendCount, recv, recvCounts, displs, type), opts);
 }
-
-}  // namespace
 
 void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                                  CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  c->run("reduce_scatter", opts, reduceScatterCheck(send, recv, recvCount, type, op, size()),
-         [=](const host::OpEnv& env) { c->collectives().reduceScatter(send, recv, recvCount, type, op, env); });
+  impl_->run(reduceScatterCall(impl_.get(), send, recv, recvCount, type, op), opts);
 }
-
 Work Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type,
                                       ReduceOp op, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  return c->submit(
-      "reduce_scatter", opts, reduceScatterCheck(send, recv, recvCount, type, op, size()),
-      [=](const host::OpEnv& env) { c->collectives().reduceScatter(send, recv, recvCount, type, op, env); });
+  return impl_->submit(reduceScatterCall(impl_.get(), send, recv, recvCount, type, op), opts);
 }
 
 void Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size();
-  c->run(
-      "alltoall", opts,
-      [=](const ErrorContext& ctx) {
-        const std::size_t total = times(count, n, "buffers", ctx);
-        gatherLikeCheck(send, total, recv, total, type, true)(ctx);
-      },
-      [=](const host::OpEnv& env) { c->collectives().alltoall(send, recv, count, type, env); });
+  impl_->run(alltoallCall(impl_.get(), send, recv, count, type), opts);
+}
+Work Communicator::alltoallAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
+  return impl_->submit(alltoallCall(impl_.get(), send, recv, count, type), opts);
 }
 
-void Communicator::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                             const std::vector<std::size_t>& sendDispls, void* recv,
-                             const std::vector<std::size_t>& recvCounts,
-                             const std::vector<std::size_t>& recvDispls, DataType type, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size();
-  c->run(
-      "alltoallv", opts,
-      [=](const ErrorContext& ctx) {
-        checkType(type, ctx);
-        checkPerRank(sendCounts, n, "sendCounts", ctx);
-        checkPerRank(sendDispls, n, "sendDispls", ctx);
-        checkPerRank(recvCounts, n, "recvCounts", ctx);
-        checkPerRank(recvDispls, n, "recvDispls", ctx);
-        checkBuffer(send, core::extentOf(sendCounts, sendDispls, "sendDispls", ctx), type, "send buffer", ctx);
-        checkBuffer(recv, core::extentOf(recvCounts, recvDispls, "recvDispls", ctx), type, "recv buffer", ctx);
-        // In place only works chunk by chunk when both sides use one layout.
-        if (send == recv && send != nullptr && (sendCounts != recvCounts || sendDispls != recvDispls)) {
-          fail(ErrorCode::kInvalidArgument, ctx,
-               "in-place alltoallv needs equal send and recv counts and displacements");
-        }
-      },
-      [=](const host::OpEnv& env) {
-        c->collectives().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
-      });
+void Communicator::alltoallv(const void* send, const Sizes& sendCounts, const Sizes& sendDispls, void* recv,
+                             const Sizes& recvCounts, const Sizes& recvDispls, DataType type, CallOptions opts) {
+  impl_->run(alltoallvCall(impl_.get(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type), opts);
+}
+Work Communicator::alltoallvAsync(const void* send, const Sizes& sendCounts, const Sizes& sendDispls, void* recv,
+                                  const Sizes& recvCounts, const Sizes& recvDispls, DataType type, CallOptions opts) {
+  return impl_->submit(alltoallvCall(impl_.get(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type),
+                       opts);
 }
 
 void Communicator::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
                           CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size(), me = rank();
-  c->run(
-      "gather", opts,
-      [=](const ErrorContext& ctx) {
-        checkRank(root, n, "root", ctx);
-        gatherLikeCheck(send, count, recv, times(count, n, "recv buffer", ctx), type, me == root)(ctx);
-      },
-      [=](const host::OpEnv& env) { c->collectives().gather(send, recv, count, type, root, env); });
+  impl_->run(gatherCall(impl_.get(), send, recv, count, type, root), opts);
+}
+Work Communicator::gatherAsync(const void* send, void* recv, std::size_t count, DataType type, int root,
+                               CallOptions opts) {
+  return impl_->submit(gatherCall(impl_.get(), send, recv, count, type, root), opts);
 }
 
 void Communicator::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
                            CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  const int n = size(), me = rank();
-  c->run(
-      "scatter", opts,
-      [=](const ErrorContext& ctx) {
-        checkRank(root, n, "root", ctx);
-        checkType(type, ctx);
-        if (me == root) checkBuffer(send, times(count, n, "send buffer", ctx), type, "send buffer", ctx);
-        checkBuffer(recv, count, type, "recv buffer", ctx);
-      },
-      [=](const host::OpEnv& env) { c->collectives().scatter(send, recv, count, type, root, env); });
+  impl_->run(scatterCall(impl_.get(), send, recv, count, type, root), opts);
+}
+Work Communicator::scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root,
+                                CallOptions opts) {
+  return impl_->submit(scatterCall(impl_.get(), send, recv, count, type, root), opts);
 }
 
-void Communicator::barrier(CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  c->run("barrier", opts, nullptr, [=](const host::OpEnv& env) { c->collectives().barrier(env); });
-}
-
-Work Communicator::barrierAsync(CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  return c->submit("barrier", opts, nullptr, [=](const host::OpEnv& env) { c->collectives().barrier(env); });
-}
-
-namespace {
-
-auto p2pCheck(const std::vector<P2pOp>& ops, int n) {
-  return [ops, n](const ErrorContext& ctx) {
-    for (const auto& op : ops) {
-      checkType(op.type, ctx);
-      checkRank(op.peer, n, "peer", ctx);
-      checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);
-    }
-  };
-}
-
-}  // namespace
+void Communicator::barrier(CallOptions opts) { impl_->run(barrierCall(impl_.get()), opts); }
+Work Communicator::barrierAsync(CallOptions opts) { return impl_->submit(barrierCall(impl_.get()), opts); }
 
 void Communicator::send(const void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {
   group({P2pOp{P2pOp::Kind::kSend, peer, const_cast<void*>(buf), count, type, tag}}, opts);
@@ -277,18 +289,10 @@ void Communicator::recv(void* buf, std::size_t count, DataType type, int peer, i
 }
 
 void Communicator::group(const std::vector<P2pOp>& ops, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  c->run(
-      "p2p", opts, p2pCheck(ops, size()), [c, &ops](const host::OpEnv& env) { c->p2p().run(ops, env); },
-      /*collective=*/false);
+  impl_->run(groupCall(impl_.get(), std::make_shared<const std::vector<P2pOp>>(ops)), opts);
 }
-
 Work Communicator::groupAsync(std::vector<P2pOp> ops, CallOptions opts) {
-  core::CommunicatorImpl* c = impl_.get();
-  auto shared = std::make_shared<std::vector<P2pOp>>(std::move(ops));
-  return c->submit(
-      "p2p", opts, p2pCheck(*shared, size()), [c, shared](const host::OpEnv& env) { c->p2p().run(*shared, env); },
-      /*collective=*/false);
+  return impl_->submit(groupCall(impl_.get(), std::make_shared<const std::vector<P2pOp>>(std::move(ops))), opts);
 }
 
 }  // namespace braid

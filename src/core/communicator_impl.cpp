@@ -79,7 +79,7 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
   const double seconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds;
   env.deadline = Deadline::after(seconds);
   // Oversubscribed ranks spin briefly: a spinning rank holds the core its peer needs to make progress.
-  env.spinIterations = yieldWhileSpinning_ ? std::min(settings_.spinIterations, 64L) : settings_.spinIterations;
+  env.spinMicros = yieldWhileSpinning_ ? std::min(settings_.spinMicros, 5L) : settings_.spinMicros;
   env.yieldWhileSpinning = yieldWhileSpinning_;
   return env;
 }
@@ -116,17 +116,16 @@ void CommunicatorImpl::execute(Task& task) {
   task.work->finish(error);
 }
 
-std::shared_ptr<WorkState> CommunicatorImpl::enqueue(const char* op, const CallOptions& opts,
-                                                     const std::function<void(const ErrorContext&)>& check,
-                                                     Body body, bool collective, bool* ranInline) {
+std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOptions& opts, bool mayRunInline) {
   auto work = std::make_shared<WorkState>();
+  const bool collective = call.collective;
   std::unique_lock lock(mu_);
   // Only collectives take a sequence number: point-to-point calls differ between ranks by nature.
-  Task task{collective ? nextSeq_++ : -1, op, opts, std::move(body), work};
-  if (check) {
-    const ErrorContext ctx{.rank = rank_, .peer = -1, .op = op, .seq = task.seq};
+  Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work};
+  if (call.check) {
+    const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = task.seq};
     try {
-      check(ctx);
+      call.check(ctx);
     } catch (const Error&) {
       // Still meet the peers for one round so that they fail fast (Mismatch) instead of timing out; then
       // report this rank's own error.
@@ -143,13 +142,12 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(const char* op, const CallO
       };
     }
   }
-  if (queue_.empty() && !busy_ && ranInline) {
+  if (queue_.empty() && !busy_ && mayRunInline) {
     busy_ = true;
     lock.unlock();
     execute(task);
     lock.lock();
     busy_ = false;
-    *ranInline = true;
     cv_.notify_all();
     return work;
   }
@@ -159,16 +157,10 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(const char* op, const CallO
   return work;
 }
 
-void CommunicatorImpl::run(const char* op, const CallOptions& opts,
-                           const std::function<void(const ErrorContext&)>& check, Body body, bool collective) {
-  bool ranInline = false;
-  auto work = enqueue(op, opts, check, std::move(body), collective, &ranInline);
-  Work(work).wait();
-}
+void CommunicatorImpl::run(Call call, const CallOptions& opts) { Work(enqueue(std::move(call), opts, true)).wait(); }
 
-Work CommunicatorImpl::submit(const char* op, const CallOptions& opts,
-                              const std::function<void(const ErrorContext&)>& check, Body body, bool collective) {
-  return Work(enqueue(op, opts, check, std::move(body), collective, nullptr));
+Work CommunicatorImpl::submit(Call call, const CallOptions& opts) {
+  return Work(enqueue(std::move(call), opts, false));
 }
 
 void CommunicatorImpl::progressLoop() {

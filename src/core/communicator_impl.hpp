@@ -37,12 +37,19 @@ class CommunicatorImpl {
   std::string explainAllreduce(std::size_t bytes) const;
 
   using Body = std::function<void(const host::OpEnv&)>;
-  /// Runs a collective in issue order. `check` validates arguments first; when it throws, this rank still takes
-  /// part in one round so that its peers fail with Mismatch instead of waiting, then the error is rethrown.
-  void run(const char* op, const CallOptions& opts, const std::function<void(const ErrorContext&)>& check,
-           Body body, bool collective = true);
-  Work submit(const char* op, const CallOptions& opts, const std::function<void(const ErrorContext&)>& check,
-              Body body, bool collective = true);
+  using Check = std::function<void(const ErrorContext&)>;
+  /// One call: its name, its argument checks and what it does.
+  struct Call {
+    const char* op;
+    Check check;  // may be empty
+    Body body;
+    bool collective = true;  // collectives take a sequence number and meet their peers even when rejected
+  };
+  /// Runs a call in issue order and waits for it. When `check` throws, a collective still takes part in one
+  /// round so that its peers fail with Mismatch instead of waiting, then the error is rethrown.
+  void run(Call call, const CallOptions& opts);
+  /// Queues a call; its Work completes when it ran.
+  Work submit(Call call, const CallOptions& opts);
 
   host::LocalCollectives& collectives() { return collectives_; }
   host::P2pEngine& p2p() { return p2p_; }
@@ -58,9 +65,7 @@ class CommunicatorImpl {
     std::shared_ptr<WorkState> work;
   };
 
-  std::shared_ptr<WorkState> enqueue(const char* op, const CallOptions& opts,
-                                     const std::function<void(const ErrorContext&)>& check, Body body,
-                                     bool collective, bool* ranInline);
+  std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline);
   void execute(Task& task);
   void progressLoop();
   host::OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;

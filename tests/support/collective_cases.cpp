@@ -278,7 +278,11 @@ void runCase(Communicator& comm, const Case& c) {
           comm.allreduce(in.data(), recv, c.count, t, op);
         }
       } else {
-        comm.reduce(in.data(), recv, c.count, t, op, c.root);
+        if (c.async) {
+          wait(comm.reduceAsync(in.data(), recv, c.count, t, op, c.root));
+        } else {
+          comm.reduce(in.data(), recv, c.count, t, op, c.root);
+        }
       }
       if (c.coll == Coll::kReduce && me != c.root) {
         if (!c.inPlace) {
@@ -338,7 +342,11 @@ void runCase(Communicator& comm, const Case& c) {
           comm.allgather(send, out.data(), c.count, t);
         }
       } else {
-        comm.gather(send, out.data(), c.count, t, c.root);
+        if (c.async) {
+          wait(comm.gatherAsync(send, out.data(), c.count, t, c.root));
+        } else {
+          comm.gather(send, out.data(), c.count, t, c.root);
+        }
       }
       if (!rootOrAll) return;
       for (int r = 0; r < n; ++r) checkMoved(c, me, out.data(), r * c.count, r, 0, c.count, "recv");
@@ -355,7 +363,11 @@ void runCase(Communicator& comm, const Case& c) {
       Buffer in(counts[me], t), out(total, t);
       void* send = c.inPlace ? static_cast<std::byte*>(out.data()) + displs[me] * esz : in.data();
       fillMoved(send, 0, t, me, 0, counts[me]);
-      comm.allgatherv(send, counts[me], out.data(), counts, displs, t);
+      if (c.async) {
+        wait(comm.allgathervAsync(send, counts[me], out.data(), counts, displs, t));
+      } else {
+        comm.allgatherv(send, counts[me], out.data(), counts, displs, t);
+      }
       for (int r = 0; r < n; ++r) checkMoved(c, me, out.data(), displs[r], r, 0, counts[r], "recv");
       return;
     }
@@ -365,7 +377,11 @@ void runCase(Communicator& comm, const Case& c) {
         for (int r = 0; r < n; ++r) fillMoved(in.data(), r * c.count, t, r, 0, c.count);
       }
       void* recv = (c.inPlace && me == c.root) ? static_cast<std::byte*>(in.data()) + me * c.count * esz : out.data();
-      comm.scatter(in.data(), recv, c.count, t, c.root);
+      if (c.async) {
+        wait(comm.scatterAsync(in.data(), recv, c.count, t, c.root));
+      } else {
+        comm.scatter(in.data(), recv, c.count, t, c.root);
+      }
       checkMoved(c, me, recv, 0, me, 0, c.count, "recv");
       return;
     }
@@ -374,7 +390,11 @@ void runCase(Communicator& comm, const Case& c) {
       // Block j of rank r's send: movedValue(r, j*count + i); rank me receives block me of each r.
       for (std::size_t g = 0; g < c.count * n; ++g) store(in.data(), g, t, movedValue(t, me, g));
       void* recv = c.inPlace ? in.data() : out.data();
-      comm.alltoall(in.data(), recv, c.count, t);
+      if (c.async) {
+        wait(comm.alltoallAsync(in.data(), recv, c.count, t));
+      } else {
+        comm.alltoall(in.data(), recv, c.count, t);
+      }
       for (int r = 0; r < n; ++r) checkMoved(c, me, recv, r * c.count, r, me * c.count, c.count, "recv");
       return;
     }
@@ -395,7 +415,11 @@ void runCase(Communicator& comm, const Case& c) {
       }
       Buffer in(st, t), out(rt, t);
       for (int j = 0; j < n; ++j) fillMoved(in.data(), sd[j], t, me, static_cast<std::size_t>(j) * 1000, sc[j]);
-      comm.alltoallv(in.data(), sc, sd, out.data(), rc, rd, t);
+      if (c.async) {
+        wait(comm.alltoallvAsync(in.data(), sc, sd, out.data(), rc, rd, t));
+      } else {
+        comm.alltoallv(in.data(), sc, sd, out.data(), rc, rd, t);
+      }
       for (int r = 0; r < n; ++r) checkMoved(c, me, out.data(), rd[r], r, static_cast<std::size_t>(me) * 1000, rc[r], "recv");
       return;
     }

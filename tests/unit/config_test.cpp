@@ -50,7 +50,7 @@ TEST(Config, MalformedValueNamesKnobAndValue) {
     EXPECT_NE(std::string(e.what()).find("BRAID_SHM_SLOT_BYTES='lots'"), std::string::npos) << e.what();
   }
   EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_TIMEOUT", "-1"}})), Error);
-  EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_SPIN", "12x"}})), Error);
+  EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_SPIN_US", "12x"}})), Error);
 }
 
 TEST(Config, ParseBytes) {

@@ -11,7 +11,7 @@ namespace braid::host {
 struct OpEnv {
   ErrorContext context;  // rank, op name, sequence number
   Deadline deadline;
-  long spinIterations = 20000;
+  long spinMicros = 100;
   bool yieldWhileSpinning = false;
   /// Throws when the call must stop waiting (communicator aborted). Called between sleeps.
   std::function<void()> check;

@@ -27,7 +27,7 @@ void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
 
   int blockedOn = -1;  // a peer an incomplete op waits for, for errors
   transport::WaitPolicy policy;
-  policy.spinIterations = env.spinIterations;
+  policy.spinMicros = env.spinMicros;
   policy.yieldWhileSpinning = env.yieldWhileSpinning;
   policy.deadline = env.deadline;
   policy.check = [&] {

@@ -43,7 +43,7 @@ transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq,
 RoundSync::RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const transport::RoundDescriptor& call,
                      const OpEnv& env)
     : fabric_(fabric), round_(round), call_(call), env_(env) {
-  policy_.spinIterations = env.spinIterations;
+  policy_.spinMicros = env.spinMicros;
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
   policy_.deadline = env.deadline;
   policy_.check = [this] {

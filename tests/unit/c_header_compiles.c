@@ -1,0 +1,45 @@
+/* braid.h from plain C: this file is compiled with -std=c99 -Wall -Wextra -pedantic -Werror, so the header must be
+ * strict C99. c_abi_test.cpp calls the function below, so the calls also link and run. */
+#include <stddef.h>
+#include <string.h>
+
+#include "braid/braid.h"
+
+int braid_c_header_smoke(braid_unique_id_t* id);
+
+/* Creates a communicator of one rank from *id (made here) and runs a few calls on it. Returns 0 on success, else
+ * the number of the step that failed. The caller releases the id's rendezvous server. */
+int braid_c_header_smoke(braid_unique_id_t* id) {
+  braid_comm_t comm = NULL;
+  int rank = -1;
+  int size = -1;
+  int in[4] = {1, 2, 3, 4};
+  int out[4] = {0, 0, 0, 0};
+  double values[2] = {1.5, -2.0};
+  braid_p2p_op_t ops[1];
+  size_t i;
+  int failed = 0;
+
+  if (braid_get_unique_id(id) != BRAID_SUCCESS) return 1;
+  if (braid_comm_init(&comm, id, 0, 1) != BRAID_SUCCESS || comm == NULL) return 2;
+  if (braid_comm_rank(comm, &rank) != BRAID_SUCCESS || rank != 0) failed = 3;
+  if (!failed && (braid_comm_size(comm, &size) != BRAID_SUCCESS || size != 1)) failed = 4;
+  if (!failed && braid_allreduce(in, out, 4, BRAID_INT32, BRAID_SUM, comm) != BRAID_SUCCESS) failed = 5;
+  for (i = 0; !failed && i < 4; ++i) {
+    if (out[i] != in[i]) failed = 6;
+  }
+  if (!failed && braid_allreduce_premul(values, values, 2, BRAID_FLOAT64, 4.0, comm) != BRAID_SUCCESS) failed = 7;
+  if (!failed && (values[0] != 6.0 || values[1] != -8.0)) failed = 8;
+  /* A group of zero operations, then one whose datatype is no braid_datatype_t. */
+  if (!failed && braid_group(comm, NULL, 0) != BRAID_SUCCESS) failed = 9;
+  memset(ops, 0, sizeof ops);
+  ops[0].is_recv = 1;
+  ops[0].buffer = out;
+  ops[0].count = 1;
+  ops[0].type = (braid_datatype_t)42;
+  if (!failed && braid_group(comm, ops, 1) != BRAID_ERR_INVALID_ARGUMENT) failed = 10;
+  if (!failed && strstr(braid_last_error(), "datatype 42") == NULL) failed = 11;
+  if (!failed && strcmp(braid_result_string(BRAID_ERR_TIMEOUT), "timeout") != 0) failed = 12;
+  if (braid_comm_destroy(comm) != BRAID_SUCCESS && !failed) failed = 13;
+  return failed;
+}
