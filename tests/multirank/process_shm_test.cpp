@@ -8,6 +8,7 @@
 
 #include "base/data_type.hpp"
 #include "support/collective_cases.hpp"
+#include "support/matrix.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::testing {
@@ -110,6 +111,37 @@ TEST(ProcessShm, CreatesFromTheLaunchEnvironment) {
   });
   EXPECT_EQ(failures(results), "");
 }
+
+}  // namespace
+}  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// The whole matrix over processes: long (minutes), so it runs when BRAID_FULL_MATRIX=1 (scripts/full-matrix.sh).
+class ProcessFullMatrix : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
+
+TEST_P(ProcessFullMatrix, EveryTypeOpAndSize) {
+  const auto [coll, n] = GetParam();
+  EXPECT_EQ(failures(runProcesses(n, matrixBody(coll, n), 1800)), "");
+}
+
+// Instantiated only when asked for, so that ctest does not list them as skipped.
+std::vector<std::tuple<Coll, int>> fullMatrixParams() {
+  std::vector<std::tuple<Coll, int>> params;
+  if (!std::getenv("BRAID_FULL_MATRIX")) return params;
+  for (Coll c : allColls()) {
+    for (int n : {1, 2, 3, 4, 8}) params.emplace_back(c, n);
+  }
+  return params;
+}
+
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ProcessFullMatrix);
+INSTANTIATE_TEST_SUITE_P(Full, ProcessFullMatrix, ::testing::ValuesIn(fullMatrixParams()),
+                         [](const auto& info) {
+                           return std::string(collName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 }  // namespace
 }  // namespace braid::testing

@@ -1,6 +1,8 @@
 // The CPU reduction kernels, run under every kernel set this CPU supports. References are computed here from
 // scratch, in float64 / 64-bit integers, with float16 rounding by GCC's _Float16 and bfloat16 rounding by
 // roundToFormat below, so neither the kernels' conversions nor base/half.hpp check themselves.
+#include "algorithms/host/reduce_cpu.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,19 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/host/reduce_cpu.hpp"
 #include "base/data_type.hpp"
 #include "base/half.hpp"
 
 namespace braid::host {
 namespace {
 
-constexpr DataType kAllTypes[] = {DataType::kBool,   DataType::kInt8,     DataType::kUint8,   DataType::kInt32,
-                                  DataType::kUint32, DataType::kInt64,    DataType::kUint64,  DataType::kFloat16,
+constexpr DataType kAllTypes[] = {DataType::kBool,     DataType::kInt8,    DataType::kUint8,  DataType::kInt32,
+                                  DataType::kUint32,   DataType::kInt64,   DataType::kUint64, DataType::kFloat16,
                                   DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
-constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum, ReduceKind::kProd,      ReduceKind::kMin,
-                                    ReduceKind::kMax, ReduceKind::kAvg,       ReduceKind::kPremulSum,
-                                    ReduceKind::kBand, ReduceKind::kBor,      ReduceKind::kBxor};
+constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum,  ReduceKind::kProd, ReduceKind::kMin,
+                                    ReduceKind::kMax,  ReduceKind::kAvg,  ReduceKind::kPremulSum,
+                                    ReduceKind::kBand, ReduceKind::kBor,  ReduceKind::kBxor};
 
 bool supported(DataType type, ReduceKind kind) {
   try {
@@ -289,7 +290,8 @@ void fillExact(Buffer& b, ReduceKind kind, std::mt19937_64& rng) {
     } else if (kind == ReduceKind::kBand || kind == ReduceKind::kBor || kind == ReduceKind::kBxor) {
       b.putI(i, bits(rng));
     } else if (kind == ReduceKind::kProd) {
-      isFloating(b.type) ? b.putF(i, prodValues[pick(rng)]) : b.putI(i, static_cast<std::uint64_t>(prodValues[pick(rng)]));
+      isFloating(b.type) ? b.putF(i, prodValues[pick(rng)])
+                         : b.putI(i, static_cast<std::uint64_t>(prodValues[pick(rng)]));
     } else if (isFloating(b.type)) {
       b.putF(i, small(rng) * 0.5);
     } else if (kind == ReduceKind::kMin || kind == ReduceKind::kMax) {
@@ -373,8 +375,8 @@ TEST_F(ReduceCpu, ExactInputsEveryTypeOpCount) {
         if (!supported(type, kind)) continue;
         for (int nsrcs : {1, 2, 3, 4, 8}) {
           for (std::size_t count : {0, 1, 7, 33, 1023, 4099}) {
-            SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) + " nsrcs=" +
-                         std::to_string(nsrcs) + " count=" + std::to_string(count));
+            SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) +
+                         " nsrcs=" + std::to_string(nsrcs) + " count=" + std::to_string(count));
             std::vector<Buffer> srcs;
             for (int s = 0; s < nsrcs; ++s) {
               srcs.emplace_back(type, count);
@@ -410,12 +412,12 @@ TEST_F(ReduceCpu, RandomFloatsWithinBounds) {
     for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kAvg}) {
         for (int nsrcs : {1, 2, 3, 4, 8, 13}) {
-          SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) + " nsrcs=" +
-                       std::to_string(nsrcs));
+          SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) + " nsrcs=" + std::to_string(nsrcs));
           std::vector<Buffer> srcs;
           for (int s = 0; s < nsrcs; ++s) {
             srcs.emplace_back(type, count);
-            for (std::size_t i = 0; i < count; ++i) srcs.back().putF(i, kind == ReduceKind::kProd ? positive(rng) : uni(rng));
+            for (std::size_t i = 0; i < count; ++i)
+              srcs.back().putF(i, kind == ReduceKind::kProd ? positive(rng) : uni(rng));
           }
           Buffer got(type, count);
           const auto ptrs = pointers(srcs, nsrcs);
@@ -442,7 +444,8 @@ TEST_F(ReduceCpu, RandomFloatsWithinBounds) {
                 break;
               default: {
                 // One ulp of the 16-bit result, plus float32 accumulation error (2^-24 per source).
-                const double rounded = type == DataType::kFloat16 ? halfValue(halfBitsOf(ref)) : bf16Value(bf16BitsOf(ref));
+                const double rounded =
+                    type == DataType::kFloat16 ? halfValue(halfBitsOf(ref)) : bf16Value(bf16BitsOf(ref));
                 int e = 0;
                 std::frexp(rounded == 0 ? ref : rounded, &e);
                 const int precision = type == DataType::kFloat16 ? 11 : 8;
@@ -540,7 +543,8 @@ TEST_F(ReduceCpu, FloatMinMaxPropagateNaN) {
   for (const auto& isa : isaLevels()) {
     setReduceIsaCap(isa);
     SCOPED_TRACE(isa);
-    const float a[3] = {nan, 1.0f, 2.0f}, b[3] = {1.0f, -nan, 3.0f}, c[3] = {0.0f, 0.0f, -std::numeric_limits<float>::infinity()};
+    const float a[3] = {nan, 1.0f, 2.0f}, b[3] = {1.0f, -nan, 3.0f},
+                c[3] = {0.0f, 0.0f, -std::numeric_limits<float>::infinity()};
     float out[3];
     const void* srcs[3] = {a, b, c};
     for (ReduceKind kind : {ReduceKind::kMin, ReduceKind::kMax}) {
@@ -561,8 +565,8 @@ TEST_F(ReduceCpu, DestinationMayAliasFirstSource) {
         if (!supported(type, kind)) continue;
         for (int nsrcs : {1, 2, 3, 8}) {
           for (std::size_t count : {5, 64, 1000, 2053}) {
-            SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) + " nsrcs=" +
-                         std::to_string(nsrcs) + " count=" + std::to_string(count));
+            SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) +
+                         " nsrcs=" + std::to_string(nsrcs) + " count=" + std::to_string(count));
             std::vector<Buffer> srcs;
             for (int s = 0; s < nsrcs; ++s) {
               srcs.emplace_back(type, count);
@@ -683,8 +687,8 @@ TEST_F(ReduceCpu, ScaleCopyEveryType) {
                                              : std::vector<double>{3, -2, 300, 0x1p40 + 1, -0x1p63, 1e20, 0};
       for (double scale : scales) {
         for (std::size_t count : {1, 63, 1000}) {
-          SCOPED_TRACE(isa + " " + dataTypeName(type) + " scale=" + std::to_string(scale) + " count=" +
-                       std::to_string(count));
+          SCOPED_TRACE(isa + " " + dataTypeName(type) + " scale=" + std::to_string(scale) +
+                       " count=" + std::to_string(count));
           Buffer src(type, count), want(type, count);
           for (std::size_t i = 0; i < count; ++i) {
             if (isFloating(type)) {
@@ -720,12 +724,27 @@ TEST_F(ReduceCpu, ScaleCopyEveryType) {
 // float64 products.
 TEST_F(ReduceCpu, ScaleCopyRoundsOnceAtEdges) {
   std::mt19937 rng(9);
-  std::vector<float> scales = {65504.0f, 65519.99f, 65520.0f, 1e6f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f,
-                               0x1.ffcp-15f, 0x1.ffep-15f, 0x1p-14f, 1.0f + 0x1p-11f, 1.0f + 0x1.8p-10f,
-                               std::bit_cast<float>(0x7f7f8000u), std::bit_cast<float>(0x7f7f7fffu),
-                               std::bit_cast<float>(0x3f808000u), std::bit_cast<float>(0x3f818000u),
-                               std::bit_cast<float>(0x00008000u), std::bit_cast<float>(0x00018000u),
-                               std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()};
+  std::vector<float> scales = {65504.0f,
+                               65519.99f,
+                               65520.0f,
+                               1e6f,
+                               0x1p-24f,
+                               0x1p-25f,
+                               0x1.8p-25f,
+                               0x1p-26f,
+                               0x1.ffcp-15f,
+                               0x1.ffep-15f,
+                               0x1p-14f,
+                               1.0f + 0x1p-11f,
+                               1.0f + 0x1.8p-10f,
+                               std::bit_cast<float>(0x7f7f8000u),
+                               std::bit_cast<float>(0x7f7f7fffu),
+                               std::bit_cast<float>(0x3f808000u),
+                               std::bit_cast<float>(0x3f818000u),
+                               std::bit_cast<float>(0x00008000u),
+                               std::bit_cast<float>(0x00018000u),
+                               std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::max()};
   for (int k = 0; k < 20000; ++k) {
     const float f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
     if (std::isfinite(f)) scales.push_back(f);
@@ -740,8 +759,8 @@ TEST_F(ReduceCpu, ScaleCopyRoundsOnceAtEdges) {
         for (float s : {f, -f}) {
           scaleCopy(out.data(), ones.data(), 1, type, s);
           const std::uint16_t want = type == DataType::kFloat16 ? halfBitsOf(s) : bf16BitsOf(s);
-          ASSERT_EQ(out.get<std::uint16_t>(0), want) << isa << " " << dataTypeName(type) << " scale bits 0x" << std::hex
-                                                     << std::bit_cast<std::uint32_t>(s);
+          ASSERT_EQ(out.get<std::uint16_t>(0), want)
+              << isa << " " << dataTypeName(type) << " scale bits 0x" << std::hex << std::bit_cast<std::uint32_t>(s);
         }
       }
     }
@@ -783,8 +802,7 @@ TEST(HalfConversions, HalfToFloatAllValues) {
     if (std::isnan(gcc)) {
       // GCC quiets signalling NaNs; half.hpp keeps the payload as is. Same sign and payload otherwise.
       ASSERT_TRUE(std::isnan(mine)) << i;
-      EXPECT_EQ(std::bit_cast<std::uint32_t>(mine) | 0x00400000u, std::bit_cast<std::uint32_t>(gcc) | 0x00400000u)
-          << i;
+      EXPECT_EQ(std::bit_cast<std::uint32_t>(mine) | 0x00400000u, std::bit_cast<std::uint32_t>(gcc) | 0x00400000u) << i;
     } else {
       ASSERT_EQ(std::bit_cast<std::uint32_t>(mine), std::bit_cast<std::uint32_t>(gcc)) << i;
     }
@@ -815,14 +833,14 @@ TEST(HalfConversions, FloatToHalfEdgesAndRandom) {
                          std::numeric_limits<float>::quiet_NaN(),
                          std::bit_cast<float>(0x7f800001u),  // signalling NaN
                          0x1p-24f,
-                         0x1p-25f,                           // tie between 0 and the smallest subnormal: 0
-                         0x1.8p-25f,                         // rounds up to 2^-24
+                         0x1p-25f,    // tie between 0 and the smallest subnormal: 0
+                         0x1.8p-25f,  // rounds up to 2^-24
                          0x1p-26f,
-                         0x1.ffcp-15f,                       // largest subnormal
-                         0x1.ffep-15f,                       // tie between the largest subnormal and 2^-14
+                         0x1.ffcp-15f,  // largest subnormal
+                         0x1.ffep-15f,  // tie between the largest subnormal and 2^-14
                          0x1p-14f,
-                         1.0f + 0x1p-11f,                    // ties to even: 1.0
-                         1.0f + 0x1.8p-10f,                  // ties to even: up
+                         1.0f + 0x1p-11f,    // ties to even: 1.0
+                         1.0f + 0x1.8p-10f,  // ties to even: up
                          std::numeric_limits<float>::denorm_min(),
                          std::numeric_limits<float>::min(),
                          std::numeric_limits<float>::max()};
@@ -836,7 +854,8 @@ TEST(HalfConversions, FloatToHalfEdgesAndRandom) {
     expectFloatToHalf(std::ldexp(inRange(rng) / 70000.0f, exponent(rng)));  // the subnormal and rounding boundaries
     // Exact ties: a half value plus half of its last place.
     const auto h = static_cast<std::uint16_t>(rng() & 0x7bff);
-    const float tie = static_cast<float>(halfValue(h) + (halfValue(static_cast<std::uint16_t>(h + 1)) - halfValue(h)) / 2);
+    const float tie =
+        static_cast<float>(halfValue(h) + (halfValue(static_cast<std::uint16_t>(h + 1)) - halfValue(h)) / 2);
     expectFloatToHalf(tie);
   }
 }

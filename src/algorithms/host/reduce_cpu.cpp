@@ -55,7 +55,12 @@ bool isBitwise(ReduceKind kind) {
 
 detail::KernelOp kernelOp(DataType type, ReduceKind kind) {
   using detail::KernelOp;
-  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid data type value ", int(type));
+  if (!isValid(type)) {
+    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid data type value ", static_cast<int>(type));
+  }
+  if (!isValid(kind)) {
+    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid reduce op value ", static_cast<int>(kind));
+  }
   if (isFloating(type) && isBitwise(kind)) {
     fail(ErrorCode::kInvalidArgument, {}, "reduceSources: reduce op ", reduceKindName(kind),
          " needs an integer or bool type, got ", dataTypeName(type));
@@ -96,7 +101,7 @@ detail::KernelOp kernelOp(DataType type, ReduceKind kind) {
     case ReduceKind::kBxor:
       return KernelOp::kBxor;
   }
-  fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid reduce op value ", int(kind));
+  fail(ErrorCode::kInternal, {}, "reduceSources: unhandled reduce op ", static_cast<int>(kind));
 }
 
 // An integral scale modulo 2^64: multiplying modulo 2^bits by it equals multiplying by the scale itself.
@@ -123,14 +128,14 @@ void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t co
 }
 
 void scaleCopy(void* dst, const void* src, std::size_t count, DataType type, double scale) {
-  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: invalid data type value ", int(type));
+  if (!isValid(type))
+    fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: invalid data type value ", static_cast<int>(type));
   std::uint64_t intScale = 0;
   if (type == DataType::kBool) {
     intScale = scale != 0 ? 1 : 0;
   } else if (isInteger(type)) {
     if (!std::isfinite(scale) || std::trunc(scale) != scale) {
-      fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: ", dataTypeName(type), " needs an integral scale, got ",
-           scale);
+      fail(ErrorCode::kInvalidArgument, {}, "scaleCopy: ", dataTypeName(type), " needs an integral scale, got ", scale);
     }
     intScale = wrapIntegralScale(scale);
   }
@@ -154,7 +159,8 @@ void setReduceIsaCap(std::string_view cap) {
   } else if (name == "avx512") {
     level = static_cast<int>(Isa::kAvx512);
   } else {
-    fail(ErrorCode::kInvalidArgument, {}, "unknown CPU ISA \"", cap, "\" (BRAID_CPU_ISA): expected auto, generic, avx2 or avx512");
+    fail(ErrorCode::kInvalidArgument, {}, "unknown CPU ISA \"", cap,
+         "\" (BRAID_CPU_ISA): expected auto, generic, avx2 or avx512");
   }
   gCap.store(level, std::memory_order_relaxed);
 }

@@ -24,9 +24,10 @@ namespace braid::host {
 ///   payloads otherwise depend on the operand order the compiler picked, which differs between ISAs.
 /// - Bool: sum/max = logical or, prod/min = logical and, band/bor/bxor bitwise on 0/1; any non-zero input byte
 ///   counts as true and outputs are always 0 or 1.
-/// dst may equal srcs[0] (and no other source); sources may overlap each other. nsrcs >= 1. Nothing is read or
-/// written when count is 0. Throws Error kInvalidArgument for a combination braid::checkReduceSupported refuses
-/// (bitwise on floats, avg/premul_sum on bool), nsrcs < 1, avgDivisor < 1 with kAvg, or null pointers.
+/// dst may equal srcs[0] exactly (no other source, no partial overlap); sources may overlap each other.
+/// nsrcs >= 1. Nothing is read or written when count is 0. Throws Error kInvalidArgument for a combination
+/// braid::checkReduceSupported refuses (bitwise on floats, avg/premul_sum on bool), nsrcs < 1, avgDivisor < 1 with
+/// kAvg, or null pointers.
 void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
                    int avgDivisor = 1);
 

@@ -50,7 +50,7 @@ inline To bitCast(From from) {
   return __builtin_bit_cast(To, from);
 }
 
-constexpr float kFloatNaN = __builtin_nanf("");  // 0x7fc00000
+constexpr float kFloatNaN = __builtin_nanf("");   // 0x7fc00000
 constexpr double kDoubleNaN = __builtin_nan("");  // 0x7ff8000000000000
 
 // ---- float16 / bfloat16 conversions: the same bits as base/half.hpp (see the ODR note above), written with
@@ -87,10 +87,9 @@ inline std::uint16_t floatToHalfK(float f) {
   const std::uint32_t sub = bitCast<std::uint32_t>(bitCast<float>(absx) + 0.5f) - 0x3f000000u;
   // Normal: rebias the exponent (-112 << 23) and round the 13 dropped mantissa bits to nearest even.
   const std::uint32_t normal = (absx + 0xc8000fffu + ((absx >> 13) & 1u)) >> 13;
-  const std::uint32_t magnitude =
-      select(sabs > 0x7f800000, nan,
-             select(sabs >= 0x477ff000, 0x7c00u,  // rounds to >= 65520: inf
-                    select(sabs < 0x38800000, sub, normal)));
+  const std::uint32_t magnitude = select(sabs > 0x7f800000, nan,
+                                         select(sabs >= 0x477ff000, 0x7c00u,  // rounds to >= 65520: inf
+                                                select(sabs < 0x38800000, sub, normal)));
   return static_cast<std::uint16_t>(sign | magnitude);
 }
 
@@ -129,10 +128,9 @@ inline std::uint16_t doubleToBfloat16K(double d) {
   // Rebias (1023 - 127 = 896) and round the 45 dropped mantissa bits to nearest even.
   const std::uint64_t normal = (absx - (896ull << 52) + 0xfffffffffffull + ((absx >> 45) & 1u)) >> 45;
   const auto sabs = static_cast<std::int64_t>(absx);
-  const std::uint64_t magnitude =
-      select(sabs > 0x7ff0000000000000, std::uint64_t{0x7fc0},
-             select(sabs >= 0x47eff00000000000,  // (2 - 2^-8) * 2^127: rounds to inf
-                    std::uint64_t{0x7f80}, select(sabs < 0x3810000000000000, sub, normal)));
+  const std::uint64_t magnitude = select(sabs > 0x7ff0000000000000, std::uint64_t{0x7fc0},
+                                         select(sabs >= 0x47eff00000000000,  // (2 - 2^-8) * 2^127: rounds to inf
+                                                std::uint64_t{0x7f80}, select(sabs < 0x3810000000000000, sub, normal)));
   return static_cast<std::uint16_t>(sign | magnitude);
 }
 
