@@ -27,9 +27,12 @@ Options parse(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "-n") o.ranks = std::atoi(argv[i + 1]);
-    else if (flag == "-e") o.maxBytes = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (flag == "-i") o.iterations = std::atoi(argv[i + 1]);
+    if (flag == "-n")
+      o.ranks = std::atoi(argv[i + 1]);
+    else if (flag == "-e")
+      o.maxBytes = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (flag == "-i")
+      o.iterations = std::atoi(argv[i + 1]);
   }
   if (o.ranks < 1 || o.iterations < 1) {
     std::fprintf(stderr, "usage: local_allreduce [-n RANKS>=1] [-e MAX_BYTES] [-i ITERS>=1]\n");
@@ -74,8 +77,7 @@ int runRank(braid::Communicator& comm, const Options& o) {
     failures += wrong != 0;
     if (me == 0) {
       const double algbw = static_cast<double>(bytes) / us / 1e3;
-      std::printf("%12zu %12zu %10.2f %10.2f %10.2f %7ld\n", bytes, count, us, algbw, algbw * 2.0 * (n - 1) / n,
-                  wrong);
+      std::printf("%12zu %12zu %10.2f %10.2f %10.2f %7ld\n", bytes, count, us, algbw, algbw * 2.0 * (n - 1) / n, wrong);
     }
   }
   return failures;

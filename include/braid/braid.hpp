@@ -91,16 +91,14 @@ class Communicator {
   /// root's buf to every rank.
   void broadcast(void* buf, std::size_t count, DataType type, int root, CallOptions = {});
   /// recv (significant at root only) = op over ranks of send.
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              CallOptions = {});
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root, CallOptions = {});
   /// recv = concatenation of every rank's send (count elements each); in place when send == recv + rank*count.
   void allgather(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
   /// Like allgather with per-rank counts; rank r's block lands at recv + displs[r] elements.
   void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
                   const std::vector<std::size_t>& displs, DataType type, CallOptions = {});
   /// send holds size() blocks of recvCount elements; rank r receives block r reduced over ranks.
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     CallOptions = {});
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, CallOptions = {});
   /// send block j (count elements) goes to rank j; recv block j comes from rank j.
   void alltoall(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
   /// Per-peer counts and displacements (elements).
@@ -122,8 +120,7 @@ class Communicator {
 
   // Asynchronous forms: the same calls, queued in issue order on the communicator's progress thread. Vectors are
   // copied; buffers must stay valid until the Work completes.
-  Work allreduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                      CallOptions = {});
+  Work allreduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, CallOptions = {});
   Work broadcastAsync(void* buf, std::size_t count, DataType type, int root, CallOptions = {});
   Work reduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                    CallOptions = {});

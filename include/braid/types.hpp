@@ -84,9 +84,9 @@ enum class ErrorCode : int {
 
 /// Where an error happened. Fields left at their defaults are not known and not printed.
 struct ErrorContext {
-  int rank = -1;       ///< the rank that raised the error
-  int peer = -1;       ///< the peer involved, if one is
-  std::string op;      ///< the operation, e.g. "allreduce"
+  int rank = -1;          ///< the rank that raised the error
+  int peer = -1;          ///< the peer involved, if one is
+  std::string op;         ///< the operation, e.g. "allreduce"
   std::int64_t seq = -1;  ///< the communicator's sequence number of that operation
 };
 

@@ -22,18 +22,30 @@ enum class Collective : std::uint32_t {
 
 inline const char* collectiveName(Collective c) {
   switch (c) {
-    case Collective::kBarrier: return "barrier";
-    case Collective::kAllreduce: return "allreduce";
-    case Collective::kBroadcast: return "broadcast";
-    case Collective::kReduce: return "reduce";
-    case Collective::kAllgather: return "allgather";
-    case Collective::kAllgatherv: return "allgatherv";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAlltoall: return "alltoall";
-    case Collective::kAlltoallv: return "alltoallv";
-    case Collective::kGather: return "gather";
-    case Collective::kScatter: return "scatter";
-    case Collective::kRejected: return "rejected-call";
+    case Collective::kBarrier:
+      return "barrier";
+    case Collective::kAllreduce:
+      return "allreduce";
+    case Collective::kBroadcast:
+      return "broadcast";
+    case Collective::kReduce:
+      return "reduce";
+    case Collective::kAllgather:
+      return "allgather";
+    case Collective::kAllgatherv:
+      return "allgatherv";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAlltoall:
+      return "alltoall";
+    case Collective::kAlltoallv:
+      return "alltoallv";
+    case Collective::kGather:
+      return "gather";
+    case Collective::kScatter:
+      return "scatter";
+    case Collective::kRejected:
+      return "rejected-call";
   }
   return "unknown";
 }

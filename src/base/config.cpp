@@ -119,10 +119,14 @@ std::optional<std::size_t> parseBytes(const std::string& text) {
   if (!suffix.empty() && suffix.back() == 'B') suffix.pop_back();
   if (suffix.size() == 2 && suffix[1] == 'I') suffix.pop_back();  // KiB, MiB, GiB
   unsigned shift = 0;
-  if (suffix == "K") shift = 10;
-  else if (suffix == "M") shift = 20;
-  else if (suffix == "G") shift = 30;
-  else if (!suffix.empty()) return std::nullopt;
+  if (suffix == "K")
+    shift = 10;
+  else if (suffix == "M")
+    shift = 20;
+  else if (suffix == "G")
+    shift = 30;
+  else if (!suffix.empty())
+    return std::nullopt;
   if (shift && v > (~0ull >> shift)) return std::nullopt;
   return static_cast<std::size_t>(v << shift);
 }
@@ -153,11 +157,16 @@ const std::vector<KnobInfo>& allKnobs() {
 
 const char* knobTypeName(KnobType type) {
   switch (type) {
-    case KnobType::kInt: return "int";
-    case KnobType::kBytes: return "bytes";
-    case KnobType::kSeconds: return "seconds";
-    case KnobType::kString: return "string";
-    case KnobType::kBool: return "bool";
+    case KnobType::kInt:
+      return "int";
+    case KnobType::kBytes:
+      return "bytes";
+    case KnobType::kSeconds:
+      return "seconds";
+    case KnobType::kString:
+      return "string";
+    case KnobType::kBool:
+      return "bool";
   }
   return "?";
 }

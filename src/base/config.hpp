@@ -13,7 +13,7 @@ namespace braid {
 enum class KnobType { kInt, kBytes, kSeconds, kString, kBool };
 
 struct KnobInfo {
-  std::string name;          // "BRAID_TIMEOUT"
+  std::string name;  // "BRAID_TIMEOUT"
   KnobType type;
   std::string defaultValue;  // as text, parsed by the same parser as the environment
   std::string doc;           // one line
@@ -21,21 +21,21 @@ struct KnobInfo {
 
 /// Values of every knob for one communicator, taken from the environment at its creation.
 struct Settings {
-  double timeoutSeconds = 0;        // BRAID_TIMEOUT
-  std::string algo;                 // BRAID_ALGO
-  std::size_t directMaxBytes = 0;   // BRAID_DIRECT_MAX_BYTES
-  std::size_t shmSlotBytes = 0;     // BRAID_SHM_SLOT_BYTES
-  std::size_t shmP2pBytes = 0;      // BRAID_SHM_P2P_BYTES
-  long spinMicros = 0;              // BRAID_SPIN_US
-  std::string logLevel;             // BRAID_LOG
-  std::string transport;            // BRAID_TRANSPORT
-  std::string isa;                  // BRAID_CPU_ISA
+  double timeoutSeconds = 0;       // BRAID_TIMEOUT
+  std::string algo;                // BRAID_ALGO
+  std::size_t directMaxBytes = 0;  // BRAID_DIRECT_MAX_BYTES
+  std::size_t shmSlotBytes = 0;    // BRAID_SHM_SLOT_BYTES
+  std::size_t shmP2pBytes = 0;     // BRAID_SHM_P2P_BYTES
+  long spinMicros = 0;             // BRAID_SPIN_US
+  std::string logLevel;            // BRAID_LOG
+  std::string transport;           // BRAID_TRANSPORT
+  std::string isa;                 // BRAID_CPU_ISA
   // Launch identity (text; bootstrap/ parses and checks it).
-  std::string rank;                 // BRAID_RANK
-  std::string worldSize;            // BRAID_WORLD_SIZE
-  std::string localRank;            // BRAID_LOCAL_RANK
-  std::string rootAddr;             // BRAID_ROOT_ADDR
-  std::string token;                // BRAID_TOKEN
+  std::string rank;       // BRAID_RANK
+  std::string worldSize;  // BRAID_WORLD_SIZE
+  std::string localRank;  // BRAID_LOCAL_RANK
+  std::string rootAddr;   // BRAID_ROOT_ADDR
+  std::string token;      // BRAID_TOKEN
 
   using Lookup = std::function<std::optional<std::string>(const std::string&)>;
   /// Reads every knob through `lookup` (getenv by default). A malformed value throws InvalidArgument naming

@@ -19,14 +19,14 @@ struct TypeRow {
 
 // Index = numeric value of DataType.
 constexpr TypeRow kTypes[kNumDataTypes] = {
-    {DataType::kBool, "bool", 1},         {DataType::kInt8, "int8", 1},         {DataType::kUint8, "uint8", 1},
-    {DataType::kInt32, "int32", 4},       {DataType::kUint32, "uint32", 4},     {DataType::kInt64, "int64", 8},
-    {DataType::kUint64, "uint64", 8},     {DataType::kFloat16, "float16", 2},   {DataType::kBFloat16, "bfloat16", 2},
-    {DataType::kFloat32, "float32", 4},   {DataType::kFloat64, "float64", 8},
+    {DataType::kBool, "bool", 1},       {DataType::kInt8, "int8", 1},       {DataType::kUint8, "uint8", 1},
+    {DataType::kInt32, "int32", 4},     {DataType::kUint32, "uint32", 4},   {DataType::kInt64, "int64", 8},
+    {DataType::kUint64, "uint64", 8},   {DataType::kFloat16, "float16", 2}, {DataType::kBFloat16, "bfloat16", 2},
+    {DataType::kFloat32, "float32", 4}, {DataType::kFloat64, "float64", 8},
 };
 
 constexpr const char* kReduceNames[kNumReduceKinds] = {"sum",        "prod", "min", "max", "avg",
-                                                        "premul_sum", "band", "bor", "bxor"};
+                                                       "premul_sum", "band", "bor", "bxor"};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -43,7 +43,9 @@ const char* dataTypeName(DataType type) noexcept {
   return isValid(type) ? kTypes[static_cast<unsigned>(type)].name : "invalid-dtype";
 }
 
-std::size_t dataTypeSize(DataType type) noexcept { return isValid(type) ? kTypes[static_cast<unsigned>(type)].size : 0; }
+std::size_t dataTypeSize(DataType type) noexcept {
+  return isValid(type) ? kTypes[static_cast<unsigned>(type)].size : 0;
+}
 
 const char* reduceKindName(ReduceKind kind) noexcept {
   return isValid(kind) ? kReduceNames[static_cast<unsigned>(kind)] : "invalid-op";
@@ -71,10 +73,10 @@ std::optional<DataType> parseDataType(std::string_view name) {
     DataType type;
   };
   static constexpr Alias kAliases[] = {
-      {"float", DataType::kFloat32}, {"half", DataType::kFloat16},    {"double", DataType::kFloat64},
-      {"int", DataType::kInt32},     {"uint", DataType::kUint32},     {"char", DataType::kInt8},
-      {"fp32", DataType::kFloat32},  {"fp16", DataType::kFloat16},    {"bf16", DataType::kBFloat16},
-      {"fp64", DataType::kFloat64},  {"long", DataType::kInt64},      {"ulong", DataType::kUint64},
+      {"float", DataType::kFloat32}, {"half", DataType::kFloat16}, {"double", DataType::kFloat64},
+      {"int", DataType::kInt32},     {"uint", DataType::kUint32},  {"char", DataType::kInt8},
+      {"fp32", DataType::kFloat32},  {"fp16", DataType::kFloat16}, {"bf16", DataType::kBFloat16},
+      {"fp64", DataType::kFloat64},  {"long", DataType::kInt64},   {"ulong", DataType::kUint64},
       {"byte", DataType::kUint8},
   };
   for (const auto& alias : kAliases) {
@@ -99,8 +101,8 @@ void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
   if (!isValid(op.kind)) fail(ErrorCode::kInvalidArgument, ctx, "invalid reduce op value ", static_cast<int>(op.kind));
   const bool bitwise = op.kind == ReduceKind::kBand || op.kind == ReduceKind::kBor || op.kind == ReduceKind::kBxor;
   if (bitwise && isFloating(type)) {
-    fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind), " needs an integer or bool type, got ",
-         dataTypeName(type));
+    fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind),
+         " needs an integer or bool type, got ", dataTypeName(type));
   }
   if (type == DataType::kBool && (op.kind == ReduceKind::kAvg || op.kind == ReduceKind::kPremulSum)) {
     fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind), " is not defined for bool");

@@ -29,13 +29,20 @@ Error::Error(ErrorCode code, const std::string& message, ErrorContext context)
 
 const char* errorCodeName(ErrorCode code) noexcept {
   switch (code) {
-    case ErrorCode::kInvalidArgument: return "InvalidArgument";
-    case ErrorCode::kTimeout: return "Timeout";
-    case ErrorCode::kPeerLost: return "PeerLost";
-    case ErrorCode::kMismatch: return "Mismatch";
-    case ErrorCode::kAborted: return "Aborted";
-    case ErrorCode::kUnavailable: return "Unavailable";
-    case ErrorCode::kInternal: return "Internal";
+    case ErrorCode::kInvalidArgument:
+      return "InvalidArgument";
+    case ErrorCode::kTimeout:
+      return "Timeout";
+    case ErrorCode::kPeerLost:
+      return "PeerLost";
+    case ErrorCode::kMismatch:
+      return "Mismatch";
+    case ErrorCode::kAborted:
+      return "Aborted";
+    case ErrorCode::kUnavailable:
+      return "Unavailable";
+    case ErrorCode::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }

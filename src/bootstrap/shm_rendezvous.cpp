@@ -31,9 +31,10 @@ RankInfo decode(const std::string& text, int rank) {
   std::istringstream in(text);
   RankInfo info;
   std::string pid, bytes;
-  if (!std::getline(in, info.peer.segmentName) || !std::getline(in, pid) ||
-      !std::getline(in, info.peer.pidNamespace) || !std::getline(in, info.bootId) || !std::getline(in, bytes)) {
-    fail(ErrorCode::kInternal, ErrorContext{.rank = -1, .peer = rank, .op = "create"}, "malformed shared-memory info from rank ", rank);
+  if (!std::getline(in, info.peer.segmentName) || !std::getline(in, pid) || !std::getline(in, info.peer.pidNamespace) ||
+      !std::getline(in, info.bootId) || !std::getline(in, bytes)) {
+    fail(ErrorCode::kInternal, ErrorContext{.rank = -1, .peer = rank, .op = "create"},
+         "malformed shared-memory info from rank ", rank);
   }
   info.peer.pid = static_cast<pid_t>(std::stol(pid));
   info.regionBytes = std::stoull(bytes);

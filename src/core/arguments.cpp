@@ -42,8 +42,8 @@ void checkPerRank(const std::vector<std::size_t>& values, int size, const char* 
   }
 }
 
-std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
-                     const char* name, const ErrorContext& ctx) {
+std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
+                     const ErrorContext& ctx) {
   std::size_t extent = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (displs[i] > std::numeric_limits<std::size_t>::max() - counts[i]) {

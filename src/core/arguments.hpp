@@ -15,8 +15,8 @@ void checkRank(int value, int size, const char* name, const ErrorContext& ctx);
 /// `values` must have one entry per rank.
 void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const ErrorContext& ctx);
 /// Largest displs[i] + counts[i]: the elements a buffer laid out this way spans (overflow-checked).
-std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
-                     const char* name, const ErrorContext& ctx);
+std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
+                     const ErrorContext& ctx);
 /// count * factor elements, overflow-checked.
 std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx);
 

@@ -46,8 +46,8 @@ Call allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
           }};
 }
 
-Call reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
-                ReduceOp op, int root) {
+Call reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                int root) {
   return {"reduce",
           [=](const ErrorContext& ctx) {
             checkRank(root, c->size(), "root", ctx);
@@ -237,8 +237,8 @@ void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvC
                                  CallOptions opts) {
   impl_->run(reduceScatterCall(impl_.get(), send, recv, recvCount, type, op), opts);
 }
-Work Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type,
-                                      ReduceOp op, CallOptions opts) {
+Work Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                                      CallOptions opts) {
   return impl_->submit(reduceScatterCall(impl_.get(), send, recv, recvCount, type, op), opts);
 }
 
@@ -259,8 +259,7 @@ Work Communicator::alltoallvAsync(const void* send, const Sizes& sendCounts, con
                        opts);
 }
 
-void Communicator::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                          CallOptions opts) {
+void Communicator::gather(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions opts) {
   impl_->run(gatherCall(impl_.get(), send, recv, count, type, root), opts);
 }
 Work Communicator::gatherAsync(const void* send, void* recv, std::size_t count, DataType type, int root,
@@ -268,8 +267,7 @@ Work Communicator::gatherAsync(const void* send, void* recv, std::size_t count, 
   return impl_->submit(gatherCall(impl_.get(), send, recv, count, type, root), opts);
 }
 
-void Communicator::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                           CallOptions opts) {
+void Communicator::scatter(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions opts) {
   impl_->run(scatterCall(impl_.get(), send, recv, count, type, root), opts);
 }
 Work Communicator::scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root,

@@ -30,8 +30,8 @@ bool leavesRanksOutOfStep(ErrorCode code) {
 
 }  // namespace
 
-CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group,
-                                   Settings settings, std::shared_ptr<void> keepAlive)
+CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
+                                   std::shared_ptr<void> keepAlive)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
@@ -43,8 +43,8 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport
   setLogLevel(settings_.logLevel);
   if (logEnabled(LogLevel::kInfo)) {
     logLine(LogLevel::kInfo, rank_,
-            strCat("communicator of ", size_, " ranks over ", fabric_.group().kind(), ", slot ",
-                   fabric_.slotBytes(), " B", yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
+            strCat("communicator of ", size_, " ranks over ", fabric_.group().kind(), ", slot ", fabric_.slotBytes(),
+                   " B", yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
   }
 }
 

@@ -83,10 +83,10 @@ class CommunicatorImpl {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
-  bool busy_ = false;       // a task is executing (inline or on the progress thread)
+  bool busy_ = false;  // a task is executing (inline or on the progress thread)
   bool stopping_ = false;
   std::int64_t nextSeq_ = 0;
-  std::string broken_;      // set after an error that leaves the ranks out of step
+  std::string broken_;  // set after an error that leaves the ranks out of step
   ErrorCode brokenCode_ = ErrorCode::kInternal;
   std::thread progress_;
 };

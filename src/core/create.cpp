@@ -21,7 +21,8 @@ struct Rendezvous {
 
 void checkWorld(int rank, int size) {
   if (size < 1) fail(ErrorCode::kInvalidArgument, {}, "world size ", size, " must be at least 1");
-  if (rank < 0 || rank >= size) fail(ErrorCode::kInvalidArgument, {}, "rank ", rank, " out of range for ", size, " ranks");
+  if (rank < 0 || rank >= size)
+    fail(ErrorCode::kInvalidArgument, {}, "rank ", rank, " out of range for ", size, " ranks");
 }
 
 std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
@@ -48,9 +49,8 @@ std::unique_ptr<Communicator> Communicator::fromEnvironment() {
     rendezvous->server = std::make_unique<bootstrap::TcpStoreServer>();
     rendezvous->server->start(id.root, id.token);
   }
-  rendezvous->client = std::make_unique<bootstrap::TcpStoreClient>(id.root, id.token,
-                                                                   Deadline::after(settings.timeoutSeconds),
-                                                                   settings.timeoutSeconds);
+  rendezvous->client = std::make_unique<bootstrap::TcpStoreClient>(
+      id.root, id.token, Deadline::after(settings.timeoutSeconds), settings.timeoutSeconds);
   return join(id.rank, id.size, std::move(rendezvous), settings);
 }
 
@@ -69,9 +69,8 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int rank,
   std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
   const auto decoded = bootstrap::decodeUniqueId(bytes);
   auto rendezvous = std::make_shared<Rendezvous>();
-  rendezvous->client = std::make_unique<bootstrap::TcpStoreClient>(decoded.root, decoded.token,
-                                                                   Deadline::after(settings.timeoutSeconds),
-                                                                   settings.timeoutSeconds);
+  rendezvous->client = std::make_unique<bootstrap::TcpStoreClient>(
+      decoded.root, decoded.token, Deadline::after(settings.timeoutSeconds), settings.timeoutSeconds);
   return join(rank, size, std::move(rendezvous), settings);
 }
 

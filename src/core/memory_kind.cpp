@@ -12,9 +12,9 @@ namespace {
 // The few driver API entry points needed, declared here so that no CUDA header is required.
 using CuInit = int (*)(unsigned);
 using CuPointerGetAttribute = int (*)(void* data, int attribute, std::uintptr_t ptr);
-constexpr int kAttributeMemoryType = 2;  // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
-constexpr int kAttributeIsManaged = 8;   // CU_POINTER_ATTRIBUTE_IS_MANAGED
-constexpr unsigned kMemoryTypeDevice = 2;  // CU_MEMORYTYPE_DEVICE
+constexpr int kAttributeMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
+constexpr int kAttributeIsManaged = 8;      // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr unsigned kMemoryTypeDevice = 2;   // CU_MEMORYTYPE_DEVICE
 constexpr unsigned kMemoryTypeUnified = 4;  // CU_MEMORYTYPE_UNIFIED
 
 struct Driver {
@@ -52,9 +52,12 @@ MemoryKind classifyPointer(const void* ptr) {
 
 const char* memoryKindName(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kHost: return "host";
-    case MemoryKind::kDevice: return "device";
-    case MemoryKind::kManaged: return "managed";
+    case MemoryKind::kHost:
+      return "host";
+    case MemoryKind::kDevice:
+      return "device";
+    case MemoryKind::kManaged:
+      return "managed";
   }
   return "?";
 }

@@ -1,6 +1,5 @@
-#include "core/work_state.hpp"
-
 #include "braid/braid.hpp"
+#include "core/work_state.hpp"
 
 namespace braid {
 

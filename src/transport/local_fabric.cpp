@@ -29,7 +29,8 @@ FabricLayout FabricLayout::compute(int size, std::size_t slotBytes, std::size_t 
   l.size = size;
   l.slotBytes = roundUp(slotBytes < kPage ? kPage : slotBytes, kPage);
   l.ringBytes = std::bit_ceil(ringBytes < kPage ? kPage : ringBytes);
-  if (l.ringBytes > (std::size_t{1} << 30)) fail(ErrorCode::kInvalidArgument, {}, "ring of ", ringBytes, " bytes is too large");
+  if (l.ringBytes > (std::size_t{1} << 30))
+    fail(ErrorCode::kInvalidArgument, {}, "ring of ", ringBytes, " bytes is too large");
   const std::size_t control = roundUp(tailsOffset(size) + static_cast<std::size_t>(size) * kLine, kPage);
   l.slotOffset = control;
   l.ringOffset = l.slotOffset + 2 * l.slotBytes;

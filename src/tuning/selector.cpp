@@ -18,8 +18,8 @@ Choice chooseLocalReduce(std::size_t bytes, int ranks, const Settings& settings)
   if (bytes <= settings.directMaxBytes) {
     return {"direct", strCat(bytes, " B <= BRAID_DIRECT_MAX_BYTES (", settings.directMaxBytes, " B): latency-bound")};
   }
-  return {"rsag", strCat(bytes, " B > BRAID_DIRECT_MAX_BYTES (", settings.directMaxBytes,
-                         " B): each rank reduces 1/", ranks, " of the data")};
+  return {"rsag", strCat(bytes, " B > BRAID_DIRECT_MAX_BYTES (", settings.directMaxBytes, " B): each rank reduces 1/",
+                         ranks, " of the data")};
 }
 
 }  // namespace braid::tuning

@@ -137,11 +137,9 @@ std::vector<std::tuple<Coll, int>> fullMatrixParams() {
 }
 
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ProcessFullMatrix);
-INSTANTIATE_TEST_SUITE_P(Full, ProcessFullMatrix, ::testing::ValuesIn(fullMatrixParams()),
-                         [](const auto& info) {
-                           return std::string(collName(std::get<0>(info.param))) + "_" +
-                                  std::to_string(std::get<1>(info.param)) + "ranks";
-                         });
+INSTANTIATE_TEST_SUITE_P(Full, ProcessFullMatrix, ::testing::ValuesIn(fullMatrixParams()), [](const auto& info) {
+  return std::string(collName(std::get<0>(info.param))) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
+});
 
 }  // namespace
 }  // namespace braid::testing

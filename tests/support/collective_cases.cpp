@@ -22,17 +22,28 @@ double load(const void* buf, std::size_t i, DataType t) {
     return v;
   };
   switch (t) {
-    case DataType::kBool: return get(std::uint8_t{});
-    case DataType::kInt8: return get(std::int8_t{});
-    case DataType::kUint8: return get(std::uint8_t{});
-    case DataType::kInt32: return get(std::int32_t{});
-    case DataType::kUint32: return get(std::uint32_t{});
-    case DataType::kInt64: return static_cast<double>(get(std::int64_t{}));
-    case DataType::kUint64: return static_cast<double>(get(std::uint64_t{}));
-    case DataType::kFloat16: return halfToFloat(get(std::uint16_t{}));
-    case DataType::kBFloat16: return bfloat16ToFloat(get(std::uint16_t{}));
-    case DataType::kFloat32: return get(float{});
-    case DataType::kFloat64: return get(double{});
+    case DataType::kBool:
+      return get(std::uint8_t{});
+    case DataType::kInt8:
+      return get(std::int8_t{});
+    case DataType::kUint8:
+      return get(std::uint8_t{});
+    case DataType::kInt32:
+      return get(std::int32_t{});
+    case DataType::kUint32:
+      return get(std::uint32_t{});
+    case DataType::kInt64:
+      return static_cast<double>(get(std::int64_t{}));
+    case DataType::kUint64:
+      return static_cast<double>(get(std::uint64_t{}));
+    case DataType::kFloat16:
+      return halfToFloat(get(std::uint16_t{}));
+    case DataType::kBFloat16:
+      return bfloat16ToFloat(get(std::uint16_t{}));
+    case DataType::kFloat32:
+      return get(float{});
+    case DataType::kFloat64:
+      return get(double{});
   }
   return 0;
 }
@@ -43,17 +54,39 @@ void store(void* buf, std::size_t i, DataType t, double v) {
   auto put = [p]<typename T>(T v) { std::memcpy(p, &v, sizeof v); };
   const auto asInt = static_cast<std::int64_t>(v);
   switch (t) {
-    case DataType::kBool: put(static_cast<std::uint8_t>(v != 0)); break;
-    case DataType::kInt8: put(static_cast<std::int8_t>(asInt)); break;
-    case DataType::kUint8: put(static_cast<std::uint8_t>(asInt)); break;
-    case DataType::kInt32: put(static_cast<std::int32_t>(asInt)); break;
-    case DataType::kUint32: put(static_cast<std::uint32_t>(asInt)); break;
-    case DataType::kInt64: put(asInt); break;
-    case DataType::kUint64: put(static_cast<std::uint64_t>(asInt)); break;
-    case DataType::kFloat16: put(floatToHalf(static_cast<float>(v))); break;
-    case DataType::kBFloat16: put(floatToBfloat16(static_cast<float>(v))); break;
-    case DataType::kFloat32: put(static_cast<float>(v)); break;
-    case DataType::kFloat64: put(v); break;
+    case DataType::kBool:
+      put(static_cast<std::uint8_t>(v != 0));
+      break;
+    case DataType::kInt8:
+      put(static_cast<std::int8_t>(asInt));
+      break;
+    case DataType::kUint8:
+      put(static_cast<std::uint8_t>(asInt));
+      break;
+    case DataType::kInt32:
+      put(static_cast<std::int32_t>(asInt));
+      break;
+    case DataType::kUint32:
+      put(static_cast<std::uint32_t>(asInt));
+      break;
+    case DataType::kInt64:
+      put(asInt);
+      break;
+    case DataType::kUint64:
+      put(static_cast<std::uint64_t>(asInt));
+      break;
+    case DataType::kFloat16:
+      put(floatToHalf(static_cast<float>(v)));
+      break;
+    case DataType::kBFloat16:
+      put(floatToBfloat16(static_cast<float>(v)));
+      break;
+    case DataType::kFloat32:
+      put(static_cast<float>(v));
+      break;
+    case DataType::kFloat64:
+      put(v);
+      break;
   }
 }
 
@@ -62,7 +95,8 @@ double inputValue(DataType t, ReduceKind op, int r, std::size_t i) {
   const bool unsignedType = t == DataType::kUint8 || t == DataType::kUint32 || t == DataType::kUint64;
   if (t == DataType::kBool) return static_cast<double>((i * 7 + static_cast<std::size_t>(r) * 3) % 3 != 0);
   switch (op) {
-    case ReduceKind::kProd: return ((i + static_cast<std::size_t>(r)) % 3 == 0) ? 2 : (i % 5 == 1 && !unsignedType ? -1 : 1);
+    case ReduceKind::kProd:
+      return ((i + static_cast<std::size_t>(r)) % 3 == 0) ? 2 : (i % 5 == 1 && !unsignedType ? -1 : 1);
     case ReduceKind::kMin:
     case ReduceKind::kMax: {
       const double v = static_cast<double>((i * 13 + static_cast<std::size_t>(r) * 7) % 100);
@@ -70,7 +104,8 @@ double inputValue(DataType t, ReduceKind op, int r, std::size_t i) {
     }
     case ReduceKind::kBand:
     case ReduceKind::kBor:
-    case ReduceKind::kBxor: return static_cast<double>((i * 37 + static_cast<std::size_t>(r) * 11 + 5) % 256 & 0x7f);
+    case ReduceKind::kBxor:
+      return static_cast<double>((i * 37 + static_cast<std::size_t>(r) * 11 + 5) % 256 & 0x7f);
     default: {
       const double v = static_cast<double>((i * 7 + static_cast<std::size_t>(r) * 3) % 5);
       return unsignedType ? v : v - 2;
@@ -93,9 +128,12 @@ double expected(DataType t, ReduceKind op, int n, std::size_t i) {
     switch (op) {
       case ReduceKind::kSum:
       case ReduceKind::kMax:
-      case ReduceKind::kBor: return any;
-      case ReduceKind::kBxor: return parity;
-      default: return all;
+      case ReduceKind::kBor:
+        return any;
+      case ReduceKind::kBxor:
+        return parity;
+      default:
+        return all;
     }
   }
   if (op == ReduceKind::kBand || op == ReduceKind::kBor || op == ReduceKind::kBxor) {
@@ -114,10 +152,17 @@ double expected(DataType t, ReduceKind op, int n, std::size_t i) {
       continue;
     }
     switch (op) {
-      case ReduceKind::kProd: acc *= v; break;
-      case ReduceKind::kMin: acc = v < acc ? v : acc; break;
-      case ReduceKind::kMax: acc = v > acc ? v : acc; break;
-      default: acc += v;
+      case ReduceKind::kProd:
+        acc *= v;
+        break;
+      case ReduceKind::kMin:
+        acc = v < acc ? v : acc;
+        break;
+      case ReduceKind::kMax:
+        acc = v > acc ? v : acc;
+        break;
+      default:
+        acc += v;
     }
   }
   if (op == ReduceKind::kAvg) acc = isInteger(t) ? std::trunc(acc / n) : acc / n;
@@ -131,13 +176,17 @@ double expected(DataType t, ReduceKind op, int n, std::size_t i) {
 std::size_t period(DataType t, ReduceKind op) {
   if (t == DataType::kBool) return 3;
   switch (op) {
-    case ReduceKind::kProd: return 15;
+    case ReduceKind::kProd:
+      return 15;
     case ReduceKind::kMin:
-    case ReduceKind::kMax: return 100;
+    case ReduceKind::kMax:
+      return 100;
     case ReduceKind::kBand:
     case ReduceKind::kBor:
-    case ReduceKind::kBxor: return 256;
-    default: return 5;
+    case ReduceKind::kBxor:
+      return 256;
+    default:
+      return 5;
   }
 }
 
@@ -176,8 +225,8 @@ struct Buffer {
 };
 
 [[noreturn]] void wrong(const Case& c, int rank, const std::string& where, std::size_t i, double got, double want) {
-  throw std::runtime_error(strCat(describe(c), " on rank ", rank, ": ", where, "[", i, "] = ", got, ", expected ",
-                                  want));
+  throw std::runtime_error(
+      strCat(describe(c), " on rank ", rank, ": ", where, "[", i, "] = ", got, ", expected ", want));
 }
 
 void checkMoved(const Case& c, int rank, const void* buf, std::size_t offset, int from, std::size_t fromOffset,
@@ -202,28 +251,41 @@ void require(bool ok, const std::string& message) {
 }
 
 const std::vector<Coll>& allColls() {
-  static const std::vector<Coll> kAll = {Coll::kAllreduce,  Coll::kReduce,   Coll::kReduceScatter, Coll::kBroadcast,
-                                         Coll::kAllgather,  Coll::kAllgatherv, Coll::kAlltoall,    Coll::kAlltoallv,
-                                         Coll::kGather,     Coll::kScatter,  Coll::kSendRecv,      Coll::kGroupAllPairs,
-                                         Coll::kBarrier};
+  static const std::vector<Coll> kAll = {
+      Coll::kAllreduce,  Coll::kReduce,        Coll::kReduceScatter, Coll::kBroadcast, Coll::kAllgather,
+      Coll::kAllgatherv, Coll::kAlltoall,      Coll::kAlltoallv,     Coll::kGather,    Coll::kScatter,
+      Coll::kSendRecv,   Coll::kGroupAllPairs, Coll::kBarrier};
   return kAll;
 }
 
 const char* collName(Coll c) {
   switch (c) {
-    case Coll::kAllreduce: return "allreduce";
-    case Coll::kReduce: return "reduce";
-    case Coll::kReduceScatter: return "reduce_scatter";
-    case Coll::kBroadcast: return "broadcast";
-    case Coll::kAllgather: return "allgather";
-    case Coll::kAllgatherv: return "allgatherv";
-    case Coll::kAlltoall: return "alltoall";
-    case Coll::kAlltoallv: return "alltoallv";
-    case Coll::kGather: return "gather";
-    case Coll::kScatter: return "scatter";
-    case Coll::kSendRecv: return "sendrecv";
-    case Coll::kGroupAllPairs: return "group_all_pairs";
-    case Coll::kBarrier: return "barrier";
+    case Coll::kAllreduce:
+      return "allreduce";
+    case Coll::kReduce:
+      return "reduce";
+    case Coll::kReduceScatter:
+      return "reduce_scatter";
+    case Coll::kBroadcast:
+      return "broadcast";
+    case Coll::kAllgather:
+      return "allgather";
+    case Coll::kAllgatherv:
+      return "allgatherv";
+    case Coll::kAlltoall:
+      return "alltoall";
+    case Coll::kAlltoallv:
+      return "alltoallv";
+    case Coll::kGather:
+      return "gather";
+    case Coll::kScatter:
+      return "scatter";
+    case Coll::kSendRecv:
+      return "sendrecv";
+    case Coll::kGroupAllPairs:
+      return "group_all_pairs";
+    case Coll::kBarrier:
+      return "barrier";
   }
   return "?";
 }
@@ -357,7 +419,7 @@ void runCase(Communicator& comm, const Case& c) {
       std::size_t total = 0;
       for (int r = 0; r < n; ++r) {
         counts[r] = c.count == 0 ? 0 : c.count + static_cast<std::size_t>(r) * 3 % 5;  // unequal blocks
-        displs[r] = total + 1;                                                          // with gaps
+        displs[r] = total + 1;                                                         // with gaps
         total += counts[r] + 1;
       }
       Buffer in(counts[me], t), out(total, t);
@@ -420,7 +482,8 @@ void runCase(Communicator& comm, const Case& c) {
       } else {
         comm.alltoallv(in.data(), sc, sd, out.data(), rc, rd, t);
       }
-      for (int r = 0; r < n; ++r) checkMoved(c, me, out.data(), rd[r], r, static_cast<std::size_t>(me) * 1000, rc[r], "recv");
+      for (int r = 0; r < n; ++r)
+        checkMoved(c, me, out.data(), rd[r], r, static_cast<std::size_t>(me) * 1000, rc[r], "recv");
       return;
     }
     case Coll::kSendRecv: {
@@ -448,17 +511,20 @@ void runCase(Communicator& comm, const Case& c) {
       for (int j = 0; j < n; ++j) fillMoved(in.data(), j * c.count, t, me, static_cast<std::size_t>(j) * 7, c.count);
       std::vector<P2pOp> ops;
       for (int j = 0; j < n; ++j) {
-        ops.push_back(P2pOp{P2pOp::Kind::kRecv, j, static_cast<std::byte*>(out.data()) + j * c.count * esz, c.count, t, j});
+        ops.push_back(
+            P2pOp{P2pOp::Kind::kRecv, j, static_cast<std::byte*>(out.data()) + j * c.count * esz, c.count, t, j});
       }
       for (int j = 0; j < n; ++j) {
-        ops.push_back(P2pOp{P2pOp::Kind::kSend, j, static_cast<std::byte*>(in.data()) + j * c.count * esz, c.count, t, me});
+        ops.push_back(
+            P2pOp{P2pOp::Kind::kSend, j, static_cast<std::byte*>(in.data()) + j * c.count * esz, c.count, t, me});
       }
       if (c.async) {
         wait(comm.groupAsync(ops));
       } else {
         comm.group(ops);
       }
-      for (int r = 0; r < n; ++r) checkMoved(c, me, out.data(), r * c.count, r, static_cast<std::size_t>(me) * 7, c.count, "recv");
+      for (int r = 0; r < n; ++r)
+        checkMoved(c, me, out.data(), r * c.count, r, static_cast<std::size_t>(me) * 7, c.count, "recv");
       return;
     }
     case Coll::kBarrier:

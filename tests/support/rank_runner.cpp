@@ -64,7 +64,8 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
         message = e.what();
         if (message.empty()) message = "exception with an empty message";
       }
-      if (!message.empty()) [[maybe_unused]] auto n = ::write(fds[1], message.data(), message.size());
+      if (!message.empty()) [[maybe_unused]]
+        auto n = ::write(fds[1], message.data(), message.size());
       ::_exit(message.empty() ? 0 : 1);  // skip gtest's and static destructors in the child
     }
     ::close(fds[1]);
@@ -86,8 +87,10 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
         while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
         done[r] = true;
         --remaining;
-        if (WIFSIGNALED(status)) results[r] += " killed by signal " + std::to_string(WTERMSIG(status));
-        else if (WEXITSTATUS(status) != 0 && results[r].empty()) results[r] = "exit status " + std::to_string(WEXITSTATUS(status));
+        if (WIFSIGNALED(status))
+          results[r] += " killed by signal " + std::to_string(WTERMSIG(status));
+        else if (WEXITSTATUS(status) != 0 && results[r].empty())
+          results[r] = "exit status " + std::to_string(WEXITSTATUS(status));
       }
     }
     if (remaining == 0) break;

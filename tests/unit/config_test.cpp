@@ -1,9 +1,10 @@
+#include "base/config.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
 
-#include "base/config.hpp"
 #include "base/data_type.hpp"
 
 namespace braid {

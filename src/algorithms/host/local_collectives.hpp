@@ -32,8 +32,7 @@ class LocalCollectives {
                  const OpEnv& env);
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
               ReduceAlgorithm algo, const OpEnv& env);
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env);
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
   void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env);
   void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
   void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,

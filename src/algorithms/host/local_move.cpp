@@ -1,7 +1,7 @@
 // Data-movement collectives over local rounds: barrier, broadcast, allgather(v), gather, scatter, alltoall(v).
 #include <algorithm>
-#include "algorithms/host/copy.hpp"
 
+#include "algorithms/host/copy.hpp"
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/round_sync.hpp"
 #include "base/error.hpp"
@@ -91,10 +91,10 @@ void LocalCollectives::allgatherv(const void* send, std::size_t sendCount, void*
     total += c;
     largest = std::max(largest, c);
   }
-  RoundSync sync(fabric_, round_,
-                 describeCall(Collective::kAllgatherv, env.context.seq, type, total, -1, ReduceKind::kSum,
-                              hashCounts(recvCounts)),
-                 env);
+  RoundSync sync(
+      fabric_, round_,
+      describeCall(Collective::kAllgatherv, env.context.seq, type, total, -1, ReduceKind::kSum, hashCounts(recvCounts)),
+      env);
   const std::size_t chunk = sync.slotBytes() / esz;
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
@@ -180,8 +180,8 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
 
 void LocalCollectives::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
                                  const std::vector<std::size_t>& sendDispls, void* recv,
-                                 const std::vector<std::size_t>& recvCounts,
-                                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) {
+                                 const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
+                                 DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();
   const int me = rank();
@@ -206,8 +206,8 @@ void LocalCollectives::alltoallv(const void* send, const std::vector<std::size_t
       if (sent != expected) {
         ErrorContext ctx = env.context;
         ctx.peer = i == me ? j : i;
-        fail(ErrorCode::kMismatch, ctx, "alltoallv counts disagree: rank ", i, " sends ", sent, " elements to rank ",
-             j, " but rank ", j, " expects ", expected, " from rank ", i);
+        fail(ErrorCode::kMismatch, ctx, "alltoallv counts disagree: rank ", i, " sends ", sent, " elements to rank ", j,
+             " but rank ", j, " expects ", expected, " from rank ", i);
       }
       largest = std::max<std::size_t>(largest, sent);
     }
@@ -219,12 +219,12 @@ void LocalCollectives::alltoallv(const void* send, const std::vector<std::size_t
   for (std::size_t k = 0; k < rounds; ++k) {
     for (int j = 0; j < n; ++j) {
       copyBytes(sync.nextSlot() + j * chunk * esz, in + (sendDispls[j] + k * chunk) * esz,
-                  piece(sendCounts[j], k, chunk) * esz);
+                piece(sendCounts[j], k, chunk) * esz);
     }
     sync.exchange();
     for (int r = 0; r < n; ++r) {
       copyBytes(out + (recvDispls[r] + k * chunk) * esz, sync.slot(r) + me * chunk * esz,
-                  piece(recvCounts[r], k, chunk) * esz);
+                piece(recvCounts[r], k, chunk) * esz);
     }
   }
 }

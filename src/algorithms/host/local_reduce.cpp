@@ -1,6 +1,5 @@
 // Reducing collectives over local rounds: allreduce (direct, rsag), reduce, reduce-scatter.
 #include "algorithms/host/copy.hpp"
-
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/round_sync.hpp"

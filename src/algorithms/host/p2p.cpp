@@ -69,7 +69,8 @@ void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
     }
     if (all) return;
     if (!sent && !received) {
-      transport::waitUntil(bell, [seen](std::uint32_t v) { return v != seen; }, policy);
+      transport::waitUntil(
+          bell, [seen](std::uint32_t v) { return v != seen; }, policy);
     }
   }
 }
@@ -91,8 +92,8 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
       progressed = true;
     }
     if (s.done < s.bytes) {
-      const std::size_t n = fabric_.ringWrite(op.peer, static_cast<const std::byte*>(op.buffer) + s.done,
-                                              s.bytes - s.done);
+      const std::size_t n =
+          fabric_.ringWrite(op.peer, static_cast<const std::byte*>(op.buffer) + s.done, s.bytes - s.done);
       s.done += n;
       progressed |= n > 0;
     }

@@ -38,8 +38,8 @@ class P2pEngine {
     int tag = 0;
     std::uint64_t bytes = 0;
     std::uint64_t done = 0;
-    std::byte* target = nullptr;     // a posted receive's buffer, or the unexpected entry's
-    int op = -1;                     // index of the receive it completes, -1 when unexpected
+    std::byte* target = nullptr;  // a posted receive's buffer, or the unexpected entry's
+    int op = -1;                  // index of the receive it completes, -1 when unexpected
     bool sizeMismatch = false;
   };
   struct Pending {

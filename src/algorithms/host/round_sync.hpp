@@ -14,8 +14,7 @@ namespace braid::host {
 
 /// Describes a call for the cross-rank check of its first round.
 transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type, std::uint64_t count,
-                                        int root = -1, ReduceKind kind = ReduceKind::kSum,
-                                        std::uint64_t shapeHash = 0);
+                                        int root = -1, ReduceKind kind = ReduceKind::kSum, std::uint64_t shapeHash = 0);
 
 class RoundSync {
  public:
