@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs what braid needs to build and test on Debian 12 (run as root). Skips what is already there.
 set -euo pipefail
-packages=(build-essential cmake ninja-build pkg-config libssl-dev libgtest-dev libcli11-dev nlohmann-json3-dev)
+# Build: compiler, CMake, OpenSSL, and the header-only CLI11 and nlohmann-json; tests: GoogleTest; the peers that
+# `braid bench --compare` runs: Gloo and Open MPI; `--plot`: gnuplot.
+packages=(build-essential cmake ninja-build pkg-config libssl-dev libgtest-dev libcli11-dev nlohmann-json3-dev
+  libgloo-dev libopenmpi-dev openmpi-bin gnuplot-nox)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

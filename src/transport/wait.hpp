@@ -46,7 +46,9 @@ void sleepWhileEqual(WaitWord& word, std::uint32_t seen);
 /// Returns once `ready(word.value)` holds; otherwise policy.check / policy.onTimeout throw.
 template <typename Ready>
 void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
-  // Spin for a bounded time (the clock is read every 64 tries: a pause costs up to ~40 ns on recent x86).
+  // Spin for a bounded time. Every 64 tries (a pause costs up to ~40 ns on recent x86) read the clock and give
+  // the core away once: free when nothing else wants the core, and when something does (the peer we wait for,
+  // sharing a core with us under load) it runs now rather than after our spin budget.
   if (policy.spinMicros > 0) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(policy.spinMicros);
     for (unsigned i = 1;; ++i) {
@@ -56,7 +58,10 @@ void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
       } else {
         cpuRelax();
       }
-      if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+      if (i % 64 == 0) {
+        if (std::chrono::steady_clock::now() >= until) break;
+        if (!policy.yieldWhileSpinning) yieldCore();
+      }
     }
   }
   while (true) {
