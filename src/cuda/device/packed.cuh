@@ -3,11 +3,11 @@
 // Device code only: this header includes nothing from braid's host side.
 #pragma once
 
+#include <vector_types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
-
-#include <vector_types.h>
 
 namespace braid::cuda::device {
 
@@ -22,8 +22,8 @@ static_assert(sizeof(int4) == kPackBytes && alignof(int4) == kPackBytes, "int4 i
 /// accesses into register moves and bit-field extracts.
 template <typename Bits>
 struct Pack {
-  static_assert(std::is_unsigned_v<Bits> && (sizeof(Bits) == 1 || sizeof(Bits) == 2 || sizeof(Bits) == 4 ||
-                                             sizeof(Bits) == 8),
+  static_assert(std::is_unsigned_v<Bits> &&
+                    (sizeof(Bits) == 1 || sizeof(Bits) == 2 || sizeof(Bits) == 4 || sizeof(Bits) == 8),
                 "lanes are 1-, 2-, 4- or 8-byte unsigned bit patterns");
   static constexpr int kLanes = kPackBytes / static_cast<int>(sizeof(Bits));
   static_assert(kLanes * sizeof(Bits) == kPackBytes, "lanes fill the pack exactly");

@@ -2,9 +2,11 @@
 // Every (type, op) gives the same bits as braid::host::reduceSources for the same sources in the same order:
 // - integers wrap (arithmetic in the unsigned type of the same width), avg truncates toward zero;
 // - float16/bfloat16 accumulate in float32 and round once, to nearest even, when stored;
-// - float arithmetic goes through the __f*_rn / __d*_rn intrinsics, which nvcc never contracts into an FMA (the
-//   host build uses -ffp-contract=off for the same reason) and which are IEEE round-to-nearest whatever
-//   -use_fast_math / -prec-div / -ftz say;
+// - float arithmetic is IEEE round-to-nearest whatever nvcc's flags say: float32 add/mul/div/compare are inline
+//   PTX without .ftz (nvcc's -ftz=true, implied by -use_fast_math, would flush subnormal operands and results of
+//   the instructions it generates; -prec-div=false would make `/` approximate), float64 goes through the
+//   __d*_rn intrinsics (no flag flushes or approximates float64), and nothing is contracted into an FMA (the
+//   host build uses -ffp-contract=off for the same reason);
 // - float min/max propagate NaN (`acc = (acc < x || acc != acc) ? acc : x`, max with `>`): between -0 and +0 the
 //   later source wins;
 // - every NaN stored is the canonical quiet NaN (positive, zero payload): GPU arithmetic makes its own NaN bits
@@ -37,6 +39,48 @@ inline constexpr std::uint32_t kCanonicalFloatNaN = 0x7fc00000u;
 inline constexpr std::uint64_t kCanonicalDoubleNaN = 0x7ff8000000000000ull;
 inline constexpr std::uint16_t kCanonicalHalfNaN = 0x7e00u;
 inline constexpr std::uint16_t kCanonicalBfloat16NaN = 0x7fc0u;
+
+// ---- Float32 arithmetic as inline PTX, immune to -ftz / -prec-div / -fmad (see the top of this file).
+
+__device__ __forceinline__ float addF32(float a, float b) {
+  float r;
+  asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float mulF32(float a, float b) {
+  float r;
+  asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+__device__ __forceinline__ float divF32(float a, float b) {
+  float r;
+  asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+// (a < b || a != a) ? a : b: keeps a NaN accumulator, takes a NaN source. setp.nan is true when an operand is NaN.
+__device__ __forceinline__ float minF32(float a, float b) {
+  float r;
+  asm("{\n\t.reg .pred keep, nan;\n\tsetp.lt.f32 keep, %1, %2;\n\tsetp.nan.f32 nan, %1, %1;\n\t"
+      "or.pred keep, keep, nan;\n\tselp.f32 %0, %1, %2, keep;\n\t}"
+      : "=f"(r)
+      : "f"(a), "f"(b));
+  return r;
+}
+// (a > b || a != a) ? a : b.
+__device__ __forceinline__ float maxF32(float a, float b) {
+  float r;
+  asm("{\n\t.reg .pred keep, nan;\n\tsetp.gt.f32 keep, %1, %2;\n\tsetp.nan.f32 nan, %1, %1;\n\t"
+      "or.pred keep, keep, nan;\n\tselp.f32 %0, %1, %2, keep;\n\t}"
+      : "=f"(r)
+      : "f"(a), "f"(b));
+  return r;
+}
+// Exact widening; a float32 subnormal stays one.
+__device__ __forceinline__ double f32ToF64(float a) {
+  double r;
+  asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(a));
+  return r;
+}
 
 // ---- Element types. Elem<T>: Bits, the element's bit pattern (what packs hold); Acc, what the operators work on;
 // load (bits -> Acc), store (Acc -> bits: narrowing, NaN canonicalisation) and scale (premul).
@@ -89,7 +133,7 @@ struct Elem<float> {
   __device__ __forceinline__ static Acc load(Bits b) { return __uint_as_float(b); }
   __device__ __forceinline__ static Bits store(Acc a) { return a != a ? kCanonicalFloatNaN : __float_as_uint(a); }
   __device__ __forceinline__ static Bits scale(Bits b, const ScaleFactors& s) {
-    return store(__fmul_rn(load(b), s.floatScale));
+    return store(mulF32(load(b), s.floatScale));
   }
 };
 
@@ -117,7 +161,7 @@ struct Elem<__half> {
   }
   // float16 times float32 is exact in float64; cvt.rn.f16.f64 then rounds it once (no double rounding via float).
   __device__ __forceinline__ static Bits scale(Bits b, const ScaleFactors& s) {
-    const double product = __dmul_rn(static_cast<double>(load(b)), static_cast<double>(s.floatScale));
+    const double product = __dmul_rn(f32ToF64(load(b)), f32ToF64(s.floatScale));
     return product != product ? kCanonicalHalfNaN : __half_as_ushort(__double2half(product));
   }
 };
@@ -133,7 +177,7 @@ struct Elem<__nv_bfloat16> {
   }
   // Exact float64 product rounded once (cvt.rn.bf16.f64 on sm_90, an exact emulation before).
   __device__ __forceinline__ static Bits scale(Bits b, const ScaleFactors& s) {
-    const double product = __dmul_rn(static_cast<double>(load(b)), static_cast<double>(s.floatScale));
+    const double product = __dmul_rn(f32ToF64(load(b)), f32ToF64(s.floatScale));
     return product != product ? kCanonicalBfloat16NaN : __bfloat16_as_ushort(__double2bfloat16(product));
   }
 };
@@ -141,12 +185,9 @@ struct Elem<__nv_bfloat16> {
 // ---- Arithmetic on accumulators.
 
 template <typename Acc>
-inline constexpr bool kIsFloatAcc = std::is_same_v<Acc, float> || std::is_same_v<Acc, double>;
-
-template <typename Acc>
 __device__ __forceinline__ Acc addAcc(Acc a, Acc b) {
   if constexpr (std::is_same_v<Acc, float>) {
-    return __fadd_rn(a, b);
+    return addF32(a, b);
   } else if constexpr (std::is_same_v<Acc, double>) {
     return __dadd_rn(a, b);
   } else {
@@ -159,7 +200,7 @@ __device__ __forceinline__ Acc addAcc(Acc a, Acc b) {
 template <typename Acc>
 __device__ __forceinline__ Acc mulAcc(Acc a, Acc b) {
   if constexpr (std::is_same_v<Acc, float>) {
-    return __fmul_rn(a, b);
+    return mulF32(a, b);
   } else if constexpr (std::is_same_v<Acc, double>) {
     return __dmul_rn(a, b);
   } else {
@@ -187,8 +228,10 @@ struct ProdOp {
 template <typename Acc>
 struct MinOp {
   __device__ __forceinline__ static Acc combine(Acc a, Acc b) {
-    if constexpr (kIsFloatAcc<Acc>) {
-      return (a < b || a != a) ? a : b;  // keeps a NaN accumulator, takes a NaN source
+    if constexpr (std::is_same_v<Acc, float>) {
+      return minF32(a, b);
+    } else if constexpr (std::is_same_v<Acc, double>) {
+      return ((a < b) | (a != a)) ? a : b;  // keeps a NaN accumulator, takes a NaN source; `|`: no branch
     } else {
       return a < b ? a : b;
     }
@@ -199,8 +242,10 @@ struct MinOp {
 template <typename Acc>
 struct MaxOp {
   __device__ __forceinline__ static Acc combine(Acc a, Acc b) {
-    if constexpr (kIsFloatAcc<Acc>) {
-      return (a > b || a != a) ? a : b;
+    if constexpr (std::is_same_v<Acc, float>) {
+      return maxF32(a, b);
+    } else if constexpr (std::is_same_v<Acc, double>) {
+      return ((a > b) | (a != a)) ? a : b;
     } else {
       return a > b ? a : b;
     }
@@ -218,7 +263,7 @@ struct AvgOp {
   __device__ __forceinline__ static Acc combine(Acc a, Acc b) { return addAcc(a, b); }
   __device__ __forceinline__ static Acc finish(Acc a, int divisor) {
     if constexpr (std::is_same_v<Acc, float>) {
-      return __fdiv_rn(a, static_cast<float>(divisor));
+      return divF32(a, static_cast<float>(divisor));
     } else if constexpr (std::is_same_v<Acc, double>) {
       return __ddiv_rn(a, static_cast<double>(divisor));
     } else {

@@ -72,8 +72,21 @@ __global__ void __launch_bounds__(kThreadsPerBlock) reduceSourcesKernel(const Re
       const P in0 = loadPack(source<Bits>(p, 0) + i);
 #pragma unroll
       for (int j = 0; j < kLanes; ++j) acc[j] = E::load(in0.lane[j]);
-#pragma unroll 4
-      for (int s = 1; s < p.nsrcs; ++s) {
+      // Batches of kBatch sources with all their loads issued first, then the rest one by one.
+      constexpr int kBatch = 4;
+      int s = 1;
+      for (; s + kBatch <= p.nsrcs; s += kBatch) {
+        P in[kBatch];
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) in[b] = loadPack(source<Bits>(p, s + b) + i);
+#pragma unroll
+        for (int b = 0; b < kBatch; ++b) {
+#pragma unroll
+          for (int j = 0; j < kLanes; ++j) acc[j] = Op::combine(acc[j], E::load(in[b].lane[j]));
+        }
+      }
+#pragma unroll 1
+      for (; s < p.nsrcs; ++s) {
         const P in = loadPack(source<Bits>(p, s) + i);
 #pragma unroll
         for (int j = 0; j < kLanes; ++j) acc[j] = Op::combine(acc[j], E::load(in.lane[j]));

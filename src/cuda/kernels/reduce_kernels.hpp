@@ -67,12 +67,10 @@ static_assert(std::is_trivially_copyable_v<ReduceParams<1>> && std::is_trivially
 static_assert(kMaxUnrolledSources < kMaxInlineSources, "the generic kernel starts where the unrolled ones end");
 
 /// The reduceSourcesKernel instantiation for (type, op) and nsrcs sources, as the host stub address
-/// cudaLaunchKernel takes; it expects one ReduceParams<reduceParamsCapacity(nsrcs)>. nullptr when (type, op) has
-/// no kernel (bitwise ops on floats; on bool anything but band, bor, bxor).
+/// cudaLaunchKernel takes. It expects one ReduceParams<nsrcs> for nsrcs <= kMaxUnrolledSources, else one
+/// ReduceParams<kMaxInlineSources>. nullptr when (type, op) has no kernel (bitwise ops on floats; on bool anything
+/// but band, bor, bxor) or nsrcs < 1.
 const void* reduceKernelFor(DataType type, DeviceOp op, int nsrcs);
-
-/// The ReduceParams size parameter the kernel for nsrcs sources takes.
-constexpr int reduceParamsCapacity(int nsrcs) { return nsrcs <= kMaxUnrolledSources ? nsrcs : kMaxInlineSources; }
 
 /// The scaleCopyKernel instantiation for type (taking one ScaleParams); nullptr for an invalid type.
 const void* scaleKernelFor(DataType type);

@@ -8,7 +8,7 @@ ErrorCode errorCodeOf(cudaError_t status) noexcept {
   switch (status) {
     case cudaErrorNoDevice:
     case cudaErrorInsufficientDriver:
-    case cudaErrorStubLibrary:                 // libcuda.so is the toolkit's stub: no real driver
+    case cudaErrorStubLibrary:  // libcuda.so is the toolkit's stub: no real driver
     case cudaErrorCallRequiresNewerDriver:
     case cudaErrorSystemDriverMismatch:
     case cudaErrorCompatNotSupportedOnDevice:  // forward-compatibility package on an unsupported GPU

@@ -154,8 +154,8 @@ class SpilledSources {
 };
 
 template <int N>
-void launchReduce(const void* kernel, void* dst, const void* const* srcs, int nsrcs, std::size_t count,
-                  int avgDivisor, const PackPlan& plan, cudaStream_t stream, const std::string& what) {
+void launchReduce(const void* kernel, void* dst, const void* const* srcs, int nsrcs, std::size_t count, int avgDivisor,
+                  const PackPlan& plan, cudaStream_t stream, const std::string& what) {
   ReduceParams<N> params{};
   params.dst = dst;
   params.spilled = nullptr;
@@ -263,8 +263,7 @@ void scaleCopyOnDevice(void* dst, const void* src, std::size_t count, DataType t
   params.floatScale = static_cast<float>(scale);
   params.doubleScale = scale;
   params.intScale = intScale;
-  launch(kernel, gridFor(plan.work), &params, stream,
-         strCat(kFn, "(", dataTypeName(type), ", ", count, " elements)"));
+  launch(kernel, gridFor(plan.work), &params, stream, strCat(kFn, "(", dataTypeName(type), ", ", count, " elements)"));
 }
 
 int deviceCount() noexcept {

@@ -31,8 +31,7 @@ void reduceSourcesOnDevice(void* dst, const void* const* srcs, int nsrcs, std::s
 /// float64; float32, float16 and bfloat16 by the scale rounded to float32 with one rounding of the exact product;
 /// integers by an integral scale, wrapping; bool: src != 0 && scale != 0). dst may equal src. Pointer rules and
 /// errors as reduceSourcesOnDevice; a non-integral scale on integer data is kInvalidArgument.
-void scaleCopyOnDevice(void* dst, const void* src, std::size_t count, DataType type, double scale,
-                       cudaStream_t stream);
+void scaleCopyOnDevice(void* dst, const void* src, std::size_t count, DataType type, double scale, cudaStream_t stream);
 
 /// Number of usable CUDA devices; 0 (never an exception) where there is no driver or no GPU.
 int deviceCount() noexcept;

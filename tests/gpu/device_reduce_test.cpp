@@ -1,0 +1,277 @@
+// The GPU reduction kernels against the CPU ones (braid::host::reduceSources, themselves tested against float64
+// and 64-bit integer references in tests/unit/reduce_cpu_test.cpp): same sources, same order, same bits, for every
+// type x op x source count x size, on random inputs with every special value and on exact-sum inputs, with
+// pointers aligned, all shifted by one element (packed after a lone head) and shifted differently (the one-element
+// fallback). float16/bfloat16 avg is bit-identical too: both sides sum in float32, divide in float32 and round once.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "algorithms/host/reduce_cpu.hpp"
+#include "gpu/gpu_test_support.hpp"
+
+namespace braid::gputest {
+namespace {
+
+constexpr std::size_t kGuardBytes = 64;  // around dst: a kernel writing outside [dst, dst + count) shows there
+
+// Where the pointers sit relative to 16-byte boundaries.
+enum class Placement {
+  kAligned,     // every pointer 16-byte aligned: all packs
+  kAllShifted,  // every pointer one element past alignment: a lone head, then packs
+  kMixed,       // dst aligned, sources alternately shifted: no common alignment, one element at a time
+};
+constexpr Placement kAllPlacements[] = {Placement::kAligned, Placement::kAllShifted, Placement::kMixed};
+
+const char* placementName(Placement p) {
+  switch (p) {
+    case Placement::kAligned:
+      return "aligned";
+    case Placement::kAllShifted:
+      return "all+1";
+    case Placement::kMixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+// nsrcs source regions of up to maxCount + 1 elements (room for the one-element shift), in host memory and in one
+// device allocation at the same offsets, so source s of the CPU and of the GPU hold the same bits.
+class SourcePool {
+ public:
+  SourcePool(DataType type, int nsrcs, std::size_t maxCount)
+      : type_(type),
+        size_(dataTypeSize(type)),
+        nsrcs_(nsrcs),
+        stride_(((maxCount + 1) * size_ + 255) / 256 * 256),
+        host_(stride_ * static_cast<std::size_t>(nsrcs)),
+        device_(host_.size()) {}
+
+  std::byte* hostRegion(int s) { return host_.data() + stride_ * static_cast<std::size_t>(s); }
+  void upload(const Stream& stream) { toDevice(device_.data(), host_.data(), host_.size(), stream); }
+
+  std::size_t shiftOf(Placement p, int s) const {
+    if (p == Placement::kAligned) return 0;
+    if (p == Placement::kAllShifted) return size_;
+    return s % 2 == 0 ? size_ : 0;
+  }
+  const void* host(int s, Placement p) const {
+    return host_.data() + stride_ * static_cast<std::size_t>(s) + shiftOf(p, s);
+  }
+  const void* device(int s, Placement p) const {
+    return device_.data() + stride_ * static_cast<std::size_t>(s) + shiftOf(p, s);
+  }
+  DataType type() const { return type_; }
+  int nsrcs() const { return nsrcs_; }
+
+ private:
+  DataType type_;
+  std::size_t size_;
+  int nsrcs_;
+  std::size_t stride_;
+  std::vector<std::byte> host_;
+  DeviceBuffer device_;
+};
+
+// Runs one reduction on the GPU and the CPU, compares results and guard bytes.
+class Runner {
+ public:
+  Runner(DataType type, std::size_t maxCount, const Stream& stream)
+      : size_(dataTypeSize(type)),
+        stream_(stream),
+        dst_(2 * kGuardBytes + (maxCount + 1) * size_),
+        got_(dst_.size()),
+        want_(dst_.size()) {}
+
+  ::testing::AssertionResult run(const SourcePool& pool, ReduceKind kind, int nsrcs, std::size_t count, Placement p,
+                                 int avgDivisor) {
+    const DataType type = pool.type();
+    const std::size_t dstOffset = kGuardBytes + (p == Placement::kAllShifted ? size_ : 0);
+    std::vector<const void*> devSrcs, hostSrcs;
+    for (int s = 0; s < nsrcs; ++s) {
+      devSrcs.push_back(pool.device(s, p));
+      hostSrcs.push_back(pool.host(s, p));
+    }
+    cuda::checkCuda(cudaMemsetAsync(dst_.data(), 0xa5, dst_.size(), stream_.get()), "cudaMemsetAsync");
+    cuda::reduceSourcesOnDevice(dst_.data() + dstOffset, devSrcs.data(), nsrcs, count, type, kind, avgDivisor,
+                                stream_.get());
+    toHost(got_.data(), dst_.data(), dst_.size(), stream_);
+    std::fill(want_.begin(), want_.end(), std::byte{0xa5});
+    host::reduceSources(want_.data() + dstOffset, hostSrcs.data(), nsrcs, count, type, kind, avgDivisor);
+    stream_.sync();
+
+    const auto describe = [&](std::size_t i) {
+      std::string s = "; sources:";
+      for (int k = 0; k < nsrcs && k < 8; ++k) {
+        s += " " + hex(getBits(static_cast<const std::byte*>(hostSrcs[static_cast<std::size_t>(k)]), i, size_), size_);
+      }
+      return s + (nsrcs > 8 ? " ..." : "");
+    };
+    auto result = sameElements(got_.data() + dstOffset, want_.data() + dstOffset, count, type, describe);
+    if (!result) return result;
+    for (std::size_t b = 0; b < got_.size(); ++b) {
+      if ((b < dstOffset || b >= dstOffset + count * size_) && got_[b] != std::byte{0xa5}) {
+        return ::testing::AssertionFailure() << "wrote outside dst: byte " << static_cast<long long>(b - dstOffset)
+                                             << " relative to dst (count " << count << ")";
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+ private:
+  std::size_t size_;
+  const Stream& stream_;
+  DeviceBuffer dst_;
+  std::vector<std::byte> got_;
+  std::vector<std::byte> want_;
+};
+
+std::string caseName(DataType type, ReduceKind kind, int nsrcs, std::size_t count, Placement p, const char* fill) {
+  return strCat(dataTypeName(type), " ", reduceKindName(kind), " nsrcs=", nsrcs, " count=", count, " ",
+                placementName(p), " ", fill);
+}
+
+class DeviceReduce : public GpuTest, public ::testing::WithParamInterface<DataType> {};
+
+constexpr std::size_t kCounts[] = {0, 1, 7, 1023, (std::size_t{1} << 20) + 3};
+constexpr int kSourceCounts[] = {1, 2, 3, 8};
+constexpr std::size_t kMaxCount = (std::size_t{1} << 20) + 3;
+
+// The full matrix of the brief: every op x nsrcs {1, 2, 3, 8} x count x placement, on exact and on wild inputs.
+TEST_P(DeviceReduce, MatchesCpuEveryOpCountAndPlacement) {
+  const DataType type = GetParam();
+  SourcePool pool(type, 8, kMaxCount);
+  Runner runner(type, kMaxCount, stream());
+  std::mt19937_64 rng(1234 + static_cast<int>(type));
+  for (const char* fill : {"exact", "wild"}) {
+    const bool exact = std::string(fill) == "exact";
+    if (!exact) {
+      for (int s = 0; s < pool.nsrcs(); ++s) fillWild(pool.hostRegion(s), kMaxCount + 1, type, rng);
+      pool.upload(stream());
+    }
+    for (ReduceKind kind : kindsOf(type)) {
+      if (exact) {
+        for (int s = 0; s < pool.nsrcs(); ++s) fillExact(pool.hostRegion(s), kMaxCount + 1, type, kind, rng);
+        pool.upload(stream());
+      }
+      for (int nsrcs : kSourceCounts) {
+        for (std::size_t count : kCounts) {
+          for (Placement p : kAllPlacements) {
+            ASSERT_TRUE(runner.run(pool, kind, nsrcs, count, p, nsrcs)) << caseName(type, kind, nsrcs, count, p, fill);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The other unrolled kernels (4..7 sources), the generic one (9+, by value up to 128) and the launcher's device
+// copy of longer source lists.
+TEST_P(DeviceReduce, MatchesCpuForEverySourceCountKernel) {
+  const DataType type = GetParam();
+  constexpr std::size_t kCount = 4099;
+  constexpr int kMaxSources = 300;
+  SourcePool pool(type, kMaxSources, kCount);
+  Runner runner(type, kCount, stream());
+  std::mt19937_64 rng(99 + static_cast<int>(type));
+  for (int s = 0; s < kMaxSources; ++s) fillWild(pool.hostRegion(s), kCount + 1, type, rng);
+  pool.upload(stream());
+  for (ReduceKind kind : kindsOf(type)) {
+    for (int nsrcs : {4, 5, 6, 7, 9, 16, 127, 128, 129, 300}) {
+      for (std::size_t count : {std::size_t{1}, std::size_t{33}, kCount}) {
+        for (Placement p : kAllPlacements) {
+          ASSERT_TRUE(runner.run(pool, kind, nsrcs, count, p, nsrcs)) << caseName(type, kind, nsrcs, count, p, "wild");
+        }
+      }
+    }
+  }
+}
+
+// avg with divisors other than the source count: integers truncate toward zero, floats divide once.
+TEST_P(DeviceReduce, AverageWithAnyDivisor) {
+  const DataType type = GetParam();
+  if (!supported(type, ReduceKind::kAvg)) GTEST_SKIP() << "avg is not defined for " << dataTypeName(type);
+  constexpr std::size_t kCount = 100003;
+  SourcePool pool(type, 9, kCount);
+  Runner runner(type, kCount, stream());
+  std::mt19937_64 rng(7 + static_cast<int>(type));
+  for (int s = 0; s < pool.nsrcs(); ++s) fillWild(pool.hostRegion(s), kCount + 1, type, rng);
+  pool.upload(stream());
+  for (int divisor : {1, 2, 3, 7, 255, 256, 1000, 65537, 2147483647}) {
+    for (int nsrcs : {1, 2, 5, 9}) {
+      ASSERT_TRUE(runner.run(pool, ReduceKind::kAvg, nsrcs, kCount, Placement::kAllShifted, divisor))
+          << dataTypeName(type) << " nsrcs=" << nsrcs << " divisor=" << divisor;
+    }
+  }
+}
+
+// dst == srcs[0], the in-place form every collective uses for its own buffer.
+TEST_P(DeviceReduce, InPlaceIntoFirstSource) {
+  const DataType type = GetParam();
+  const std::size_t size = dataTypeSize(type);
+  constexpr std::size_t kCount = (std::size_t{1} << 18) + 5;
+  SourcePool pool(type, 9, kCount);
+  std::mt19937_64 rng(31 + static_cast<int>(type));
+  for (int s = 0; s < pool.nsrcs(); ++s) fillWild(pool.hostRegion(s), kCount + 1, type, rng);
+  pool.upload(stream());
+  DeviceBuffer inout((kCount + 1) * size);
+  std::vector<std::byte> want((kCount + 1) * size), got(want.size());
+  for (ReduceKind kind : kindsOf(type)) {
+    for (int nsrcs : {1, 2, 3, 8, 9}) {
+      for (Placement p : {Placement::kAligned, Placement::kAllShifted}) {
+        const std::size_t shift = p == Placement::kAllShifted ? size : 0;
+        std::vector<const void*> devSrcs{inout.data() + shift}, hostSrcs{want.data() + shift};
+        for (int s = 1; s < nsrcs; ++s) {
+          devSrcs.push_back(pool.device(s, p));
+          hostSrcs.push_back(pool.host(s, p));
+        }
+        std::memcpy(want.data() + shift, pool.host(0, p), kCount * size);
+        toDevice(inout.data() + shift, pool.host(0, p), kCount * size, stream());
+        cuda::reduceSourcesOnDevice(inout.data() + shift, devSrcs.data(), nsrcs, kCount, type, kind, nsrcs,
+                                    stream().get());
+        toHost(got.data() + shift, inout.data() + shift, kCount * size, stream());
+        host::reduceSources(want.data() + shift, hostSrcs.data(), nsrcs, kCount, type, kind, nsrcs);
+        stream().sync();
+        ASSERT_TRUE(sameElements(got.data() + shift, want.data() + shift, kCount, type, [](std::size_t) { return ""; }))
+            << caseName(type, kind, nsrcs, kCount, p, "in place");
+      }
+    }
+  }
+}
+
+// float16 and bfloat16: every one of the 65536 bit patterns as source 0, against a shuffled copy as source 1,
+// through every op: widening, the float32 operators and the rounding back, on every value.
+TEST_P(DeviceReduce, HalfTypesEveryBitPattern) {
+  const DataType type = GetParam();
+  if (type != DataType::kFloat16 && type != DataType::kBFloat16) GTEST_SKIP() << "float16 and bfloat16 only";
+  constexpr std::size_t kCount = 65536;
+  SourcePool pool(type, 3, kCount);
+  Runner runner(type, kCount, stream());
+  std::vector<std::uint16_t> all(kCount);
+  std::iota(all.begin(), all.end(), std::uint16_t{0});
+  std::memcpy(pool.hostRegion(0), all.data(), kCount * 2);
+  std::mt19937_64 rng(5);
+  for (int s = 1; s < 3; ++s) {
+    std::shuffle(all.begin(), all.end(), rng);
+    std::memcpy(pool.hostRegion(s), all.data(), kCount * 2);
+  }
+  pool.upload(stream());
+  for (ReduceKind kind : kindsOf(type)) {
+    for (int nsrcs : {1, 2, 3}) {
+      ASSERT_TRUE(runner.run(pool, kind, nsrcs, kCount, Placement::kAligned, 3))
+          << caseName(type, kind, nsrcs, kCount, Placement::kAligned, "all bit patterns");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, DeviceReduce, ::testing::ValuesIn(kAllTypes),
+                         [](const ::testing::TestParamInfo<DataType>& param) { return dataTypeName(param.param); });
+
+}  // namespace
+}  // namespace braid::gputest

@@ -1,0 +1,190 @@
+// scaleCopyOnDevice (premul_sum's pre-scaling) against braid::host::scaleCopy, argument checks of both device
+// entry points, and the CUDA error mapping.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "algorithms/host/reduce_cpu.hpp"
+#include "gpu/gpu_test_support.hpp"
+
+namespace braid::gputest {
+namespace {
+
+// The GPU writes every NaN as the canonical quiet NaN, as documented for scaleCopy. The CPU's float64 -> float16 /
+// bfloat16 rounding (doubleToHalfK / doubleToBfloat16K in reduce_kernels_impl.hpp) keeps a NaN's sign, and x86
+// makes negative NaNs (inf * 0 is 0xfff8...), so there a CPU NaN of either sign stands for the canonical one.
+::testing::AssertionResult sameScaled(const std::byte* got, const std::byte* want, std::size_t count, DataType type) {
+  const std::size_t size = dataTypeSize(type);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint64_t g = getBits(got, i, size);
+    const std::uint64_t w = getBits(want, i, size);
+    const std::uint64_t expected = isNaNBits(type, w) ? canonicalNaNBits(type) : w;
+    if (g != expected) {
+      return ::testing::AssertionFailure() << "element " << i << ": gpu " << hex(g, size) << " vs cpu " << hex(w, size)
+                                           << " (expected " << hex(expected, size) << ")";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+class DeviceScale : public GpuTest, public ::testing::WithParamInterface<DataType> {};
+
+TEST_P(DeviceScale, MatchesCpuEveryScaleCountAndPlacement) {
+  const DataType type = GetParam();
+  const std::size_t size = dataTypeSize(type);
+  constexpr std::size_t kMaxCount = (std::size_t{1} << 20) + 3;
+  const std::vector<double> scales =
+      isFloating(type) ? std::vector<double>{0.5, 3.0, -1.25, 1.0 / 3.0, 1e-6, 7e4, 0.0, -0.0, 1e-30, 3e38, 1e300}
+                       : std::vector<double>{1, 3, -2, 300, 0x1p40 + 1, -0x1p63, 1e20, 0};
+  std::vector<std::byte> src((kMaxCount + 1) * size), want(src.size()), got(src.size());
+  std::mt19937_64 rng(17 + static_cast<int>(type));
+  fillWild(src.data(), kMaxCount + 1, type, rng);
+  DeviceBuffer dsrc(src.size()), ddst(src.size());
+  toDevice(dsrc.data(), src.data(), src.size(), stream());
+  for (double scale : scales) {
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1023}, kMaxCount}) {
+      // aligned; both shifted by one element; only the source shifted (one element at a time)
+      for (auto [srcShift, dstShift] : {std::pair<std::size_t, std::size_t>{0, 0}, {size, size}, {size, 0}}) {
+        SCOPED_TRACE(
+            strCat(dataTypeName(type), " scale=", scale, " count=", count, " src+", srcShift, " dst+", dstShift));
+        cuda::scaleCopyOnDevice(ddst.data() + dstShift, dsrc.data() + srcShift, count, type, scale, stream().get());
+        toHost(got.data(), ddst.data() + dstShift, count * size, stream());
+        host::scaleCopy(want.data(), src.data() + srcShift, count, type, scale);
+        stream().sync();
+        ASSERT_TRUE(sameScaled(got.data(), want.data(), count, type));
+      }
+    }
+    // In place.
+    DeviceBuffer inout(src.size());
+    toDevice(inout.data() + size, src.data() + size, kMaxCount * size, stream());
+    cuda::scaleCopyOnDevice(inout.data() + size, inout.data() + size, kMaxCount, type, scale, stream().get());
+    toHost(got.data(), inout.data() + size, kMaxCount * size, stream());
+    host::scaleCopy(want.data(), src.data() + size, kMaxCount, type, scale);
+    stream().sync();
+    ASSERT_TRUE(sameScaled(got.data(), want.data(), kMaxCount, type)) << dataTypeName(type) << " in place";
+  }
+}
+
+// One times f rounds f itself once: every rounding boundary of float16 and bfloat16, reached from float64
+// products (the CPU test's edge list, plus random scales).
+TEST_P(DeviceScale, HalfTypesRoundOnceAtEdges) {
+  const DataType type = GetParam();
+  if (type != DataType::kFloat16 && type != DataType::kBFloat16) GTEST_SKIP() << "float16 and bfloat16 only";
+  std::mt19937 rng(9);
+  std::vector<float> scales = {65504.0f,
+                               65519.99f,
+                               65520.0f,
+                               1e6f,
+                               0x1p-24f,
+                               0x1p-25f,
+                               0x1.8p-25f,
+                               0x1p-26f,
+                               0x1.ffcp-15f,
+                               0x1.ffep-15f,
+                               0x1p-14f,
+                               1.0f + 0x1p-11f,
+                               1.0f + 0x1.8p-10f,
+                               std::bit_cast<float>(0x7f7f8000u),
+                               std::bit_cast<float>(0x7f7f7fffu),
+                               std::bit_cast<float>(0x3f808000u),
+                               std::bit_cast<float>(0x3f818000u),
+                               std::bit_cast<float>(0x00008000u),
+                               std::bit_cast<float>(0x00018000u),
+                               std::numeric_limits<float>::denorm_min(),
+                               std::numeric_limits<float>::max()};
+  for (int k = 0; k < 2000; ++k) {
+    const float f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+    if (std::isfinite(f)) scales.push_back(f);
+    scales.push_back(std::ldexp(static_cast<float>(rng() % 4096) / 2048.0f, static_cast<int>(rng() % 48) - 30));
+  }
+  std::vector<std::byte> one(2), got(2), want(2);
+  putBits(one.data(), 0, 2, floatBits(type, 1.0));
+  DeviceBuffer dsrc(2), ddst(2);
+  toDevice(dsrc.data(), one.data(), 2, stream());
+  for (float f : scales) {
+    for (float s : {f, -f}) {
+      cuda::scaleCopyOnDevice(ddst.data(), dsrc.data(), 1, type, s, stream().get());
+      toHost(got.data(), ddst.data(), 2, stream());
+      host::scaleCopy(want.data(), one.data(), 1, type, s);
+      stream().sync();
+      ASSERT_TRUE(sameScaled(got.data(), want.data(), 1, type))
+          << dataTypeName(type) << " scale bits " << hex(std::bit_cast<std::uint32_t>(s), 4);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, DeviceScale, ::testing::ValuesIn(kAllTypes),
+                         [](const ::testing::TestParamInfo<DataType>& param) { return dataTypeName(param.param); });
+
+class DeviceReduceErrors : public GpuTest {};
+
+ErrorCode codeOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.code();
+  }
+  return ErrorCode{0};
+}
+
+TEST_F(DeviceReduceErrors, RefusesWhatTheCpuRefuses) {
+  DeviceBuffer buf(4096);
+  void* d = buf.data();
+  const void* srcs[2] = {buf.data() + 1024, buf.data() + 2048};
+  const auto reduce = [&](DataType t, ReduceKind k, int n = 2, std::size_t count = 4, int div = 1,
+                          const void* const* s = nullptr, void* dst = nullptr) {
+    return codeOf(
+        [&] { cuda::reduceSourcesOnDevice(dst ? dst : d, s ? s : srcs, n, count, t, k, div, stream().get()); });
+  };
+  EXPECT_EQ(reduce(DataType::kFloat32, ReduceKind::kBand), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kFloat16, ReduceKind::kBxor), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kBool, ReduceKind::kAvg), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kBool, ReduceKind::kPremulSum), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(static_cast<DataType>(42), ReduceKind::kSum), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kInt32, static_cast<ReduceKind>(42)), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kInt32, ReduceKind::kSum, 0), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kInt32, ReduceKind::kAvg, 2, 4, 0), ErrorCode::kInvalidArgument);
+  const void* withNull[2] = {srcs[0], nullptr};
+  EXPECT_EQ(reduce(DataType::kInt32, ReduceKind::kSum, 2, 4, 1, withNull), ErrorCode::kInvalidArgument);
+  const void* misaligned[2] = {buf.data() + 1025, srcs[1]};  // not on an int32 boundary
+  EXPECT_EQ(reduce(DataType::kInt32, ReduceKind::kSum, 2, 4, 1, misaligned), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kInt32, ReduceKind::kSum, 2, 4, 1, nullptr, buf.data() + 2), ErrorCode::kInvalidArgument);
+  // Nothing to do: no pointer is looked at, as on the CPU.
+  EXPECT_NO_THROW(cuda::reduceSourcesOnDevice(nullptr, nullptr, 1, 0, DataType::kInt8, ReduceKind::kSum, 1, nullptr));
+
+  EXPECT_EQ(codeOf([&] { cuda::scaleCopyOnDevice(d, srcs[0], 4, DataType::kInt32, 0.5, stream().get()); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(codeOf([&] { cuda::scaleCopyOnDevice(d, srcs[0], 4, DataType::kInt64, INFINITY, stream().get()); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(codeOf([&] { cuda::scaleCopyOnDevice(d, buf.data() + 1, 4, DataType::kFloat32, 2, stream().get()); }),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(codeOf([&] { cuda::scaleCopyOnDevice(nullptr, srcs[0], 4, DataType::kFloat32, 2, stream().get()); }),
+            ErrorCode::kInvalidArgument);
+  stream().sync();  // nothing was launched: no asynchronous error either
+}
+
+TEST_F(DeviceReduceErrors, MapsCudaErrors) {
+  EXPECT_NO_THROW(cuda::checkCuda(cudaSuccess, "ok"));
+  EXPECT_EQ(codeOf([] { cuda::checkCuda(cudaErrorNoDevice, "x"); }), ErrorCode::kUnavailable);
+  EXPECT_EQ(codeOf([] { cuda::checkCuda(cudaErrorInsufficientDriver, "x"); }), ErrorCode::kUnavailable);
+  EXPECT_EQ(codeOf([] { cuda::checkCuda(cudaErrorInvalidValue, "x"); }), ErrorCode::kInternal);
+  try {
+    cuda::checkCuda(cudaErrorMemoryAllocation, "cudaMalloc(staging)");
+    FAIL() << "no exception";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("cudaMalloc(staging): cudaErrorMemoryAllocation"), std::string::npos) << e.what();
+  }
+  EXPECT_GT(cuda::deviceCount(), 0);
+}
+
+}  // namespace
+}  // namespace braid::gputest

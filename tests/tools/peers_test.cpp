@@ -1,0 +1,108 @@
+// runPeer(): the peers' drivers run a tiny sweep and hand back checked rows; what cannot run says who and why.
+#include "bench/peers.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+
+namespace braid::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The drivers are built into the build's bin/, next to `braid`; this test runs from the build's tests/.
+class PeersTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (std::getenv("BRAID_BENCH_DIR") == nullptr) {
+      const fs::path bin = fs::read_symlink("/proc/self/exe").parent_path().parent_path() / "bin";
+      ::setenv("BRAID_BENCH_DIR", bin.c_str(), 1);
+    }
+  }
+
+  static bool built(const std::string& driver) { return ::access((peerDriverDir() + "/" + driver).c_str(), X_OK) == 0; }
+
+  static BenchOptions tinySweep() {
+    BenchOptions o;
+    o.collective = "allreduce";
+    o.minBytes = 8;
+    o.maxBytes = 4096;
+    o.iterations = 2;
+    o.warmup = 1;
+    return o;
+  }
+
+  static void expectCheckedRows(const std::vector<BenchRow>& rows, const std::string& impl) {
+    ASSERT_EQ(rows.size(), 10u) << "8 B .. 4 KiB doubling";
+    std::size_t bytes = 8;
+    for (const auto& r : rows) {
+      EXPECT_EQ(r.impl, impl);
+      EXPECT_EQ(r.collective, "allreduce");
+      EXPECT_EQ(r.dtype, "float32");
+      EXPECT_EQ(r.redop, "sum");
+      EXPECT_EQ(r.bytes, bytes);
+      EXPECT_EQ(r.count, bytes / 4);
+      EXPECT_EQ(r.ranks, 2);
+      EXPECT_GT(r.timeUs, 0);
+      EXPECT_EQ(r.wrong, 0) << impl << " at " << r.bytes << " bytes";
+      bytes *= 2;
+    }
+  }
+
+  static std::string errorOf(const std::string& peer, const BenchOptions& o, int ranks) {
+    try {
+      runPeer(peer, o, ranks);
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(no error)";
+  }
+};
+
+TEST_F(PeersTest, GlooRunsACheckedSweep) {
+  if (!built("braid-bench-gloo")) GTEST_SKIP() << "braid-bench-gloo is not built (no libgloo-dev): " << peerDriverDir();
+  expectCheckedRows(runPeer("gloo", tinySweep(), 2), "gloo");
+}
+
+TEST_F(PeersTest, MpiRunsACheckedSweep) {
+  if (!built("braid-bench-mpi"))
+    GTEST_SKIP() << "braid-bench-mpi is not built (no libopenmpi-dev): " << peerDriverDir();
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not on PATH (openmpi-bin)";
+  expectCheckedRows(runPeer("mpi", tinySweep(), 2), "mpi");
+}
+
+TEST_F(PeersTest, UnknownPeerIsNamed) {
+  const std::string what = errorOf("nccl-from-mars", tinySweep(), 2);
+  EXPECT_NE(what.find("nccl-from-mars"), std::string::npos) << what;
+}
+
+TEST_F(PeersTest, MissingDriverNamesItsPackage) {
+  const char* saved = std::getenv("BRAID_BENCH_DIR");
+  const std::string keep = saved ? saved : "";
+  const fs::path empty = fs::temp_directory_path() / ("braid-peers-test-" + std::to_string(::getpid()));
+  fs::create_directories(empty);
+  ::setenv("BRAID_BENCH_DIR", empty.c_str(), 1);
+  const std::string what = errorOf("gloo", tinySweep(), 2);
+  ::setenv("BRAID_BENCH_DIR", keep.c_str(), 1);
+  fs::remove_all(empty);
+  EXPECT_NE(what.find("braid-bench-gloo"), std::string::npos) << what;
+  EXPECT_NE(what.find("libgloo-dev"), std::string::npos) << what;
+}
+
+TEST_F(PeersTest, DriverRefusalComesBackWithItsReason) {
+  if (!built("braid-bench-mpi"))
+    GTEST_SKIP() << "braid-bench-mpi is not built (no libopenmpi-dev): " << peerDriverDir();
+  if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not on PATH (openmpi-bin)";
+  BenchOptions o = tinySweep();
+  o.dtype = "float16";  // MPI has no standard half type
+  const std::string what = errorOf("mpi", o, 2);
+  EXPECT_NE(what.find("peer mpi"), std::string::npos) << what;
+  EXPECT_NE(what.find("float16"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace braid::tools

@@ -1,0 +1,252 @@
+// `braid bench [COLLECTIVE]`: nccl-tests-style sweeps of braid, with Gloo and Open MPI side by side.
+//
+// Started by a launcher (BRAID_RANK etc. set), it is one rank of that job. Otherwise it is the orchestrator: it
+// starts --nranks local ranks of itself (each writes nothing but rank 0's rows), then runs the peers it is asked
+// to compare with, and prints, saves and plots everything together.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "base/config.hpp"
+#include "base/error.hpp"
+#include "bench/bench_json.hpp"
+#include "bench/bench_report.hpp"
+#include "bench/bench_sweep.hpp"
+#include "bench/machine_info.hpp"
+#include "bench/peers.hpp"
+#include "commands.hpp"
+#include "run/launcher.hpp"
+
+#ifndef BRAID_COMMIT
+#define BRAID_COMMIT "unknown"
+#endif
+
+namespace braid::tools {
+
+namespace {
+
+struct BenchArgs {
+  BenchOptions options;
+  std::string minText = "8", maxText = "64M";
+  int nranks = 0;  // 0: as many as usable cores, at least 2 and at most 8
+  std::string compare;
+  std::string json;
+  std::string plot;
+  std::string rowsOut;  // internal: where rank 0 of an orchestrated job leaves its rows
+  int checkFlag = 1;
+  std::vector<std::string> argv;  // as given, for the JSON's "command" and the ranks' command line
+};
+
+bool inLaunchedJob() { return std::getenv("BRAID_RANK") != nullptr; }
+
+std::size_t bytesArg(const std::string& text, const char* flag) {
+  const auto v = parseBytes(text);
+  if (!v || *v == 0) fail(ErrorCode::kInvalidArgument, {}, flag, " '", text, "' is not a size (e.g. 8, 64K, 16M, 1G)");
+  return *v;
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = list.find(',', start);
+    const std::string item = list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!item.empty()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string isoNow() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+nlohmann::json meta(const BenchArgs& a) {
+  std::string command = "braid";
+  for (const auto& s : a.argv) command += " " + s;
+  return {{"command", command},
+          {"machine", machineDescription()},
+          {"date", isoNow()},
+          {"commit", BRAID_COMMIT},
+          {"version", BRAID_VERSION}};
+}
+
+std::vector<std::string> collectivesOf(const std::string& name) {
+  if (name == "all") return benchCollectives();
+  for (const auto& c : benchCollectives()) {
+    if (c == name) return {name};
+  }
+  fail(ErrorCode::kInvalidArgument, {}, "unknown collective '", name,
+       "' (allreduce, allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter, sendrecv, all)");
+}
+
+// One rank of a job: measure, and let rank 0 print and save.
+int runAsRank(const BenchArgs& a, const std::string& collective) {
+  int rank = -1;
+  try {
+    auto comm = Communicator::fromEnvironment();
+    rank = comm->rank();
+    if (!a.compare.empty() && a.rowsOut.empty()) {
+      fail(ErrorCode::kInvalidArgument, {}, "--compare runs peers' own jobs: start braid bench without a launcher ",
+           "(braid bench --nranks N --compare ...)");
+    }
+    std::vector<BenchRow> rows;
+    const std::string machine = rank == 0 ? machineDescription() : "";
+    for (const auto& coll : collectivesOf(collective)) {
+      if (rank == 0) printHeader(stdout, coll, a.options, comm->size(), machine);
+      auto part = runSweep(*comm, coll, a.options, [rank](const BenchRow& row, const std::string& algorithm) {
+        if (rank == 0) printRow(stdout, row, algorithm);
+      });
+      rows.insert(rows.end(), part.begin(), part.end());
+    }
+    if (rank == 0) {
+      if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta(a), rows);
+      if (a.rowsOut.empty() && !a.json.empty()) writeResults(a.json, meta(a), rows);
+      if (a.rowsOut.empty() && !a.plot.empty()) plotBusbw(a.plot, rows, "braid bench, " + machine);
+    }
+    long wrong = 0;
+    for (const auto& r : rows) wrong += r.wrong > 0 ? r.wrong : 0;
+    if (wrong > 0) {
+      if (rank == 0) std::fprintf(stderr, "braid bench: %ld wrong elements\n", wrong);
+      return 3;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "braid bench: rank %s: %s\n", rank >= 0 ? std::to_string(rank).c_str() : "?", e.what());
+    return 1;
+  }
+}
+
+int usableCores() {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
+}
+
+// Not in a job: start the ranks, then the peers, then report everything.
+int orchestrate(const BenchArgs& a, const std::string& collective) {
+  collectivesOf(collective);  // a bad name fails here, before anything starts
+  const int ranks = a.nranks > 0 ? a.nranks : std::min(8, std::max(2, usableCores()));
+  const auto peers = split(a.compare);
+  for (const auto& p : peers) {
+    if (p != "gloo" && p != "mpi") {
+      fail(ErrorCode::kInvalidArgument, {}, "--compare: unknown peer '", p, "' (gloo, mpi; nccl with --mem device)");
+    }
+  }
+  char tmpl[] = "/tmp/braid-bench-XXXXXX";
+  const int fd = ::mkstemp(tmpl);
+  if (fd < 0) fail(ErrorCode::kInternal, {}, "cannot create a temporary file for the ranks' results");
+  ::close(fd);
+  const std::string rowsFile = tmpl;
+
+  LaunchSpec spec;
+  spec.ranks = ranks;
+  spec.prefixOutput = false;  // rank 0 alone prints the table; errors name their rank themselves
+  spec.argv = {std::filesystem::read_symlink("/proc/self/exe").string()};
+  spec.argv.insert(spec.argv.end(), a.argv.begin(), a.argv.end());
+  spec.argv.insert(spec.argv.end(), {"--rows-out", rowsFile});
+  const LaunchResult launched = launchLocal(spec);
+  if (launched.exitStatus != 0) {
+    std::fprintf(stderr, "braid bench: %s\n", launched.message.c_str());
+    std::filesystem::remove(rowsFile);
+    return launched.exitStatus;
+  }
+  std::vector<BenchRow> rows = readResults(rowsFile);
+  std::filesystem::remove(rowsFile);
+
+  int status = 0;
+  std::vector<std::string> ran;
+  for (const auto& p : peers) {
+    for (const auto& coll : collectivesOf(collective)) {
+      BenchOptions o = a.options;
+      o.collective = coll;
+      try {
+        auto peerRows = runPeer(p, o, ranks);
+        rows.insert(rows.end(), peerRows.begin(), peerRows.end());
+        if (ran.empty() || ran.back() != p) ran.push_back(p);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "braid bench: --compare %s (%s): %s\n", p.c_str(), coll.c_str(), e.what());
+        status = 4;  // a peer that could not run is an error, never a silent gap
+      }
+    }
+  }
+  if (!ran.empty()) printComparison(stdout, rows, ran);
+  if (!a.json.empty()) {
+    writeResults(a.json, meta(a), rows);
+    std::printf("# results: %s\n", a.json.c_str());
+  }
+  if (!a.plot.empty()) {
+    plotBusbw(a.plot, rows, "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription());
+    std::printf("# plot: %s\n", a.plot.c_str());
+  }
+  for (const auto& r : rows) {
+    if (r.wrong > 0) {
+      std::fprintf(stderr, "braid bench: %s %s at %zu bytes: %ld wrong elements\n", r.impl.c_str(),
+                   r.collective.c_str(), r.bytes, r.wrong);
+      status = 3;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+void addBenchCommand(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  auto collective = std::make_shared<std::string>("allreduce");
+  auto* cmd = app.add_subcommand("bench", "nccl-tests-style sweep of a collective, with peers side by side");
+  cmd->add_option("collective", *collective,
+                  "allreduce (default), allgather, reducescatter, broadcast, reduce, alltoall, gather, scatter, "
+                  "sendrecv, all");
+  BenchOptions& o = args->options;
+  cmd->add_option("-b,--minbytes", args->minText, "smallest size (K/M/G suffixes)")->capture_default_str();
+  cmd->add_option("-e,--maxbytes", args->maxText, "largest size")->capture_default_str();
+  cmd->add_option("-f,--stepfactor", o.factor, "each size is the previous times this")->capture_default_str();
+  cmd->add_option("-n,--iters", o.iterations, "calls per timed loop")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-w,--warmup_iters", o.warmup, "warm-up calls per size")->capture_default_str();
+  cmd->add_option("--reps", o.repetitions, "timed loops per size (the median counts)")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 1000));
+  cmd->add_option("-c,--check", args->checkFlag, "check results (0|1)")->capture_default_str();
+  cmd->add_option("-o,--op", o.op, "reduce op: sum, prod, min, max, avg")->capture_default_str();
+  cmd->add_option("-d,--datatype", o.dtype, "float, half, bfloat16, double, int32, ... or braid's names")
+      ->capture_default_str();
+  cmd->add_option("-r,--root", o.root, "root rank")->capture_default_str();
+  cmd->add_flag("--inplace", o.inplace, "in-place operation");
+  cmd->add_option("--mem", o.mem, "host (device arrives with the GPU path)")->capture_default_str();
+  cmd->add_option("--nranks", args->nranks, "local ranks to start when not run by a launcher (default: cores, 2..8)");
+  cmd->add_option("--compare", args->compare, "peers to run the same sweep with: gloo,mpi");
+  cmd->add_option("--json", args->json, "write all rows as JSON");
+  cmd->add_option("--plot", args->plot, "write busbw vs size as a PNG (needs gnuplot)");
+  cmd->add_option("--rows-out", args->rowsOut, "(internal) where rank 0 leaves its rows")->group("");
+  cmd->callback([args, collective] {
+    BenchArgs& a = *args;
+    a.argv = commandLine();  // as given: the ranks get the same, and the JSON records it
+    try {
+      a.options.minBytes = bytesArg(a.minText, "-b");
+      a.options.maxBytes = bytesArg(a.maxText, "-e");
+      a.options.check = a.checkFlag != 0;
+      if (a.options.mem != "host") {
+        fail(ErrorCode::kUnavailable, {}, "--mem ", a.options.mem, ": only host memory is measured so far");
+      }
+      if (a.options.minBytes > a.options.maxBytes) {
+        fail(ErrorCode::kInvalidArgument, {}, "-b ", a.options.minBytes, " is larger than -e ", a.options.maxBytes);
+      }
+      a.options.collective = *collective;
+      setExitStatus(inLaunchedJob() ? runAsRank(a, *collective) : orchestrate(a, *collective));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "braid bench: %s\n", e.what());
+      setExitStatus(2);
+    }
+  });
+}
+
+}  // namespace braid::tools

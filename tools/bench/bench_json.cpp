@@ -1,0 +1,51 @@
+#include "bench/bench_json.hpp"
+
+#include <fstream>
+#include <stdexcept>
+
+namespace braid::tools {
+
+nlohmann::json toJson(const BenchRow& r) {
+  return {{"impl", r.impl},       {"collective", r.collective}, {"dtype", r.dtype},         {"redop", r.redop},
+          {"bytes", r.bytes},     {"count", r.count},           {"ranks", r.ranks},         {"root", r.root},
+          {"mem", r.mem},         {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
+          {"wrong", r.wrong}};
+}
+
+BenchRow rowFromJson(const nlohmann::json& j) {
+  BenchRow r;
+  r.impl = j.at("impl").get<std::string>();
+  r.collective = j.at("collective").get<std::string>();
+  r.dtype = j.at("dtype").get<std::string>();
+  r.redop = j.value("redop", "");
+  r.bytes = j.at("bytes").get<std::size_t>();
+  r.count = j.at("count").get<std::size_t>();
+  r.ranks = j.at("ranks").get<int>();
+  r.root = j.value("root", -1);
+  r.mem = j.value("mem", "host");
+  r.timeUs = j.at("time_us").get<double>();
+  r.algbwGBs = j.at("algbw_gbs").get<double>();
+  r.busbwGBs = j.at("busbw_gbs").get<double>();
+  r.wrong = j.at("wrong").get<long>();
+  return r;
+}
+
+void writeResults(const std::string& path, const nlohmann::json& meta, const std::vector<BenchRow>& rows) {
+  nlohmann::json doc = {{"meta", meta}, {"results", nlohmann::json::array()}};
+  for (const auto& r : rows) doc["results"].push_back(toJson(r));
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  out << doc.dump(2) << "\n";
+  if (!out) throw std::runtime_error("error writing " + path);
+}
+
+std::vector<BenchRow> readResults(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  std::vector<BenchRow> rows;
+  for (const auto& j : doc.at("results")) rows.push_back(rowFromJson(j));
+  return rows;
+}
+
+}  // namespace braid::tools

@@ -1,0 +1,60 @@
+// What `braid bench` measures, shared by braid's own sweep and the peers' drivers (bench/): the same sizes,
+// iterations and checks for every implementation, so that their rows compare.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace braid::tools {
+
+struct BenchOptions {
+  std::string collective = "allreduce";  // allreduce, allgather, reducescatter, broadcast, reduce, alltoall,
+                                         // gather, scatter, sendrecv
+  std::size_t minBytes = 8;
+  std::size_t maxBytes = 64u << 20;
+  std::size_t factor = 2;   // -f: each size is the previous times this
+  int iterations = 20;      // -n: calls per timed loop
+  int warmup = 5;           // -w
+  int repetitions = 3;      // timed loops per size; the median counts
+  bool check = true;        // -c
+  std::string op = "sum";   // -o
+  std::string dtype = "float32";  // -d
+  int root = 0;             // -r
+  bool inplace = false;
+  std::string mem = "host";
+};
+
+/// One measured size of one implementation, as written to --json.
+struct BenchRow {
+  std::string impl;  // braid, gloo, mpi, nccl
+  std::string collective;
+  std::string dtype;
+  std::string redop;  // "" for collectives that do not reduce
+  std::size_t bytes = 0;
+  std::size_t count = 0;
+  int ranks = 0;
+  int root = -1;  // -1 where the collective has none
+  std::string mem = "host";
+  double timeUs = 0;
+  double algbwGBs = 0;
+  double busbwGBs = 0;
+  long wrong = 0;  // -1: not checked
+};
+
+/// The sizes of a sweep: minBytes, minBytes*factor, ... up to maxBytes, each rounded down to whole elements
+/// (collectives over blocks use whole elements per rank).
+std::vector<std::size_t> sweepSizes(const BenchOptions& options, std::size_t elementBytes);
+
+/// nccl-tests' bus bandwidth factor for `collective` over `ranks`: allreduce 2(n-1)/n; allgather,
+/// reducescatter, alltoall, gather, scatter (n-1)/n; broadcast, reduce, sendrecv 1.
+double busFactor(const std::string& collective, int ranks);
+
+/// Whether the collective takes a reduce op / a root.
+bool reducesData(const std::string& collective);
+bool hasRoot(const std::string& collective);
+
+/// The collectives `braid bench all` runs, in order.
+const std::vector<std::string>& benchCollectives();
+
+}  // namespace braid::tools

@@ -1,0 +1,241 @@
+#include "bench/bench_sweep.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+
+#include "base/data_type.hpp"
+#include "base/half.hpp"
+#include "core/communicator_impl.hpp"
+
+namespace braid::tools {
+
+namespace {
+
+// ---- exact inputs and their expected results, in any dtype ----
+
+void storeValue(std::byte* p, DataType t, double v) {
+  auto put = [p]<typename T>(T x) { std::memcpy(p, &x, sizeof x); };
+  const auto i = static_cast<std::int64_t>(v);
+  switch (t) {
+    case DataType::kBool: put(static_cast<std::uint8_t>(v != 0)); break;
+    case DataType::kInt8: put(static_cast<std::int8_t>(i)); break;
+    case DataType::kUint8: put(static_cast<std::uint8_t>(i)); break;
+    case DataType::kInt32: put(static_cast<std::int32_t>(i)); break;
+    case DataType::kUint32: put(static_cast<std::uint32_t>(i)); break;
+    case DataType::kInt64: put(i); break;
+    case DataType::kUint64: put(static_cast<std::uint64_t>(i)); break;
+    case DataType::kFloat16: put(floatToHalf(static_cast<float>(v))); break;
+    case DataType::kBFloat16: put(floatToBfloat16(static_cast<float>(v))); break;
+    case DataType::kFloat32: put(static_cast<float>(v)); break;
+    case DataType::kFloat64: put(v); break;
+  }
+}
+
+// Rank r's element i: small integers whose sums, products, min and max are exact in every type.
+double inputValue(ReduceKind op, int r, std::size_t i) {
+  if (op == ReduceKind::kProd) return 1 + static_cast<double>((i + static_cast<std::size_t>(r)) % 2);
+  return static_cast<double>(i % 7 + static_cast<std::size_t>(r));
+}
+
+double expectedValue(ReduceKind op, int n, std::size_t i, DataType t) {
+  const double base = static_cast<double>(i % 7);
+  switch (op) {
+    case ReduceKind::kProd: {
+      double p = 1;
+      for (int r = 0; r < n; ++r) p *= inputValue(op, r, i);
+      return p;
+    }
+    case ReduceKind::kMin: return base;
+    case ReduceKind::kMax: return base + n - 1;
+    case ReduceKind::kAvg: {
+      const double sum = n * base + n * (n - 1) / 2.0;
+      return isInteger(t) ? std::trunc(sum / n) : sum / n;
+    }
+    default: return n * base + n * (n - 1) / 2.0;
+  }
+}
+
+struct Buffers {
+  std::vector<std::byte> send, recv;
+};
+
+// One collective call on buffers sized for `bytes` (the nccl-tests size).
+using Call = std::function<void()>;
+
+struct Plan {
+  Call call;
+  std::function<void()> fill;   // writes fresh exact inputs
+  std::function<long()> check;  // counts wrong elements of this rank
+};
+
+Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, DataType t, ReduceOp op,
+          std::size_t bytes, Buffers& b) {
+  const int n = comm.size(), me = comm.rank();
+  const std::size_t esz = dataTypeSize(t);
+  const std::size_t count = bytes / esz;  // elements of the largest buffer
+  const std::size_t block = count / static_cast<std::size_t>(n);
+  std::byte* send = b.send.data();
+  std::byte* recv = o.inplace ? b.send.data() : b.recv.data();
+  const int root = o.root;
+  auto fillElems = [esz, t, op](std::byte* p, std::size_t elems, int rank, std::size_t first) {
+    for (std::size_t i = 0; i < elems; ++i) storeValue(p + i * esz, t, inputValue(op.kind, rank, first + i));
+  };
+  // Compares `elems` elements at p against `want(i)` rounded through the dtype.
+  auto countWrong = [t, esz](const std::byte* p, std::size_t elems, const std::function<double(std::size_t)>& want) {
+    long wrong = 0;
+    std::byte expect[8];
+    for (std::size_t i = 0; i < elems; ++i) {
+      storeValue(expect, t, want(i));
+      wrong += std::memcmp(expect, p + i * esz, esz) != 0;
+    }
+    return wrong;
+  };
+  Plan p;
+  if (coll == "allreduce" || coll == "reduce") {
+    p.fill = [=] { fillElems(send, count, me, 0); };
+    p.call = coll == "allreduce" ? Call([=, &comm] { comm.allreduce(send, recv, count, t, op); })
+                                 : Call([=, &comm] { comm.reduce(send, recv, count, t, op, root); });
+    p.check = [=] {
+      if (coll == "reduce" && me != root) return 0L;
+      return countWrong(recv, count, [=](std::size_t i) { return expectedValue(op.kind, n, i, t); });
+    };
+  } else if (coll == "reducescatter") {
+    std::byte* out = o.inplace ? send + static_cast<std::size_t>(me) * block * esz : recv;
+    p.fill = [=] { fillElems(send, block * n, me, 0); };
+    p.call = [=, &comm] { comm.reduceScatter(send, out, block, t, op); };
+    p.check = [=] {
+      return countWrong(out, block, [=](std::size_t i) { return expectedValue(op.kind, n, me * block + i, t); });
+    };
+  } else if (coll == "allgather" || coll == "gather") {
+    std::byte* out = b.recv.data();
+    std::byte* in = o.inplace ? out + static_cast<std::size_t>(me) * block * esz : send;
+    p.fill = [=] { fillElems(in, block, me, 0); };
+    p.call = coll == "allgather" ? Call([=, &comm] { comm.allgather(in, out, block, t); })
+                                 : Call([=, &comm] { comm.gather(in, out, block, t, root); });
+    p.check = [=] {
+      if (coll == "gather" && me != root) return 0L;
+      long wrong = 0;
+      for (int r = 0; r < n; ++r) {
+        wrong += countWrong(out + static_cast<std::size_t>(r) * block * esz, block,
+                            [=](std::size_t i) { return inputValue(ReduceKind::kSum, r, i); });
+      }
+      return wrong;
+    };
+  } else if (coll == "broadcast") {
+    p.fill = [=] {
+      if (me == root) fillElems(send, count, root, 0);
+    };
+    p.call = [=, &comm] { comm.broadcast(send, count, t, root); };
+    p.check = [=] { return countWrong(send, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, root, i); }); };
+  } else if (coll == "scatter") {
+    std::byte* out = (o.inplace && me == root) ? send + static_cast<std::size_t>(me) * block * esz : b.recv.data();
+    p.fill = [=] {
+      if (me != root) return;
+      for (int r = 0; r < n; ++r) fillElems(send + static_cast<std::size_t>(r) * block * esz, block, r, 0);
+    };
+    p.call = [=, &comm] { comm.scatter(send, out, block, t, root); };
+    p.check = [=] { return countWrong(out, block, [=](std::size_t i) { return inputValue(ReduceKind::kSum, me, i); }); };
+  } else if (coll == "alltoall") {
+    p.fill = [=] {
+      for (int j = 0; j < n; ++j) fillElems(send + static_cast<std::size_t>(j) * block * esz, block, me, j * block);
+    };
+    p.call = [=, &comm] { comm.alltoall(send, recv, block, t); };
+    p.check = [=] {
+      long wrong = 0;
+      for (int r = 0; r < n; ++r) {
+        wrong += countWrong(recv + static_cast<std::size_t>(r) * block * esz, block,
+                            [=](std::size_t i) { return inputValue(ReduceKind::kSum, r, me * block + i); });
+      }
+      return wrong;
+    };
+  } else if (coll == "sendrecv") {
+    const int next = (me + 1) % n, prev = (me + n - 1) % n;
+    std::byte* out = b.recv.data();
+    p.fill = [=] { fillElems(send, count, me, 0); };
+    p.call = [=, &comm] {
+      comm.group({P2pOp{P2pOp::Kind::kSend, next, send, count, t, 0}, P2pOp{P2pOp::Kind::kRecv, prev, out, count, t, 0}});
+    };
+    p.check = [=] { return countWrong(out, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, prev, i); }); };
+  } else {
+    throw std::invalid_argument("unknown collective '" + coll + "'");
+  }
+  return p;
+}
+
+double medianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, const BenchOptions& o,
+                               const std::function<void(const BenchRow&, const std::string&)>& onRow) {
+  const auto type = parseDataType(o.dtype);
+  if (!type) throw std::invalid_argument("unknown data type '" + o.dtype + "'");
+  const auto kind = parseReduceKind(o.op);
+  if (!kind) throw std::invalid_argument("unknown reduce op '" + o.op + "'");
+  const ReduceOp op(*kind);
+  const int n = comm.size();
+  const std::size_t esz = dataTypeSize(*type);
+  // nccl-tests sizes count whole elements per rank for the block collectives.
+  const bool blocks = coll == "allgather" || coll == "gather" || coll == "reducescatter" || coll == "scatter" ||
+                      coll == "alltoall";
+  const std::size_t unit = blocks ? esz * static_cast<std::size_t>(n) : esz;
+  const std::vector<std::size_t> sizes = sweepSizes(o, unit);
+  Buffers b;
+  // Allocated and touched once, so no size pays first-touch page faults in its timed loops.
+  const std::size_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  b.send.assign(largest + 64, std::byte{0});
+  b.recv.assign(largest + 64, std::byte{0});
+  std::vector<BenchRow> rows;
+  for (std::size_t bytes : sizes) {
+    Plan p = plan(comm, coll, o, *type, op, bytes, b);
+    p.fill();
+    for (int i = 0; i < o.warmup; ++i) p.call();
+    std::vector<double> loops;
+    for (int rep = 0; rep < std::max(o.repetitions, 1); ++rep) {
+      comm.barrier();
+      const auto start = std::chrono::steady_clock::now();
+      for (int i = 0; i < o.iterations; ++i) p.call();
+      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+                  std::max(o.iterations, 1);
+      comm.allreduce(&us, &us, 1, DataType::kFloat64, ReduceKind::kMax);  // the slowest rank's time counts
+      loops.push_back(us);
+    }
+    BenchRow row;
+    row.impl = "braid";
+    row.collective = coll;
+    row.dtype = dataTypeName(*type);
+    row.redop = reducesData(coll) ? reduceKindName(*kind) : "";
+    row.bytes = bytes;
+    row.count = bytes / esz;
+    row.ranks = n;
+    row.root = hasRoot(coll) ? o.root : -1;
+    row.mem = o.mem;
+    row.timeUs = medianOf(loops);
+    row.algbwGBs = row.timeUs > 0 ? static_cast<double>(bytes) / row.timeUs / 1e3 : 0;
+    row.busbwGBs = row.algbwGBs * busFactor(coll, n);
+    row.wrong = -1;
+    if (o.check) {
+      p.fill();  // fresh inputs: in-place timed loops overwrote them
+      p.call();
+      long wrong = p.check();
+      comm.allreduce(&wrong, &wrong, 1, DataType::kInt64, ReduceKind::kSum);
+      row.wrong = wrong;
+    }
+    std::string algorithm = comm.impl().transportName();
+    if (coll == "allreduce" || coll == "reduce") {
+      algorithm += std::string("/") + host::reduceAlgorithmName(comm.impl().reduceAlgorithm(bytes));
+    }
+    if (onRow) onRow(row, algorithm);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace braid::tools

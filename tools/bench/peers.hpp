@@ -1,0 +1,21 @@
+// `braid bench --compare gloo,mpi`: the same sweep, ranks and method through a peer library, run by its driver
+// (bench/gloo_bench.cpp, bench/mpi_bench.cpp) as a job of its own, its rows read back for the side-by-side table.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "bench/bench_options.hpp"
+
+namespace braid::tools {
+
+/// Runs `options`' sweep through `peer` ("gloo" or "mpi") on `ranks` local ranks and returns its rows.
+/// Throws std::runtime_error naming the peer and why it cannot run (driver not built: name the Debian package;
+/// mpirun missing; the driver failing: its exit status and the last lines of its stderr).
+std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& options, int ranks);
+
+/// Where runPeer() looks for braid-bench-gloo and braid-bench-mpi: $BRAID_BENCH_DIR when set, else the directory
+/// of the running executable (the build's bin/, or the install's bindir).
+std::string peerDriverDir();
+
+}  // namespace braid::tools
