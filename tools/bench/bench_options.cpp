@@ -6,7 +6,9 @@ std::vector<std::size_t> sweepSizes(const BenchOptions& options, std::size_t ele
   std::vector<std::size_t> sizes;
   const std::size_t factor = options.factor < 2 ? 2 : options.factor;
   for (std::size_t bytes = options.minBytes; bytes <= options.maxBytes; bytes *= factor) {
-    sizes.push_back(bytes / elementBytes * elementBytes);
+    const std::size_t whole = bytes / elementBytes * elementBytes;
+    // Sizes below one element per rank round to nothing: left out, by braid and by every peer alike.
+    if (whole > 0 && (sizes.empty() || sizes.back() != whole)) sizes.push_back(whole);
     if (bytes > options.maxBytes / factor) break;
   }
   return sizes;

@@ -75,6 +75,7 @@ struct Plan {
 Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, DataType t, ReduceOp op,
           std::size_t bytes, Buffers& b) {
   const int n = comm.size(), me = comm.rank();
+  if (!reducesData(coll)) op = ReduceOp(ReduceKind::kSum);  // moved data uses one input scheme for every -o
   const std::size_t esz = dataTypeSize(t);
   const std::size_t count = bytes / esz;  // elements of the largest buffer
   const std::size_t block = count / static_cast<std::size_t>(n);
