@@ -13,7 +13,6 @@ using core::checkPerRank;
 using core::checkRank;
 using core::checkType;
 using core::times;
-using Call = core::CommunicatorImpl::Call;
 using Sizes = std::vector<std::size_t>;
 
 Communicator::Communicator(std::unique_ptr<core::CommunicatorImpl> impl) : impl_(std::move(impl)) {}
@@ -25,6 +24,12 @@ std::int64_t Communicator::sequenceNumber() const { return impl_->sequenceNumber
 
 namespace {
 
+template <typename CheckFn, typename BodyFn>
+core::CommunicatorImpl::CallOf<CheckFn, BodyFn> makeCall(const char* op, CheckFn check, BodyFn body,
+                                                         bool collective = true) {
+  return {op, std::move(check), std::move(body), collective};
+}
+
 // ---- one builder per collective: what to check, what to run ----
 
 void checkReduction(const ErrorContext& ctx, DataType type, ReduceOp op) {
@@ -32,160 +37,171 @@ void checkReduction(const ErrorContext& ctx, DataType type, ReduceOp op) {
   checkReduceSupported(type, op, ctx.op);
 }
 
-Call allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
+auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
                    ReduceOp op) {
-  return {"allreduce",
-          [=](const ErrorContext& ctx) {
-            checkReduction(ctx, type, op);
-            checkBuffer(send, count, type, "send buffer", ctx);
-            checkBuffer(recv, count, type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) {
-            const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
-            c->collectives().allreduce(send, recv, count, type, op, algo, env);
-          }};
+  return makeCall(
+      "allreduce",
+      [=](const ErrorContext& ctx) {
+        checkReduction(ctx, type, op);
+        checkBuffer(send, count, type, "send buffer", ctx);
+        checkBuffer(recv, count, type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) {
+        const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
+        c->collectives().allreduce(send, recv, count, type, op, algo, env);
+      });
 }
 
-Call reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                 int root) {
-  return {"reduce",
-          [=](const ErrorContext& ctx) {
-            checkRank(root, c->size(), "root", ctx);
-            checkReduction(ctx, type, op);
-            checkBuffer(send, count, type, "send buffer", ctx);
-            if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) {
-            const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
-            c->collectives().reduce(send, recv, count, type, op, root, algo, env);
-          }};
+  return makeCall(
+      "reduce",
+      [=](const ErrorContext& ctx) {
+        checkRank(root, c->size(), "root", ctx);
+        checkReduction(ctx, type, op);
+        checkBuffer(send, count, type, "send buffer", ctx);
+        if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) {
+        const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
+        c->collectives().reduce(send, recv, count, type, op, root, algo, env);
+      });
 }
 
-Call broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
-  return {"broadcast",
-          [=](const ErrorContext& ctx) {
-            checkType(type, ctx);
-            checkRank(root, c->size(), "root", ctx);
-            checkBuffer(buf, count, type, "buffer", ctx);
-          },
-          [=](const host::OpEnv& env) { c->collectives().broadcast(buf, count, type, root, env); }};
+auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
+  return makeCall(
+      "broadcast",
+      [=](const ErrorContext& ctx) {
+        checkType(type, ctx);
+        checkRank(root, c->size(), "root", ctx);
+        checkBuffer(buf, count, type, "buffer", ctx);
+      },
+      [=](const host::OpEnv& env) { c->collectives().broadcast(buf, count, type, root, env); });
 }
 
-Call allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
-  return {"allgather",
-          [=](const ErrorContext& ctx) {
-            checkType(type, ctx);
-            checkBuffer(send, count, type, "send buffer", ctx);
-            checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) { c->collectives().allgather(send, recv, count, type, env); }};
+auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  return makeCall(
+      "allgather",
+      [=](const ErrorContext& ctx) {
+        checkType(type, ctx);
+        checkBuffer(send, count, type, "send buffer", ctx);
+        checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) { c->collectives().allgather(send, recv, count, type, env); });
 }
 
-Call allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv,
+auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv,
                     const Sizes& recvCounts, const Sizes& displs, DataType type) {
-  return {"allgatherv",
-          [=](const ErrorContext& ctx) {
-            checkType(type, ctx);
-            checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
-            checkPerRank(displs, c->size(), "displs", ctx);
-            if (recvCounts[c->rank()] != sendCount) {
-              fail(ErrorCode::kInvalidArgument, ctx, "sendCount ", sendCount, " differs from recvCounts[", c->rank(),
-                   "] = ", recvCounts[c->rank()]);
-            }
-            checkBuffer(send, sendCount, type, "send buffer", ctx);
-            checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) {
-            c->collectives().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
-          }};
+  return makeCall(
+      "allgatherv",
+      [=](const ErrorContext& ctx) {
+        checkType(type, ctx);
+        checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
+        checkPerRank(displs, c->size(), "displs", ctx);
+        if (recvCounts[c->rank()] != sendCount) {
+          fail(ErrorCode::kInvalidArgument, ctx, "sendCount ", sendCount, " differs from recvCounts[", c->rank(),
+               "] = ", recvCounts[c->rank()]);
+        }
+        checkBuffer(send, sendCount, type, "send buffer", ctx);
+        checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) {
+        c->collectives().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
+      });
 }
 
-Call reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,
+auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,
                        ReduceOp op) {
-  return {"reduce_scatter",
-          [=](const ErrorContext& ctx) {
-            checkReduction(ctx, type, op);
-            checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
-            checkBuffer(recv, recvCount, type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) { c->collectives().reduceScatter(send, recv, recvCount, type, op, env); }};
+  return makeCall(
+      "reduce_scatter",
+      [=](const ErrorContext& ctx) {
+        checkReduction(ctx, type, op);
+        checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
+        checkBuffer(recv, recvCount, type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) { c->collectives().reduceScatter(send, recv, recvCount, type, op, env); });
 }
 
-Call alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
-  return {"alltoall",
-          [=](const ErrorContext& ctx) {
-            checkType(type, ctx);
-            const std::size_t total = times(count, c->size(), "buffers", ctx);
-            checkBuffer(send, total, type, "send buffer", ctx);
-            checkBuffer(recv, total, type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) { c->collectives().alltoall(send, recv, count, type, env); }};
+auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  return makeCall(
+      "alltoall",
+      [=](const ErrorContext& ctx) {
+        checkType(type, ctx);
+        const std::size_t total = times(count, c->size(), "buffers", ctx);
+        checkBuffer(send, total, type, "send buffer", ctx);
+        checkBuffer(recv, total, type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) { c->collectives().alltoall(send, recv, count, type, env); });
 }
 
-Call alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls,
+auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls,
                    void* recv, const Sizes& recvCounts, const Sizes& recvDispls, DataType type) {
-  return {"alltoallv",
-          [=](const ErrorContext& ctx) {
-            checkType(type, ctx);
-            checkPerRank(sendCounts, c->size(), "sendCounts", ctx);
-            checkPerRank(sendDispls, c->size(), "sendDispls", ctx);
-            checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
-            checkPerRank(recvDispls, c->size(), "recvDispls", ctx);
-            checkBuffer(send, core::extentOf(sendCounts, sendDispls, "sendDispls", ctx), type, "send buffer", ctx);
-            checkBuffer(recv, core::extentOf(recvCounts, recvDispls, "recvDispls", ctx), type, "recv buffer", ctx);
-            // In place works chunk by chunk only when both sides use one layout.
-            if (send == recv && send != nullptr && (sendCounts != recvCounts || sendDispls != recvDispls)) {
-              fail(ErrorCode::kInvalidArgument, ctx,
-                   "in-place alltoallv needs equal send and recv counts and displacements");
-            }
-          },
-          [=](const host::OpEnv& env) {
-            c->collectives().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
-          }};
+  return makeCall(
+      "alltoallv",
+      [=](const ErrorContext& ctx) {
+        checkType(type, ctx);
+        checkPerRank(sendCounts, c->size(), "sendCounts", ctx);
+        checkPerRank(sendDispls, c->size(), "sendDispls", ctx);
+        checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
+        checkPerRank(recvDispls, c->size(), "recvDispls", ctx);
+        checkBuffer(send, core::extentOf(sendCounts, sendDispls, "sendDispls", ctx), type, "send buffer", ctx);
+        checkBuffer(recv, core::extentOf(recvCounts, recvDispls, "recvDispls", ctx), type, "recv buffer", ctx);
+        // In place works chunk by chunk only when both sides use one layout.
+        if (send == recv && send != nullptr && (sendCounts != recvCounts || sendDispls != recvDispls)) {
+          fail(ErrorCode::kInvalidArgument, ctx,
+               "in-place alltoallv needs equal send and recv counts and displacements");
+        }
+      },
+      [=](const host::OpEnv& env) {
+        c->collectives().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
+      });
 }
 
-Call gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
-  return {"gather",
-          [=](const ErrorContext& ctx) {
-            checkRank(root, c->size(), "root", ctx);
-            checkType(type, ctx);
-            checkBuffer(send, count, type, "send buffer", ctx);
-            if (c->rank() == root) {
-              checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
-            }
-          },
-          [=](const host::OpEnv& env) { c->collectives().gather(send, recv, count, type, root, env); }};
+auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  return makeCall(
+      "gather",
+      [=](const ErrorContext& ctx) {
+        checkRank(root, c->size(), "root", ctx);
+        checkType(type, ctx);
+        checkBuffer(send, count, type, "send buffer", ctx);
+        if (c->rank() == root) {
+          checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+        }
+      },
+      [=](const host::OpEnv& env) { c->collectives().gather(send, recv, count, type, root, env); });
 }
 
-Call scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
-  return {"scatter",
-          [=](const ErrorContext& ctx) {
-            checkRank(root, c->size(), "root", ctx);
-            checkType(type, ctx);
-            if (c->rank() == root) {
-              checkBuffer(send, times(count, c->size(), "send buffer", ctx), type, "send buffer", ctx);
-            }
-            checkBuffer(recv, count, type, "recv buffer", ctx);
-          },
-          [=](const host::OpEnv& env) { c->collectives().scatter(send, recv, count, type, root, env); }};
+auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  return makeCall(
+      "scatter",
+      [=](const ErrorContext& ctx) {
+        checkRank(root, c->size(), "root", ctx);
+        checkType(type, ctx);
+        if (c->rank() == root) {
+          checkBuffer(send, times(count, c->size(), "send buffer", ctx), type, "send buffer", ctx);
+        }
+        checkBuffer(recv, count, type, "recv buffer", ctx);
+      },
+      [=](const host::OpEnv& env) { c->collectives().scatter(send, recv, count, type, root, env); });
 }
 
-Call barrierCall(core::CommunicatorImpl* c) {
-  return {"barrier", nullptr, [=](const host::OpEnv& env) { c->collectives().barrier(env); }};
+auto barrierCall(core::CommunicatorImpl* c) {
+  return makeCall(
+      "barrier", [](const ErrorContext&) {}, [=](const host::OpEnv& env) { c->collectives().barrier(env); });
 }
 
-Call groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
-  return {"p2p",
-          [c, ops](const ErrorContext& ctx) {
-            for (const auto& op : *ops) {
-              checkType(op.type, ctx);
-              checkRank(op.peer, c->size(), "peer", ctx);
-              checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer",
-                          ctx);
-            }
-          },
-          [c, ops](const host::OpEnv& env) { c->p2p().run(*ops, env); },
-          /*collective=*/false};
+auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
+  return makeCall(
+      "p2p",
+      [c, ops](const ErrorContext& ctx) {
+        for (const auto& op : *ops) {
+          checkType(op.type, ctx);
+          checkRank(op.peer, c->size(), "peer", ctx);
+          checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);
+        }
+      },
+      [c, ops](const host::OpEnv& env) { c->p2p().run(*ops, env); },
+      /*collective=*/false);
 }
 
 }  // namespace

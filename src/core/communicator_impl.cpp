@@ -64,13 +64,13 @@ std::int64_t CommunicatorImpl::sequenceNumber() const {
 
 host::ReduceAlgorithm CommunicatorImpl::reduceAlgorithm(std::size_t bytes) const {
   const auto choice = tuning::chooseLocalReduce(bytes, size_, settings_);
-  return choice.algorithm == "direct" ? host::ReduceAlgorithm::kDirect : host::ReduceAlgorithm::kRsag;
+  return choice.algorithm == tuning::LocalReduceAlgorithm::kDirect ? host::ReduceAlgorithm::kDirect
+                                                                   : host::ReduceAlgorithm::kRsag;
 }
 
 std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
-  const auto choice = tuning::chooseLocalReduce(bytes, size_, settings_);
-  return strCat("allreduce of ", bytes, " B over ", size_, " local ranks: ", choice.algorithm, " (", choice.reason,
-                ")");
+  return strCat("allreduce of ", bytes, " B over ", size_, " local ranks: ",
+                tuning::explain(tuning::chooseLocalReduce(bytes, size_, settings_), bytes, size_, settings_));
 }
 
 host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
@@ -85,33 +85,45 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
 }
 
 void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
-  if (!broken_.empty()) {
-    fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
+  std::lock_guard lock(mu_);
+  if (!broken_.empty()) fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
+}
+
+void CommunicatorImpl::noteFailure(const Error& e) {
+  if (!leavesRanksOutOfStep(e.code())) return;
+  std::lock_guard lock(mu_);
+  if (broken_.empty()) {
+    broken_ = e.what();
+    brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
   }
+}
+
+void CommunicatorImpl::rejectRound(const host::OpEnv& env) {
+  try {
+    collectives_.reject(env);
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kMismatch) throw;  // the peers' Mismatch is expected; anything else is news
+  }
+}
+
+void CommunicatorImpl::release() {
+  std::lock_guard lock(mu_);
+  busy_ = false;
+  if (!queue_.empty()) cv_.notify_all();
 }
 
 void CommunicatorImpl::execute(Task& task) {
   const host::OpEnv env = makeEnv(task.op, task.seq, task.opts);
   std::exception_ptr error;
   try {
-    {
-      std::lock_guard lock(mu_);
-      throwIfBroken(env.context);
-    }
+    throwIfBroken(env.context);
     task.body(env);
   } catch (const Error& e) {
     error = std::current_exception();
-    if (leavesRanksOutOfStep(e.code())) {
-      std::lock_guard lock(mu_);
-      if (broken_.empty()) {
-        broken_ = e.what();
-        brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
-      }
-    }
+    noteFailure(e);
   } catch (...) {
     error = std::current_exception();
-    std::lock_guard lock(mu_);
-    if (broken_.empty()) broken_ = "an unexpected exception";
+    noteFailure(Error(ErrorCode::kInternal, "unexpected exception"));
   }
   task.work->finish(error);
 }
@@ -127,17 +139,10 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     try {
       call.check(ctx);
     } catch (const Error&) {
-      // Still meet the peers for one round so that they fail fast (Mismatch) instead of timing out; then
-      // report this rank's own error.
+      // Still meet the peers for one round (in issue order), then report this rank's own error.
       const std::exception_ptr argumentError = std::current_exception();
       task.body = [this, argumentError, collective](const host::OpEnv& env) {
-        if (collective) {
-          try {
-            collectives_.reject(env);
-          } catch (const Error& e) {
-            if (e.code() != ErrorCode::kMismatch) throw;
-          }
-        }
+        if (collective) rejectRound(env);
         std::rethrow_exception(argumentError);
       };
     }
@@ -146,21 +151,13 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     busy_ = true;
     lock.unlock();
     execute(task);
-    lock.lock();
-    busy_ = false;
-    cv_.notify_all();
+    release();
     return work;
   }
   queue_.push_back(std::move(task));
   if (!progress_.joinable()) progress_ = std::thread([this] { progressLoop(); });
   cv_.notify_all();
   return work;
-}
-
-void CommunicatorImpl::run(Call call, const CallOptions& opts) { Work(enqueue(std::move(call), opts, true)).wait(); }
-
-Work CommunicatorImpl::submit(Call call, const CallOptions& opts) {
-  return Work(enqueue(std::move(call), opts, false));
 }
 
 void CommunicatorImpl::progressLoop() {

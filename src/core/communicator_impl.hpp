@@ -38,18 +38,62 @@ class CommunicatorImpl {
 
   using Body = std::function<void(const host::OpEnv&)>;
   using Check = std::function<void(const ErrorContext&)>;
-  /// One call: its name, its argument checks and what it does.
-  struct Call {
+  /// One call: its name, its argument checks and what it does. Check and Body are callables; blocking calls keep
+  /// them as they are (no allocation on the inline path), queued calls hold them as std::function.
+  template <typename CheckFn, typename BodyFn>
+  struct CallOf {
     const char* op;
-    Check check;  // may be empty
-    Body body;
+    CheckFn check;
+    BodyFn body;
     bool collective = true;  // collectives take a sequence number and meet their peers even when rejected
   };
-  /// Runs a call in issue order and waits for it. When `check` throws, a collective still takes part in one
-  /// round so that its peers fail with Mismatch instead of waiting, then the error is rethrown.
-  void run(Call call, const CallOptions& opts);
+  using Call = CallOf<Check, Body>;
+
+  /// Runs a call in issue order and waits for it: on the calling thread when nothing else is running or queued,
+  /// else after what is. When `check` throws, a collective still takes part in one round so that its peers fail
+  /// with Mismatch instead of waiting, then the error is rethrown.
+  template <typename CheckFn, typename BodyFn>
+  void run(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
+    std::int64_t seq = -1;
+    {
+      std::unique_lock lock(mu_);
+      if (!queue_.empty() || busy_) {
+        lock.unlock();
+        Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective}, opts, true)).wait();
+        return;
+      }
+      busy_ = true;
+      if (call.collective) seq = nextSeq_++;
+    }
+    const host::OpEnv env = makeEnv(call.op, seq, opts);
+    try {
+      throwIfBroken(env.context);
+      bool argumentsOk = false;
+      try {
+        call.check(env.context);
+        argumentsOk = true;
+      } catch (const Error&) {
+        if (call.collective) rejectRound(env);
+        throw;
+      }
+      if (argumentsOk) call.body(env);
+    } catch (const Error& e) {
+      noteFailure(e);
+      release();
+      throw;
+    } catch (...) {
+      noteFailure(Error(ErrorCode::kInternal, "unexpected exception"));
+      release();
+      throw;
+    }
+    release();
+  }
+
   /// Queues a call; its Work completes when it ran.
-  Work submit(Call call, const CallOptions& opts);
+  template <typename CheckFn, typename BodyFn>
+  Work submit(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
+    return Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective}, opts, false));
+  }
 
   host::LocalCollectives& collectives() { return collectives_; }
   host::P2pEngine& p2p() { return p2p_; }
@@ -66,6 +110,12 @@ class CommunicatorImpl {
   };
 
   std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline);
+  /// One round that tells the peers this rank rejected its arguments (they fail with Mismatch).
+  void rejectRound(const host::OpEnv& env);
+  /// Records an error that leaves the ranks out of step: later calls fail at once.
+  void noteFailure(const Error& e);
+  /// Ends an inline call: lets queued calls run.
+  void release();
   void execute(Task& task);
   void progressLoop();
   host::OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;

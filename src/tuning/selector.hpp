@@ -1,5 +1,6 @@
-// Picks an algorithm for a call from its size and the group, and says why (logs, `braid explain` later).
-// The numbers it uses are data: knobs declared in base/config.cpp, later measured tables from `braid tune`.
+// Picks an algorithm for a call from its size and the group, and says why (logs, `braid bench`, later
+// `braid explain`). The numbers it uses are data: knobs declared in base/config.cpp, later measured tables.
+// Choosing is on every call's path, so it builds no strings; explain() does that when asked.
 #pragma once
 
 #include <cstddef>
@@ -9,12 +10,19 @@
 
 namespace braid::tuning {
 
+enum class LocalReduceAlgorithm { kDirect, kRsag };
+
+enum class Reason { kForced, kTwoRanks, kSmall, kLarge };
+
 struct Choice {
-  std::string algorithm;  // "direct" or "rsag"
-  std::string reason;
+  LocalReduceAlgorithm algorithm;
+  Reason reason;
 };
 
-/// For allreduce and reduce among the ranks of one host.
+/// For allreduce and reduce among the ranks of one host. Throws InvalidArgument for an unknown BRAID_ALGO.
 Choice chooseLocalReduce(std::size_t bytes, int ranks, const Settings& settings);
+const char* algorithmName(LocalReduceAlgorithm algorithm);
+/// "rsag: 1048576 B > BRAID_DIRECT_MAX_BYTES (65536 B): each rank reduces 1/4 of the data"
+std::string explain(const Choice& choice, std::size_t bytes, int ranks, const Settings& settings);
 
 }  // namespace braid::tuning
