@@ -11,6 +11,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/host/reduce_cpu.hpp"
@@ -115,10 +116,14 @@ class Runner {
     };
     auto result = sameElements(got_.data() + dstOffset, want_.data() + dstOffset, count, type, describe);
     if (!result) return result;
-    for (std::size_t b = 0; b < got_.size(); ++b) {
-      if ((b < dstOffset || b >= dstOffset + count * size_) && got_[b] != std::byte{0xa5}) {
-        return ::testing::AssertionFailure() << "wrote outside dst: byte " << static_cast<long long>(b - dstOffset)
-                                             << " relative to dst (count " << count << ")";
+    // The guard bytes on both sides of dst keep the memset pattern.
+    const std::size_t end = dstOffset + count * size_;
+    for (const auto& [from, to] : {std::pair{std::size_t{0}, dstOffset}, std::pair{end, got_.size()}}) {
+      for (std::size_t b = from; b < to; ++b) {
+        if (got_[b] != std::byte{0xa5}) {
+          return ::testing::AssertionFailure() << "wrote outside dst: byte " << static_cast<long long>(b - dstOffset)
+                                               << " relative to dst (count " << count << ")";
+        }
       }
     }
     return ::testing::AssertionSuccess();

@@ -113,10 +113,12 @@ inline std::uint16_t doubleToHalfK(double d) {
   // Rebias (1023 - 15 = 1008) and round the 42 dropped mantissa bits to nearest even.
   const std::uint64_t normal = (absx - (1008ull << 52) + 0x1ffffffffffull + ((absx >> 42) & 1u)) >> 42;
   const auto sabs = static_cast<std::int64_t>(absx);
-  const std::uint64_t magnitude = select(sabs > 0x7ff0000000000000, std::uint64_t{0x7e00},
+  const bool nan = sabs > 0x7ff0000000000000;
+  const std::uint64_t magnitude = select(nan, std::uint64_t{0x7e00},
                                          select(sabs >= 0x40effe0000000000,  // 65520: rounds to inf
                                                 std::uint64_t{0x7c00}, select(sabs < 0x3f10000000000000, sub, normal)));
-  return static_cast<std::uint16_t>(sign | magnitude);
+  // The canonical NaN is positive: drop the sign of a NaN, as every other kernel does.
+  return static_cast<std::uint16_t>(select(nan, std::uint64_t{0}, sign) | magnitude);
 }
 
 inline std::uint16_t doubleToBfloat16K(double d) {
@@ -128,10 +130,11 @@ inline std::uint16_t doubleToBfloat16K(double d) {
   // Rebias (1023 - 127 = 896) and round the 45 dropped mantissa bits to nearest even.
   const std::uint64_t normal = (absx - (896ull << 52) + 0xfffffffffffull + ((absx >> 45) & 1u)) >> 45;
   const auto sabs = static_cast<std::int64_t>(absx);
-  const std::uint64_t magnitude = select(sabs > 0x7ff0000000000000, std::uint64_t{0x7fc0},
+  const bool nan = sabs > 0x7ff0000000000000;
+  const std::uint64_t magnitude = select(nan, std::uint64_t{0x7fc0},
                                          select(sabs >= 0x47eff00000000000,  // (2 - 2^-8) * 2^127: rounds to inf
                                                 std::uint64_t{0x7f80}, select(sabs < 0x3810000000000000, sub, normal)));
-  return static_cast<std::uint16_t>(sign | magnitude);
+  return static_cast<std::uint16_t>(select(nan, std::uint64_t{0}, sign) | magnitude);
 }
 
 // ---- Element types. T: storage; A: the accumulator (float for float16/bfloat16); U: the unsigned type integer

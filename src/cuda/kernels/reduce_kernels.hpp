@@ -1,7 +1,8 @@
 // The reduction kernels' launch interface: their parameter blocks (plain data, passed by value: kernels own no
-// memory) and the lookup from (type, op, source count) to a kernel instantiation. Shared by reduce_kernels.cu,
-// which defines the kernels, and by the host launcher (cuda/runtime/device_reduce.cpp), which fills the
-// parameters and launches with cudaLaunchKernel; it compiles with the host compiler and nvcc alike.
+// memory) and the lookup from (type, op, source count) to a kernel instantiation. Shared by the kernels
+// (reduce_kernels.cuh, instantiated in reduce_kernels.cu and reduce_instances_*.cu) and by the host launcher
+// (cuda/runtime/device_reduce.cpp), which fills the parameters and launches with cudaLaunchKernel; it compiles
+// with the host compiler and nvcc alike.
 #pragma once
 
 #include <cstddef>

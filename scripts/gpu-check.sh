@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The one script to run on a lent GPU machine (CUDA 13, cmake, ninja; no network, no Debian -dev packages):
+#   1. unpacks the .deb files carried in .debs/ (made here by scripts/fetch-gpu-debs.sh) into .debs/root with
+#      dpkg -x (never over /) and points CMake, the compilers and the linker at them;
+#   2. configures and builds braid with CUDA for sm_90 into ${BRAID_BUILD_DIR:-build-gpu-check};
+#   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit and multirank tests.
+# Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
+#
+# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, all (default: all).
+# Each stage reuses the build directory, so a session can split the work over several calls of at most 10
+# minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
+# stage failed; every stage runs even after an earlier one failed (except tests without a build).
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+repo=$PWD
+build=${BRAID_BUILD_DIR:-build-gpu-check}
+case $build in /*) ;; *) build=$repo/$build ;; esac
+logs=${OUT:-$build/logs}
+mkdir -p "$logs"
+jobs=$(nproc)
+stages=("$@")
+((${#stages[@]})) || stages=(all)
+failed=()
+
+log() { printf '== %s\n' "$*" | tee -a "$logs/summary.txt"; }
+wants() {
+  local s
+  for s in "${stages[@]}"; do [[ $s == all || $s == "$1" ]] && return 0; done
+  return 1
+}
+
+if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
+
+# ---- 1. The carried packages: libssl-dev (+ libssl3), libgtest-dev, googletest.
+cmake_args=()
+if compgen -G ".debs/*.deb" >/dev/null; then
+  root=$repo/.debs/root
+  lib=$root/usr/lib/x86_64-linux-gnu
+  rm -rf "$root"
+  mkdir -p "$root"
+  debs=(.debs/*.deb)
+  for deb in "${debs[@]}"; do dpkg -x "$deb" "$root" || failed+=("unpack $deb"); done
+  # libssl-dev's libcrypto.so/libssl.so link to the .so.3 of libssl3: when that was not carried, use the machine's.
+  for link in "$lib/libcrypto.so" "$lib/libssl.so"; do
+    if [ -L "$link" ] && [ ! -e "$link" ] && [ -e "/usr/lib/x86_64-linux-gnu/$(readlink "$link")" ]; then
+      ln -sf "/usr/lib/x86_64-linux-gnu/$(readlink "$link")" "$link"
+    fi
+  done
+  # Debian's OpenSSL headers are split: openssl/*.h in usr/include, configuration.h in usr/include/<multiarch>.
+  # *_INCLUDE_PATH are searched like -isystem by gcc (and by nvcc's host compiler).
+  inc=$root/usr/include/x86_64-linux-gnu:$root/usr/include
+  export CPLUS_INCLUDE_PATH=$inc${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
+  export C_INCLUDE_PATH=$inc${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}
+  export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Environment too, for the CMake runs the install test makes of its own.
+  export CMAKE_PREFIX_PATH=$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+  export OPENSSL_ROOT_DIR=$root/usr
+  cmake_args+=(-DCMAKE_PREFIX_PATH="$root/usr" -DOPENSSL_ROOT_DIR="$root/usr"
+               -DOPENSSL_INCLUDE_DIR="$root/usr/include" -DOPENSSL_CRYPTO_LIBRARY="$lib/libcrypto.so"
+               -DOPENSSL_SSL_LIBRARY="$lib/libssl.so" -DGTest_DIR="$lib/cmake/GTest")
+  log "unpacked ${#debs[@]} packages into $root: ${debs[*]##*/}"
+else
+  log "no .debs/*.deb: using the machine's own packages"
+fi
+
+# ---- 2. Configure and build.
+if wants build; then
+  # CMake before 3.26 (or so) has no C++20 flag for nvcc; harmless where it has one.
+  if cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DCMAKE_CUDA20_STANDARD_COMPILE_OPTION=-std=c++20 -DBRAID_WITH_CUDA=ON "${cmake_args[@]}" \
+      >"$logs/configure.log" 2>&1; then
+    log "configured $build ($(cmake --version | head -1), $(nvcc --version | tail -1))"
+  else
+    failed+=(configure)
+    log "configure FAILED: tail of $logs/configure.log"
+    tail -30 "$logs/configure.log"
+  fi
+  start=$(date +%s)
+  if cmake --build "$build" -j "$jobs" >"$logs/build.log" 2>&1; then
+    log "built in $(($(date +%s) - start)) s"
+  else
+    failed+=(build)
+    log "build FAILED: first errors of $logs/build.log"
+    grep -m 20 -B2 -A6 -E "error|FAILED" "$logs/build.log"
+  fi
+  grep -E "warning" "$logs/build.log" | sort -u | head -20 >"$logs/build-warnings.txt"
+fi
+
+# ---- 3. The machine, then the tests.
+if wants gpu || wants unit || wants multirank; then
+  { nvidia-smi && nvidia-smi topo -m; } >"$logs/nvidia-smi.txt" 2>&1
+  cat "$logs/nvidia-smi.txt"
+  if [ ! -f "$build/CTestTestfile.cmake" ]; then
+    failed+=(tests)
+    log "no build in $build: run the build stage first"
+  fi
+fi
+
+# JUnit output needs ctest 3.21.
+junit() { printf '%s\n' 3.21 "$(cmake --version | head -1 | awk '{print $3}')" | sort -V -C && echo --output-junit; }
+
+run_ctest() {  # label, ctest arguments...
+  local label=$1
+  shift
+  [ -f "$build/CTestTestfile.cmake" ] || return
+  local start
+  start=$(date +%s)
+  local junit_args=()
+  [ -n "$(junit)" ] && junit_args=(--output-junit "$logs/ctest-$label.xml")
+  if (cd "$build" && ctest --output-on-failure --timeout 900 "${junit_args[@]}" "$@") \
+      >"$logs/ctest-$label.log" 2>&1; then
+    log "ctest $label passed in $(($(date +%s) - start)) s: $(grep -E 'tests passed' "$logs/ctest-$label.log")"
+  else
+    failed+=("ctest $label")
+    log "ctest $label FAILED in $(($(date +%s) - start)) s:"
+    grep -E "tests passed|\(Failed\)|\(Timeout\)|\(SEGFAULT\)|\(Subprocess aborted\)|Exception" \
+      "$logs/ctest-$label.log" | head -40
+  fi
+  grep -c "(Skipped)" "$logs/ctest-$label.log" | xargs printf '   %s skipped\n' | tee -a "$logs/summary.txt"
+}
+
+# The GPU tests first: they are what this machine is for. Several at once: each holds ~0.2 GB of GPU memory.
+wants gpu && run_ctest gpu -L gpu -j 8
+# The install test (label unit) packages rather than computes, and needs pkg-config: it runs on its own line of
+# the summary, and only where pkg-config exists.
+if wants unit; then
+  run_ctest unit -L unit -j "$jobs" -E '^install_and_consume$'
+  if command -v pkg-config >/dev/null; then
+    run_ctest install -R '^install_and_consume$'
+  else
+    log "install test not run: no pkg-config here"
+  fi
+fi
+wants multirank && run_ctest multirank -L multirank -j 4
+
+if ((${#failed[@]})); then
+  log "FAILED: ${failed[*]}"
+  exit 1
+fi
+log "all requested stages passed (${stages[*]}); logs in $logs"
