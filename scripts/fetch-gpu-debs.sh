@@ -9,5 +9,5 @@ cd "$(dirname "$0")/.."
 mkdir -p .debs
 cd .debs
 rm -f ./*.deb
-apt-get download libssl-dev libssl3 libgtest-dev googletest
+apt-get download libssl-dev libssl3 libgtest-dev googletest libcli11-dev nlohmann-json3-dev
 ls -l ./*.deb
