@@ -77,7 +77,7 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
   host::OpEnv env;
   env.context = ErrorContext{.rank = rank_, .peer = -1, .op = op, .seq = seq};
   const double seconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds;
-  env.deadline = Deadline::after(seconds);
+  env.timeoutSeconds = seconds;
   // Oversubscribed ranks spin briefly: a spinning rank holds the core its peer needs to make progress.
   env.spinMicros = yieldWhileSpinning_ ? std::min(settings_.spinMicros, 5L) : settings_.spinMicros;
   env.yieldWhileSpinning = yieldWhileSpinning_;

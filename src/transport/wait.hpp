@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "base/deadline.hpp"
 
@@ -14,7 +15,10 @@ namespace braid::transport {
 struct WaitPolicy {
   long spinMicros = 100;            // how long to spin before sleeping in the kernel
   bool yieldWhileSpinning = false;  // ranks outnumber cores: give the core away instead of pausing
-  Deadline deadline;
+  double timeoutSeconds = 600;
+  /// The call's deadline, shared by its waits: set by the first wait that has to sleep, so that a wait answered
+  /// while spinning reads no clock (a clock read is a system call on some virtual machines).
+  std::optional<Deadline>* deadline = nullptr;
   /// Called between sleep slices (every few ms); throws to end the wait (peer lost, aborted, ...).
   std::function<void()> check;
   /// Called when the deadline passes; must throw (Timeout naming what was awaited).
@@ -49,8 +53,9 @@ void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
   // Spin for a bounded time. Every 64 tries (a pause costs up to ~40 ns on recent x86) read the clock and give
   // the core away once: free when nothing else wants the core, and when something does (the peer we wait for,
   // sharing a core with us under load) it runs now rather than after our spin budget.
+  if (ready(word.value.load(std::memory_order_acquire))) return;
   if (policy.spinMicros > 0) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(policy.spinMicros);
+    std::chrono::steady_clock::time_point until{};  // read at the first check, not before
     for (unsigned i = 1;; ++i) {
       if (ready(word.value.load(std::memory_order_acquire))) return;
       if (policy.yieldWhileSpinning) {
@@ -59,16 +64,24 @@ void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
         cpuRelax();
       }
       if (i % 64 == 0) {
-        if (std::chrono::steady_clock::now() >= until) break;
+        const auto now = std::chrono::steady_clock::now();
+        if (until == std::chrono::steady_clock::time_point{}) {
+          until = now + std::chrono::microseconds(policy.spinMicros);
+        } else if (now >= until) {
+          break;
+        }
         if (!policy.yieldWhileSpinning) yieldCore();
       }
     }
   }
+  std::optional<Deadline> local;
+  std::optional<Deadline>& deadline = policy.deadline ? *policy.deadline : local;
+  if (!deadline) deadline = Deadline::after(policy.timeoutSeconds);
   while (true) {
     const std::uint32_t seen = word.value.load(std::memory_order_acquire);
     if (ready(seen)) return;
     if (policy.check) policy.check();
-    if (policy.deadline.expired()) {
+    if (deadline->expired()) {
       if (policy.onTimeout) policy.onTimeout();
       return;  // onTimeout throws; returning still never waits past the deadline
     }

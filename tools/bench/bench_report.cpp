@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -114,7 +115,7 @@ void plotBusbw(const std::string& path, const std::vector<BenchRow>& rows, const
   gp << plots << "\n";
   gp.close();
   const int rc = std::system(("gnuplot '" + script + "' 2>" + dir + "/err.txt").c_str());
-  std::system(("rm -rf '" + std::string(dir) + "'").c_str());
+  std::filesystem::remove_all(dir);
   if (rc != 0) throw std::runtime_error("gnuplot failed to write " + path);
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 
 #include "base/deadline.hpp"
 #include "braid/types.hpp"
@@ -10,7 +11,9 @@ namespace braid::host {
 
 struct OpEnv {
   ErrorContext context;  // rank, op name, sequence number
-  Deadline deadline;
+  double timeoutSeconds = 600;
+  /// Set when the call first has to sleep; from then on its waits share it (see transport::WaitPolicy).
+  mutable std::optional<Deadline> deadline;
   long spinMicros = 100;
   bool yieldWhileSpinning = false;
   /// Throws when the call must stop waiting (communicator aborted). Called between sleeps.

@@ -29,7 +29,8 @@ void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
   transport::WaitPolicy policy;
   policy.spinMicros = env.spinMicros;
   policy.yieldWhileSpinning = env.yieldWhileSpinning;
-  policy.deadline = env.deadline;
+  policy.timeoutSeconds = env.timeoutSeconds;
+  policy.deadline = &env.deadline;
   policy.check = [&] {
     if (env.check) env.check();
     for (const auto& op : ops) {

@@ -45,7 +45,8 @@ RoundSync::RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const
     : fabric_(fabric), round_(round), call_(call), env_(env) {
   policy_.spinMicros = env.spinMicros;
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
-  policy_.deadline = env.deadline;
+  policy_.timeoutSeconds = env.timeoutSeconds;
+  policy_.deadline = &env.deadline;
   policy_.check = [this] {
     if (env_.check) env_.check();
     if (!fabric_.group().peerAlive(waitingFor_)) {
