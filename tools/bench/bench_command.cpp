@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/config.hpp"
+#include "braid_commit.h"
 #include "base/error.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/bench_report.hpp"
@@ -22,9 +23,6 @@
 #include "commands.hpp"
 #include "run/launcher.hpp"
 
-#ifndef BRAID_COMMIT
-#define BRAID_COMMIT "unknown"
-#endif
 
 namespace braid::tools {
 
