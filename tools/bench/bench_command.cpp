@@ -13,16 +13,15 @@
 #include <nlohmann/json.hpp>
 
 #include "base/config.hpp"
-#include "braid_commit.h"
 #include "base/error.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_sweep.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/peers.hpp"
+#include "braid_commit.h"
 #include "commands.hpp"
 #include "run/launcher.hpp"
-
 
 namespace braid::tools {
 
@@ -101,9 +100,18 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
     const std::string machine = rank == 0 ? machineDescription() : "";
     for (const auto& coll : collectivesOf(collective)) {
       if (rank == 0) printHeader(stdout, coll, a.options, comm->size(), machine);
-      auto part = runSweep(*comm, coll, a.options, [rank](const BenchRow& row, const std::string& algorithm) {
-        if (rank == 0) printRow(stdout, row, algorithm);
-      });
+      // On a terminal, rank 0 shows which size is being measured; piped output gets plain lines only.
+      const bool progress = rank == 0 && ::isatty(STDERR_FILENO);
+      auto part = runSweep(
+          *comm, coll, a.options,
+          [rank, progress](const BenchRow& row, const std::string& algorithm) {
+            if (progress) std::fprintf(stderr, "\r\033[K");
+            if (rank == 0) printRow(stdout, row, algorithm);
+          },
+          [progress, &coll](std::size_t bytes, std::size_t index, std::size_t total) {
+            if (progress)
+              std::fprintf(stderr, "\r  %s: size %zu of %zu (%zu bytes)...", coll.c_str(), index + 1, total, bytes);
+          });
       rows.insert(rows.end(), part.begin(), part.end());
     }
     if (rank == 0) {
@@ -182,7 +190,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     std::printf("# results: %s\n", a.json.c_str());
   }
   if (!a.plot.empty()) {
-    plotBusbw(a.plot, rows, "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription());
+    plotBusbw(a.plot, rows,
+              "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription());
     std::printf("# plot: %s\n", a.plot.c_str());
   }
   for (const auto& r : rows) {
@@ -208,7 +217,9 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("-b,--minbytes", args->minText, "smallest size (K/M/G suffixes)")->capture_default_str();
   cmd->add_option("-e,--maxbytes", args->maxText, "largest size")->capture_default_str();
   cmd->add_option("-f,--stepfactor", o.factor, "each size is the previous times this")->capture_default_str();
-  cmd->add_option("-n,--iters", o.iterations, "calls per timed loop")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("-n,--iters", o.iterations, "calls per timed loop")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("-w,--warmup_iters", o.warmup, "warm-up calls per size")->capture_default_str();
   cmd->add_option("--reps", o.repetitions, "timed loops per size (the median counts)")
       ->capture_default_str()

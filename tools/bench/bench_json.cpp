@@ -6,9 +6,9 @@
 namespace braid::tools {
 
 nlohmann::json toJson(const BenchRow& r) {
-  return {{"impl", r.impl},       {"collective", r.collective}, {"dtype", r.dtype},         {"redop", r.redop},
-          {"bytes", r.bytes},     {"count", r.count},           {"ranks", r.ranks},         {"root", r.root},
-          {"mem", r.mem},         {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
+  return {{"impl", r.impl},   {"collective", r.collective}, {"dtype", r.dtype},        {"redop", r.redop},
+          {"bytes", r.bytes}, {"count", r.count},           {"ranks", r.ranks},        {"root", r.root},
+          {"mem", r.mem},     {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
           {"wrong", r.wrong}};
 }
 

@@ -13,14 +13,14 @@ struct BenchOptions {
                                          // gather, scatter, sendrecv
   std::size_t minBytes = 8;
   std::size_t maxBytes = 64u << 20;
-  std::size_t factor = 2;   // -f: each size is the previous times this
-  int iterations = 20;      // -n: calls per timed loop
-  int warmup = 5;           // -w
-  int repetitions = 3;      // timed loops per size; the median counts
-  bool check = true;        // -c
-  std::string op = "sum";   // -o
+  std::size_t factor = 2;         // -f: each size is the previous times this
+  int iterations = 20;            // -n: calls per timed loop
+  int warmup = 5;                 // -w
+  int repetitions = 3;            // timed loops per size; the median counts
+  bool check = true;              // -c
+  std::string op = "sum";         // -o
   std::string dtype = "float32";  // -d
-  int root = 0;             // -r
+  int root = 0;                   // -r
   bool inplace = false;
   std::string mem = "host";
 };

@@ -21,17 +21,39 @@ void storeValue(std::byte* p, DataType t, double v) {
   auto put = [p]<typename T>(T x) { std::memcpy(p, &x, sizeof x); };
   const auto i = static_cast<std::int64_t>(v);
   switch (t) {
-    case DataType::kBool: put(static_cast<std::uint8_t>(v != 0)); break;
-    case DataType::kInt8: put(static_cast<std::int8_t>(i)); break;
-    case DataType::kUint8: put(static_cast<std::uint8_t>(i)); break;
-    case DataType::kInt32: put(static_cast<std::int32_t>(i)); break;
-    case DataType::kUint32: put(static_cast<std::uint32_t>(i)); break;
-    case DataType::kInt64: put(i); break;
-    case DataType::kUint64: put(static_cast<std::uint64_t>(i)); break;
-    case DataType::kFloat16: put(floatToHalf(static_cast<float>(v))); break;
-    case DataType::kBFloat16: put(floatToBfloat16(static_cast<float>(v))); break;
-    case DataType::kFloat32: put(static_cast<float>(v)); break;
-    case DataType::kFloat64: put(v); break;
+    case DataType::kBool:
+      put(static_cast<std::uint8_t>(v != 0));
+      break;
+    case DataType::kInt8:
+      put(static_cast<std::int8_t>(i));
+      break;
+    case DataType::kUint8:
+      put(static_cast<std::uint8_t>(i));
+      break;
+    case DataType::kInt32:
+      put(static_cast<std::int32_t>(i));
+      break;
+    case DataType::kUint32:
+      put(static_cast<std::uint32_t>(i));
+      break;
+    case DataType::kInt64:
+      put(i);
+      break;
+    case DataType::kUint64:
+      put(static_cast<std::uint64_t>(i));
+      break;
+    case DataType::kFloat16:
+      put(floatToHalf(static_cast<float>(v)));
+      break;
+    case DataType::kBFloat16:
+      put(floatToBfloat16(static_cast<float>(v)));
+      break;
+    case DataType::kFloat32:
+      put(static_cast<float>(v));
+      break;
+    case DataType::kFloat64:
+      put(v);
+      break;
   }
 }
 
@@ -49,13 +71,16 @@ double expectedValue(ReduceKind op, int n, std::size_t i, DataType t) {
       for (int r = 0; r < n; ++r) p *= inputValue(op, r, i);
       return p;
     }
-    case ReduceKind::kMin: return base;
-    case ReduceKind::kMax: return base + n - 1;
+    case ReduceKind::kMin:
+      return base;
+    case ReduceKind::kMax:
+      return base + n - 1;
     case ReduceKind::kAvg: {
       const double sum = n * base + n * (n - 1) / 2.0;
       return isInteger(t) ? std::trunc(sum / n) : sum / n;
     }
-    default: return n * base + n * (n - 1) / 2.0;
+    default:
+      return n * base + n * (n - 1) / 2.0;
   }
 }
 
@@ -131,7 +156,9 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
       if (me == root) fillElems(send, count, root, 0);
     };
     p.call = [=, &comm] { comm.broadcast(send, count, t, root); };
-    p.check = [=] { return countWrong(send, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, root, i); }); };
+    p.check = [=] {
+      return countWrong(send, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, root, i); });
+    };
   } else if (coll == "scatter") {
     std::byte* out = (o.inplace && me == root) ? send + static_cast<std::size_t>(me) * block * esz : b.recv.data();
     p.fill = [=] {
@@ -139,7 +166,9 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
       for (int r = 0; r < n; ++r) fillElems(send + static_cast<std::size_t>(r) * block * esz, block, r, 0);
     };
     p.call = [=, &comm] { comm.scatter(send, out, block, t, root); };
-    p.check = [=] { return countWrong(out, block, [=](std::size_t i) { return inputValue(ReduceKind::kSum, me, i); }); };
+    p.check = [=] {
+      return countWrong(out, block, [=](std::size_t i) { return inputValue(ReduceKind::kSum, me, i); });
+    };
   } else if (coll == "alltoall") {
     p.fill = [=] {
       for (int j = 0; j < n; ++j) fillElems(send + static_cast<std::size_t>(j) * block * esz, block, me, j * block);
@@ -158,9 +187,12 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
     std::byte* out = b.recv.data();
     p.fill = [=] { fillElems(send, count, me, 0); };
     p.call = [=, &comm] {
-      comm.group({P2pOp{P2pOp::Kind::kSend, next, send, count, t, 0}, P2pOp{P2pOp::Kind::kRecv, prev, out, count, t, 0}});
+      comm.group(
+          {P2pOp{P2pOp::Kind::kSend, next, send, count, t, 0}, P2pOp{P2pOp::Kind::kRecv, prev, out, count, t, 0}});
     };
-    p.check = [=] { return countWrong(out, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, prev, i); }); };
+    p.check = [=] {
+      return countWrong(out, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, prev, i); });
+    };
   } else {
     throw std::invalid_argument("unknown collective '" + coll + "'");
   }
@@ -175,7 +207,8 @@ double medianOf(std::vector<double> v) {
 }  // namespace
 
 std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, const BenchOptions& o,
-                               const std::function<void(const BenchRow&, const std::string&)>& onRow) {
+                               const std::function<void(const BenchRow&, const std::string&)>& onRow,
+                               const std::function<void(std::size_t, std::size_t, std::size_t)>& onSize) {
   const auto type = parseDataType(o.dtype);
   if (!type) throw std::invalid_argument("unknown data type '" + o.dtype + "'");
   const auto kind = parseReduceKind(o.op);
@@ -184,8 +217,8 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
   const int n = comm.size();
   const std::size_t esz = dataTypeSize(*type);
   // nccl-tests sizes count whole elements per rank for the block collectives.
-  const bool blocks = coll == "allgather" || coll == "gather" || coll == "reducescatter" || coll == "scatter" ||
-                      coll == "alltoall";
+  const bool blocks =
+      coll == "allgather" || coll == "gather" || coll == "reducescatter" || coll == "scatter" || coll == "alltoall";
   const std::size_t unit = blocks ? esz * static_cast<std::size_t>(n) : esz;
   const std::vector<std::size_t> sizes = sweepSizes(o, unit);
   Buffers b;
@@ -194,7 +227,9 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
   b.send.assign(largest + 64, std::byte{0});
   b.recv.assign(largest + 64, std::byte{0});
   std::vector<BenchRow> rows;
-  for (std::size_t bytes : sizes) {
+  for (std::size_t index = 0; index < sizes.size(); ++index) {
+    const std::size_t bytes = sizes[index];
+    if (onSize) onSize(bytes, index, sizes.size());
     Plan p = plan(comm, coll, o, *type, op, bytes, b);
     p.fill();
     for (int i = 0; i < o.warmup; ++i) p.call();

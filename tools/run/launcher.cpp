@@ -1,33 +1,30 @@
-// The local launcher: forks the ranks, relays their output line by line, and stops the job when one rank fails.
+// The local launcher's process supervision: forks the ranks, waits for them, forwards signals, and stops the job
+// when one rank fails. What each rank is started with is worked out in rank_setup.cpp, and their output is passed
+// on by line_relay.cpp; this file owns the processes, pipes and signal handlers.
 #include "run/launcher.hpp"
 
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <openssl/rand.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <iterator>
 #include <optional>
 #include <string_view>
 
 #include "base/error.hpp"
+#include "run/fd.hpp"
+#include "run/line_relay.hpp"
+#include "run/rank_setup.hpp"
 
 namespace braid::tools {
 
@@ -48,9 +45,7 @@ constexpr int kExecConfirmMs = 10000;
 // Poll's timeout when nothing happens: signals and child exits wake it at once through the wake pipe, so this only
 // bounds how late a deadline is noticed.
 constexpr int kPollMs = 200;
-// A line is held back until its newline so lines of different ranks never interleave; past 1 MiB it is written as
-// it is, so that a rank printing without newlines cannot grow the launcher's memory without bound.
-constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+// What one read() takes from a rank's output pipe.
 constexpr std::size_t kReadChunk = 64 * 1024;
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -69,29 +64,6 @@ void onSignal(int sig) {
 
 std::string errnoText(int err) { return std::strerror(err); }
 
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&& other) noexcept {
-    if (this != &other) {
-      reset();
-      fd_ = std::exchange(other.fd_, -1);
-    }
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 // pipe2 with close-on-exec on both ends, so no rank inherits another rank's pipes.
 bool makePipe(Fd& readEnd, Fd& writeEnd) {
   int fds[2];
@@ -100,68 +72,6 @@ bool makePipe(Fd& readEnd, Fd& writeEnd) {
   writeEnd = Fd(fds[1]);
   return true;
 }
-
-// Writes all of data; false once fd is unusable (closed reader, bad fd), after which the caller drops its output.
-bool writeAll(int fd, std::string_view data) {
-  while (!data.empty()) {
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n > 0) {
-      data.remove_prefix(static_cast<std::size_t>(n));
-    } else if (n < 0 && errno == EAGAIN) {
-      pollfd p{fd, POLLOUT, 0};
-      ::poll(&p, 1, kPollMs);
-    } else if (n < 0 && errno != EINTR) {
-      return false;
-    }
-  }
-  return true;
-}
-
-// Relays one rank's stdout or stderr: whole lines, each prefixed "[rank] ", each written in one piece.
-class LineRelay {
- public:
-  LineRelay(int rank, int dest) : prefix_("[" + std::to_string(rank) + "] "), dest_(dest) {}
-
-  void feed(std::string_view data) {
-    const std::size_t lastNewline = data.rfind('\n');
-    pending_.append(data);
-    if (lastNewline == std::string_view::npos) {
-      if (pending_.size() >= kMaxLineBytes) flush();
-      return;
-    }
-    const std::size_t end = pending_.size() - (data.size() - lastNewline - 1);  // one past the last newline
-    std::string out;
-    out.reserve(end + prefix_.size() * 8);
-    for (std::size_t start = 0; start < end;) {
-      const std::size_t newline = pending_.find('\n', start);
-      out += prefix_;
-      out.append(pending_, start, newline + 1 - start);
-      start = newline + 1;
-    }
-    pending_.erase(0, end);
-    emit(out);
-    if (pending_.size() >= kMaxLineBytes) flush();
-  }
-
-  // Writes a partial line with a newline of its own, so the next line of another rank starts on a line.
-  void flush() {
-    if (pending_.empty()) return;
-    std::string out = prefix_;
-    out += pending_;
-    out += '\n';
-    pending_.clear();
-    emit(out);
-  }
-
- private:
-  void emit(std::string_view text) {
-    if (dest_ >= 0 && !writeAll(dest_, text)) dest_ = -1;
-  }
-
-  std::string prefix_;
-  int dest_;
-  std::string pending_;
-};
 
 struct Stream {
   Fd fd;
@@ -249,168 +159,6 @@ class SignalScope {
   Saved saved_[1 + std::size(kForwardedSignals)];
   std::size_t count_ = 0;
 };
-
-// Like execvp's search: a name with a slash is used as is, otherwise the first executable in PATH. Returns 0 or
-// the errno exec would give (ENOENT when nothing matches, EACCES when a match is not executable).
-int resolveProgram(const std::string& name, std::string& path) {
-  auto check = [](const std::string& candidate) {
-    struct stat st {};
-    if (::stat(candidate.c_str(), &st) != 0) return errno;
-    if (!S_ISREG(st.st_mode)) return EACCES;
-    return ::access(candidate.c_str(), X_OK) == 0 ? 0 : errno;
-  };
-  if (name.empty()) return ENOENT;
-  if (name.find('/') != std::string::npos) {
-    path = name;
-    return check(name);
-  }
-  const char* env = std::getenv("PATH");
-  const std::string dirs = env ? env : "/bin:/usr/bin";
-  int result = ENOENT;
-  for (std::size_t start = 0; start <= dirs.size();) {
-    std::size_t colon = dirs.find(':', start);
-    if (colon == std::string::npos) colon = dirs.size();
-    const std::string dir = colon == start ? "." : dirs.substr(start, colon - start);
-    const std::string candidate = dir + "/" + name;
-    const int err = check(candidate);
-    if (err == 0) {
-      path = candidate;
-      return 0;
-    }
-    if (err == EACCES) result = EACCES;
-    start = colon + 1;
-  }
-  return result;
-}
-
-// Two distinct free ports: both sockets stay bound until both numbers are known.
-std::pair<int, int> pickTwoFreePorts() {
-  Fd sockets[2];
-  int ports[2];
-  for (int i = 0; i < 2; ++i) {
-    sockets[i] = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    if (sockets[i].get() < 0) failErrno("socket (picking a free port)", errno);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_ANY);  // free on every address, as a store binding all of them needs
-    addr.sin_port = 0;
-    if (::bind(sockets[i].get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-      failErrno("bind to port 0 (picking a free port)", errno);
-    }
-    socklen_t len = sizeof addr;
-    if (::getsockname(sockets[i].get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      failErrno("getsockname (picking a free port)", errno);
-    }
-    ports[i] = ntohs(addr.sin_port);
-  }
-  return {ports[0], ports[1]};
-}
-
-std::string freshToken() {
-  unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) fail(ErrorCode::kInternal, {}, "RAND_bytes failed to make BRAID_TOKEN");
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string token;
-  for (unsigned char b : bytes) {
-    token += kHex[b >> 4];
-    token += kHex[b & 15];
-  }
-  return token;
-}
-
-std::vector<std::string> rankEnvironment(const LaunchSpec& spec, int rank, int masterPort, int rootPort,
-                                         const std::string& token) {
-  std::vector<std::pair<std::string, std::string>> vars = {
-      {"RANK", std::to_string(rank)},
-      {"WORLD_SIZE", std::to_string(spec.ranks)},
-      {"LOCAL_RANK", std::to_string(rank)},
-      {"LOCAL_WORLD_SIZE", std::to_string(spec.ranks)},
-      {"MASTER_ADDR", "127.0.0.1"},
-      {"MASTER_PORT", std::to_string(masterPort)},
-      {"BRAID_RANK", std::to_string(rank)},
-      {"BRAID_WORLD_SIZE", std::to_string(spec.ranks)},
-      {"BRAID_LOCAL_RANK", std::to_string(rank)},
-      // torchrun's store owns MASTER_PORT, so braid's rank 0 listens on another port.
-      {"BRAID_ROOT_ADDR", "127.0.0.1:" + std::to_string(rootPort)},
-      {"BRAID_TOKEN", token},
-  };
-  for (const auto& [name, value] : spec.extraEnv) {
-    auto it = std::find_if(vars.begin(), vars.end(), [&](const auto& var) { return var.first == name; });
-    if (it != vars.end()) {
-      it->second = value;
-    } else {
-      vars.emplace_back(name, value);
-    }
-  }
-  std::vector<std::string> env;
-  for (char** entry = environ; entry && *entry; ++entry) {
-    const std::string_view text(*entry);
-    const std::string_view name = text.substr(0, text.find('='));
-    if (std::none_of(vars.begin(), vars.end(), [&](const auto& var) { return var.first == name; })) {
-      env.emplace_back(text);
-    }
-  }
-  for (const auto& [name, value] : vars) env.push_back(name + "=" + value);
-  return env;
-}
-
-std::vector<int> allowedCpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) != 0) failErrno("sched_getaffinity", errno);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
-// The CPUs of each NUMA node that has some this process may use, in node order; empty without NUMA information.
-std::vector<std::vector<int>> numaNodeCpus(const std::vector<int>& allowed) {
-  std::vector<std::pair<int, std::vector<int>>> nodes;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/node", ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.size() <= 4 || name.compare(0, 4, "node") != 0 ||
-        !std::all_of(name.begin() + 4, name.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-      continue;
-    }
-    std::ifstream file(entry.path() / "cpulist");
-    std::string text;
-    if (!std::getline(file, text)) continue;
-    std::vector<int> cpus;
-    for (int cpu : parseCpuList(text)) {
-      if (std::binary_search(allowed.begin(), allowed.end(), cpu)) cpus.push_back(cpu);
-    }
-    if (!cpus.empty()) nodes.emplace_back(std::stoi(name.substr(4)), std::move(cpus));
-  }
-  std::sort(nodes.begin(), nodes.end());
-  std::vector<std::vector<int>> result;
-  for (auto& node : nodes) result.push_back(std::move(node.second));
-  return result;
-}
-
-// Per rank, the CPUs to pin it to (empty: leave it unpinned). Warnings go to errFd.
-std::vector<std::vector<int>> planBinding(const LaunchSpec& spec) {
-  std::vector<std::vector<int>> plan(spec.ranks);
-  if (spec.bind == "none") return plan;
-  const std::vector<int> allowed = allowedCpus();
-  if (spec.bind == "core") {
-    if (static_cast<std::size_t>(spec.ranks) > allowed.size()) {
-      writeAll(spec.errFd, strCat("braid: --bind core: ", spec.ranks, " ranks share ", allowed.size(),
-                                  " CPUs, so some ranks share a CPU\n"));
-    }
-    for (int r = 0; r < spec.ranks; ++r) plan[r] = {allowed[r % allowed.size()]};
-    return plan;
-  }
-  const auto nodes = numaNodeCpus(allowed);
-  if (nodes.empty()) {
-    writeAll(spec.errFd, "braid: --bind numa: no NUMA information in /sys/devices/system/node; ranks are not bound\n");
-    return plan;
-  }
-  for (int r = 0; r < spec.ranks; ++r) plan[r] = nodes[r % nodes.size()];
-  return plan;
-}
 
 std::vector<char*> cStrings(std::vector<std::string>& strings) {
   std::vector<char*> result;
@@ -769,32 +517,6 @@ LaunchResult summarize(const std::vector<Rank>& ranks, const Ending& ending, con
 }
 
 }  // namespace
-
-std::vector<int> parseCpuList(const std::string& text) {
-  auto malformed = [&text](std::string_view item) {
-    fail(ErrorCode::kInvalidArgument, {}, "cpulist '", text, "' is malformed at '", item, "'");
-  };
-  auto number = [&](std::string_view digits, std::string_view item) {
-    int value = -1;
-    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-    if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size()) malformed(item);
-    return value;
-  };
-  std::string_view rest(text);
-  while (!rest.empty() && std::isspace(static_cast<unsigned char>(rest.back()))) rest.remove_suffix(1);
-  std::vector<int> cpus;
-  while (!rest.empty()) {
-    const std::size_t comma = std::min(rest.find(','), rest.size());
-    const std::string_view item = rest.substr(0, comma);
-    const std::size_t dash = item.find('-');
-    const int first = number(item.substr(0, dash), item);
-    const int last = dash == std::string_view::npos ? first : number(item.substr(dash + 1), item);
-    if (last < first) malformed(item);
-    for (int cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
-    rest.remove_prefix(std::min(comma + 1, rest.size()));
-  }
-  return cpus;
-}
 
 LaunchResult launchLocal(const LaunchSpec& spec) {
   validate(spec);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/data_type.hpp"
+#include "base/elementwise_op.hpp"
 #include "base/error.hpp"
 
 namespace braid::host {
@@ -49,60 +50,7 @@ const detail::ReduceKernels& activeKernels() {
   return detail::kGenericKernels;
 }
 
-bool isBitwise(ReduceKind kind) {
-  return kind == ReduceKind::kBand || kind == ReduceKind::kBor || kind == ReduceKind::kBxor;
-}
-
-detail::KernelOp kernelOp(DataType type, ReduceKind kind) {
-  using detail::KernelOp;
-  if (!isValid(type)) {
-    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid data type value ", static_cast<int>(type));
-  }
-  if (!isValid(kind)) {
-    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: invalid reduce op value ", static_cast<int>(kind));
-  }
-  if (isFloating(type) && isBitwise(kind)) {
-    fail(ErrorCode::kInvalidArgument, {}, "reduceSources: reduce op ", reduceKindName(kind),
-         " needs an integer or bool type, got ", dataTypeName(type));
-  }
-  if (type == DataType::kBool) {
-    switch (kind) {
-      case ReduceKind::kSum:
-      case ReduceKind::kMax:
-      case ReduceKind::kBor:
-        return KernelOp::kBor;
-      case ReduceKind::kProd:
-      case ReduceKind::kMin:
-      case ReduceKind::kBand:
-        return KernelOp::kBand;
-      case ReduceKind::kBxor:
-        return KernelOp::kBxor;
-      default:
-        fail(ErrorCode::kInvalidArgument, {}, "reduceSources: reduce op ", reduceKindName(kind),
-             " is not defined for bool");
-    }
-  }
-  switch (kind) {
-    case ReduceKind::kSum:
-    case ReduceKind::kPremulSum:  // the scale was applied by scaleCopy
-      return KernelOp::kSum;
-    case ReduceKind::kProd:
-      return KernelOp::kProd;
-    case ReduceKind::kMin:
-      return KernelOp::kMin;
-    case ReduceKind::kMax:
-      return KernelOp::kMax;
-    case ReduceKind::kAvg:
-      return KernelOp::kAvg;
-    case ReduceKind::kBand:
-      return KernelOp::kBand;
-    case ReduceKind::kBor:
-      return KernelOp::kBor;
-    case ReduceKind::kBxor:
-      return KernelOp::kBxor;
-  }
-  fail(ErrorCode::kInternal, {}, "reduceSources: unhandled reduce op ", static_cast<int>(kind));
-}
+detail::KernelOp kernelOp(DataType type, ReduceKind kind) { return resolveElementwiseOp(type, kind, "reduceSources"); }
 
 // An integral scale modulo 2^64: multiplying modulo 2^bits by it equals multiplying by the scale itself.
 std::uint64_t wrapIntegralScale(double scale) {

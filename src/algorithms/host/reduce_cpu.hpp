@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
+#include "base/elementwise_op.hpp"
 #include "braid/types.hpp"
 
 namespace braid::host {
@@ -52,7 +53,7 @@ namespace detail {
 
 /// The operator a kernel applies, after the dispatcher resolved the aliases: premul_sum -> sum, and on bool
 /// sum/max -> or, prod/min -> and.
-enum class KernelOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg, kBand, kBor, kBxor };
+using KernelOp = ElementwiseOp;
 
 /// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp): the kernels see only
 /// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "base/data_type.hpp"
+#include "base/elementwise_op.hpp"
 #include "base/error.hpp"
 #include "cuda/kernels/reduce_kernels.hpp"
 #include "cuda/runtime/cuda_check.hpp"
@@ -26,59 +27,17 @@ constexpr std::size_t kPackBytes = 16;  // cuda/device/packed.cuh's kPackBytes, 
 // no more blocks than fit at once.
 constexpr int kBlocksPerSm = 2048 / kThreadsPerBlock;
 
-bool isBitwise(ReduceKind kind) {
-  return kind == ReduceKind::kBand || kind == ReduceKind::kBor || kind == ReduceKind::kBxor;
-}
-
 // The same checks, messages and aliases as braid::host::reduceSources' dispatcher.
 DeviceOp deviceOp(DataType type, ReduceKind kind) {
-  if (!isValid(type)) {
-    fail(ErrorCode::kInvalidArgument, {}, "reduceSourcesOnDevice: invalid data type value ", static_cast<int>(type));
-  }
-  if (!isValid(kind)) {
-    fail(ErrorCode::kInvalidArgument, {}, "reduceSourcesOnDevice: invalid reduce op value ", static_cast<int>(kind));
-  }
-  if (isFloating(type) && isBitwise(kind)) {
-    fail(ErrorCode::kInvalidArgument, {}, "reduceSourcesOnDevice: reduce op ", reduceKindName(kind),
-         " needs an integer or bool type, got ", dataTypeName(type));
-  }
-  if (type == DataType::kBool) {
-    switch (kind) {
-      case ReduceKind::kSum:
-      case ReduceKind::kMax:
-      case ReduceKind::kBor:
-        return DeviceOp::kBor;
-      case ReduceKind::kProd:
-      case ReduceKind::kMin:
-      case ReduceKind::kBand:
-        return DeviceOp::kBand;
-      case ReduceKind::kBxor:
-        return DeviceOp::kBxor;
-      default:
-        fail(ErrorCode::kInvalidArgument, {}, "reduceSourcesOnDevice: reduce op ", reduceKindName(kind),
-             " is not defined for bool");
-    }
-  }
-  switch (kind) {
-    case ReduceKind::kSum:
-    case ReduceKind::kPremulSum:  // the scale was applied by scaleCopyOnDevice
-      return DeviceOp::kSum;
-    case ReduceKind::kProd:
-      return DeviceOp::kProd;
-    case ReduceKind::kMin:
-      return DeviceOp::kMin;
-    case ReduceKind::kMax:
-      return DeviceOp::kMax;
-    case ReduceKind::kAvg:
-      return DeviceOp::kAvg;
-    case ReduceKind::kBand:
-      return DeviceOp::kBand;
-    case ReduceKind::kBor:
-      return DeviceOp::kBor;
-    case ReduceKind::kBxor:
-      return DeviceOp::kBxor;
-  }
-  fail(ErrorCode::kInternal, {}, "reduceSourcesOnDevice: unhandled reduce op ", static_cast<int>(kind));
+  static_assert(static_cast<int>(DeviceOp::kSum) == static_cast<int>(ElementwiseOp::kSum) &&
+                static_cast<int>(DeviceOp::kProd) == static_cast<int>(ElementwiseOp::kProd) &&
+                static_cast<int>(DeviceOp::kMin) == static_cast<int>(ElementwiseOp::kMin) &&
+                static_cast<int>(DeviceOp::kMax) == static_cast<int>(ElementwiseOp::kMax) &&
+                static_cast<int>(DeviceOp::kAvg) == static_cast<int>(ElementwiseOp::kAvg) &&
+                static_cast<int>(DeviceOp::kBand) == static_cast<int>(ElementwiseOp::kBand) &&
+                static_cast<int>(DeviceOp::kBor) == static_cast<int>(ElementwiseOp::kBor) &&
+                static_cast<int>(DeviceOp::kBxor) == static_cast<int>(ElementwiseOp::kBxor));
+  return static_cast<DeviceOp>(resolveElementwiseOp(type, kind, "reduceSourcesOnDevice"));
 }
 
 std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }

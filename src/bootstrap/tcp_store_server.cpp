@@ -1,8 +1,6 @@
-#include "bootstrap/tcp_store.hpp"
-
+// The TCP store's server: TcpStoreServer (start/stop of its thread) and the Loop that thread runs, one poll()
+// over the listener and every client connection. Separate from the client, which a rank needs without the server.
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
 #include <openssl/rand.h>
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -13,86 +11,23 @@
 #include <charconv>
 #include <chrono>
 #include <climits>
-#include <cmath>
-#include <cstring>
-#include <limits>
 #include <map>
 #include <unordered_map>
 #include <vector>
 
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "bootstrap/tcp_store_bytes.hpp"
 
 namespace braid::bootstrap {
 
-namespace wire {
-
 namespace {
 
-constexpr char kMagic[4] = {'B', 'R', 'S', 'T'};
-constexpr char kAuthContext[] = "braid-store-v1";
-
-void putU32(std::byte* at, std::uint32_t v) {
-  for (int i = 0; i < 4; ++i) at[i] = static_cast<std::byte>(v >> (8 * i));
-}
-
-std::uint32_t getU32(const std::byte* at) {
-  std::uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= static_cast<std::uint32_t>(at[i]) << (8 * i);
-  return v;
-}
-
-}  // namespace
-
-std::array<std::byte, kHeaderBytes> encodeHeader(const Header& header) {
-  std::array<std::byte, kHeaderBytes> out{};
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<std::byte>(kMagic[i]);
-  out[4] = static_cast<std::byte>(kVersion);
-  out[5] = static_cast<std::byte>(header.op);
-  out[6] = static_cast<std::byte>(header.status);
-  out[7] = std::byte{0};
-  putU32(&out[8], header.keyBytes);
-  putU32(&out[12], header.valueBytes);
-  return out;
-}
-
-bool decodeHeader(std::span<const std::byte, kHeaderBytes> bytes, Header* header, std::string* why) {
-  if (std::memcmp(bytes.data(), kMagic, 4) != 0) {
-    *why = "bad magic (not a braid store frame)";
-    return false;
-  }
-  if (static_cast<std::uint8_t>(bytes[4]) != kVersion) {
-    *why = strCat("protocol version ", static_cast<int>(bytes[4]), " (this build speaks ", int{kVersion}, ")");
-    return false;
-  }
-  header->op = static_cast<Op>(bytes[5]);
-  header->status = static_cast<Status>(bytes[6]);
-  header->keyBytes = getU32(&bytes[8]);
-  header->valueBytes = getU32(&bytes[12]);
-  return true;
-}
-
-std::array<std::byte, kProofBytes> authProof(const std::string& token, std::span<const std::byte> nonce) {
-  std::vector<unsigned char> message(nonce.size() + sizeof kAuthContext - 1);
-  std::memcpy(message.data(), nonce.data(), nonce.size());
-  std::memcpy(message.data() + nonce.size(), kAuthContext, sizeof kAuthContext - 1);
-  // OpenSSL wants a non-null key pointer even for an empty key.
-  static const unsigned char kNoKey = 0;
-  const void* key = token.empty() ? static_cast<const void*>(&kNoKey) : token.data();
-  std::array<std::byte, kProofBytes> out{};
-  unsigned int length = 0;
-  if (HMAC(EVP_sha256(), key, static_cast<int>(token.size()), message.data(), message.size(),
-           reinterpret_cast<unsigned char*>(out.data()), &length) == nullptr ||
-      length != kProofBytes) {
-    fail(ErrorCode::kInternal, {}, "HMAC-SHA256 failed (OpenSSL)");
-  }
-  return out;
-}
-
-}  // namespace wire
-
-namespace {
-
+using store_bytes::bytesOf;
+using store_bytes::decodeU64;
+using store_bytes::encodeI64;
+using store_bytes::printable;
 using Clock = std::chrono::steady_clock;
 
 // An unauthenticated connection gets this long to prove the token; then it is dropped so that port scanners
@@ -103,36 +38,8 @@ constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // At most this much is read from one connection per poll round, so one 64 MiB set cannot starve the others.
 constexpr std::size_t kReadBudget = std::size_t{1} << 20;
 constexpr std::size_t kReadChunk = std::size_t{256} << 10;
-// The server answers a timed-out get when its wait ends; the client allows this much more before it gives up
-// on the reply itself (network delay, a busy server).
-constexpr double kReplyGraceSeconds = 5;
-
-std::span<const std::byte> bytesOf(std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); }
-
-std::string encodeI64(std::int64_t v) {
-  std::string out(8, '\0');
-  const auto u = static_cast<std::uint64_t>(v);
-  for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<char>(u >> (8 * i));
-  return out;
-}
-
-std::uint64_t decodeU64(std::string_view s) {
-  std::uint64_t u = 0;
-  for (int i = 0; i < 8; ++i)
-    u |= static_cast<std::uint64_t>(static_cast<unsigned char>(s[static_cast<std::size_t>(i)])) << (8 * i);
-  return u;
-}
-
-std::string printable(std::string_view s) {
-  std::string out;
-  for (char c : s.substr(0, 64)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  if (s.size() > 64) out += "...";
-  return out;
-}
 
 }  // namespace
-
-// ---- server ----
 
 // Everything the server thread touches. Only that thread uses it between start() and stop().
 class TcpStoreServer::Loop {
@@ -557,165 +464,6 @@ void TcpStoreServer::stop() {
   loop_.reset();
   ::close(wakeFd_);
   wakeFd_ = -1;
-}
-
-// ---- client ----
-
-namespace {
-
-void readFrame(tcp::Socket& socket, Deadline deadline, const std::string& server, wire::Header* header,
-               std::string* value, std::size_t maxValue) {
-  std::array<std::byte, wire::kHeaderBytes> raw{};
-  socket.recvAll(raw, deadline);
-  std::string why;
-  if (!wire::decodeHeader(raw, header, &why)) {
-    fail(ErrorCode::kInvalidArgument, {}, server, " is not a braid store or speaks another version: ", why);
-  }
-  if (header->keyBytes != 0 || header->valueBytes > maxValue) {
-    fail(ErrorCode::kInternal, {}, "store at ", server, " sent a malformed reply (key ", header->keyBytes,
-         " bytes, value ", header->valueBytes, " bytes)");
-  }
-  value->resize(header->valueBytes);
-  socket.recvAll(std::as_writable_bytes(std::span(value->data(), value->size())), deadline);
-}
-
-void writeFrame(tcp::Socket& socket, Deadline deadline, wire::Op op, const std::string& key, const std::string& value) {
-  wire::Header h;
-  h.op = op;
-  h.keyBytes = static_cast<std::uint32_t>(key.size());
-  h.valueBytes = static_cast<std::uint32_t>(value.size());
-  const auto header = wire::encodeHeader(h);
-  // One send for small frames (TCP_NODELAY is on: separate sends would be separate packets).
-  std::vector<std::byte> head(header.begin(), header.end());
-  const auto keyBytes = bytesOf(key);
-  head.insert(head.end(), keyBytes.begin(), keyBytes.end());
-  const bool inlineValue = value.size() <= (64 << 10);
-  if (inlineValue) {
-    const auto valueBytes = bytesOf(value);
-    head.insert(head.end(), valueBytes.begin(), valueBytes.end());
-  }
-  socket.sendAll(head, deadline);
-  if (!inlineValue) socket.sendAll(bytesOf(value), deadline);
-}
-
-void checkKey(const std::string& op, const std::string& key) {
-  if (key.empty() || key.size() > wire::kMaxKeyBytes) {
-    fail(ErrorCode::kInvalidArgument, {}, "store ", op, ": key of ", key.size(), " bytes (limit 1..",
-         wire::kMaxKeyBytes, ")");
-  }
-}
-
-}  // namespace
-
-TcpStoreClient::TcpStoreClient(const tcp::Address& server, std::string token, Deadline connectDeadline,
-                               double opTimeoutSeconds)
-    : server_(server), opTimeoutSeconds_(opTimeoutSeconds) {
-  socket_ = tcp::connectTo(server_, connectDeadline);
-  handshake(token, connectDeadline);
-}
-
-void TcpStoreClient::handshake(const std::string& token, Deadline deadline) {
-  const std::string name = server_.toString();
-  wire::Header h;
-  std::string payload;
-  try {
-    readFrame(socket_, deadline, name, &h, &payload, wire::kNonceBytes);
-    if (h.op != wire::Op::kHello || payload.size() != wire::kNonceBytes) {
-      fail(ErrorCode::kInvalidArgument, {}, name, " is not a braid store (unexpected greeting)");
-    }
-    const auto proof = wire::authProof(token, bytesOf(payload));
-    writeFrame(socket_, deadline, wire::Op::kAuth, "",
-               std::string(reinterpret_cast<const char*>(proof.data()), proof.size()));
-    readFrame(socket_, deadline, name, &h, &payload, 0);
-  } catch (const Error& e) {
-    socket_.close();
-    if (e.code() == ErrorCode::kTimeout) {
-      fail(ErrorCode::kTimeout, {}, "store at ", name, " accepted the connection but did not finish the handshake ",
-           "before the deadline: ", e.message());
-    }
-    if (e.code() == ErrorCode::kPeerLost) {
-      fail(ErrorCode::kPeerLost, {}, "store at ", name, " closed the connection during the handshake: ", e.message());
-    }
-    throw;
-  }
-  if (h.op != wire::Op::kAuthResult || h.status != wire::Status::kOk) {
-    socket_.close();
-    if (h.op == wire::Op::kAuthResult && h.status == wire::Status::kAuthFailed) {
-      fail(ErrorCode::kInvalidArgument, {}, "store at ", name, " rejected the job token (BRAID_TOKEN differs?)");
-    }
-    fail(ErrorCode::kInvalidArgument, {}, name, " is not a braid store (unexpected handshake reply)");
-  }
-}
-
-TcpStoreClient::Reply TcpStoreClient::request(wire::Op op, const std::string& what, const std::string& key,
-                                              const std::string& value, Deadline replyDeadline) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (broken_ || !socket_.valid()) {
-    fail(ErrorCode::kPeerLost, {}, what, ": the connection to the store at ", server_.toString(),
-         " is unusable after an earlier error");
-  }
-  try {
-    writeFrame(socket_, replyDeadline, op, key, value);
-    wire::Header h;
-    Reply reply;
-    readFrame(socket_, replyDeadline, server_.toString(), &h, &reply.value, wire::kMaxValueBytes);
-    if (h.op != wire::Op::kReply) {
-      fail(ErrorCode::kInternal, {}, "store sent op ", static_cast<int>(h.op), " where a reply belongs");
-    }
-    reply.status = h.status;
-    return reply;
-  } catch (const Error& e) {
-    // Whatever was half sent or half received leaves the stream out of step.
-    broken_ = true;
-    socket_.close();
-    fail(e.code(), e.context(), what, " at the store at ", server_.toString(), ": ", e.message());
-  }
-}
-
-void TcpStoreClient::set(const std::string& key, const std::string& value) {
-  checkKey("set", key);
-  if (value.size() > wire::kMaxValueBytes) {
-    fail(ErrorCode::kInvalidArgument, {}, "store set('", printable(key), "'): value of ", value.size(),
-         " bytes (limit ", wire::kMaxValueBytes, ")");
-  }
-  const Reply r =
-      request(wire::Op::kSet, strCat("set('", printable(key), "')"), key, value, Deadline::after(opTimeoutSeconds_));
-  if (r.status != wire::Status::kOk) {
-    fail(ErrorCode::kInternal, {}, "store set('", printable(key), "'): unexpected status ", static_cast<int>(r.status),
-         ": ", r.value);
-  }
-}
-
-std::string TcpStoreClient::get(const std::string& key, Deadline deadline) {
-  checkKey("get", key);
-  const double seconds = deadline.secondsLeft();
-  const std::uint64_t waitMs =
-      deadline.infinite() ? wire::kWaitForever : static_cast<std::uint64_t>(std::ceil(seconds * 1000.0));
-  const Deadline replyDeadline =
-      deadline.infinite() ? Deadline::never() : Deadline::after(seconds + kReplyGraceSeconds);
-  Reply r = request(wire::Op::kGet, strCat("get('", printable(key), "')"), key,
-                    encodeI64(static_cast<std::int64_t>(waitMs)), replyDeadline);
-  if (r.status == wire::Status::kTimeout) {
-    fail(ErrorCode::kTimeout, {}, "store get('", printable(key), "') at ", server_.toString(), " timed out after ",
-         seconds, " s: no process set the key");
-  }
-  if (r.status != wire::Status::kOk) {
-    fail(ErrorCode::kInternal, {}, "store get('", printable(key), "'): unexpected status ", static_cast<int>(r.status),
-         ": ", r.value);
-  }
-  return std::move(r.value);
-}
-
-std::int64_t TcpStoreClient::add(const std::string& key, std::int64_t delta) {
-  checkKey("add", key);
-  const Reply r = request(wire::Op::kAdd, strCat("add('", printable(key), "')"), key, encodeI64(delta),
-                          Deadline::after(opTimeoutSeconds_));
-  if (r.status == wire::Status::kError) fail(ErrorCode::kInvalidArgument, {}, "store ", r.value);
-  if (r.status != wire::Status::kOk || r.value.size() != 8) {
-    fail(ErrorCode::kInternal, {}, "store add('", printable(key), "'): unexpected reply (status ",
-         static_cast<int>(r.status), ", ", r.value.size(), " bytes)");
-  }
-  return static_cast<std::int64_t>(decodeU64(r.value));
 }
 
 }  // namespace braid::bootstrap
