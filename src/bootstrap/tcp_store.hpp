@@ -54,6 +54,13 @@ bool decodeHeader(std::span<const std::byte, kHeaderBytes> bytes, Header* header
 // HMAC-SHA256(token, nonce || "braid-store-v1"). An empty token is a valid (empty) HMAC key.
 std::array<std::byte, kProofBytes> authProof(const std::string& token, std::span<const std::byte> nonce);
 
+/// Serialises braid's OpenSSL calls with fork(): a process that forks its ranks after starting a store (the usual
+/// "make a unique id, then fork" pattern) must not fork while the store thread is inside OpenSSL, whose locks the
+/// child would inherit held. Hold the returned guard around every OpenSSL call made from a braid thread.
+std::unique_lock<std::mutex> cryptoForkGuard();
+/// RAND_bytes under cryptoForkGuard; false when OpenSSL fails.
+bool randomBytes(void* out, std::size_t bytes);
+
 }  // namespace wire
 
 /// Serves any number of clients from one thread that sleeps in poll(). Not copyable or movable.

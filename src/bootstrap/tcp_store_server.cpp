@@ -145,7 +145,7 @@ class TcpStoreServer::Loop {
       auto c = std::make_unique<Conn>();
       c->socket = std::move(s);
       c->authDeadline = Clock::now() + kAuthTimeout;
-      if (RAND_bytes(reinterpret_cast<unsigned char*>(c->nonce.data()), static_cast<int>(c->nonce.size())) != 1) {
+      if (!wire::randomBytes(c->nonce.data(), c->nonce.size())) {
         note(LogLevel::kError, "RAND_bytes failed; refusing connection from " + c->socket.peer());
         continue;
       }

@@ -2,8 +2,11 @@
 // described in tcp_store.hpp). Separate from the server and the client because both speak it and neither owns it.
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <pthread.h>
 
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "base/error.hpp"
@@ -58,6 +61,30 @@ bool decodeHeader(std::span<const std::byte, kHeaderBytes> bytes, Header* header
   return true;
 }
 
+namespace {
+
+std::mutex gCryptoMutex;
+
+// fork() waits until no braid thread is inside OpenSSL, then both processes go on with the mutex free.
+void registerForkHandlers() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    ::pthread_atfork([] { gCryptoMutex.lock(); }, [] { gCryptoMutex.unlock(); }, [] { gCryptoMutex.unlock(); });
+  });
+}
+
+}  // namespace
+
+std::unique_lock<std::mutex> cryptoForkGuard() {
+  registerForkHandlers();
+  return std::unique_lock<std::mutex>(gCryptoMutex);
+}
+
+bool randomBytes(void* out, std::size_t bytes) {
+  const auto guard = cryptoForkGuard();
+  return RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(bytes)) == 1;
+}
+
 std::array<std::byte, kProofBytes> authProof(const std::string& token, std::span<const std::byte> nonce) {
   std::vector<unsigned char> message(nonce.size() + sizeof kAuthContext - 1);
   std::memcpy(message.data(), nonce.data(), nonce.size());
@@ -67,6 +94,7 @@ std::array<std::byte, kProofBytes> authProof(const std::string& token, std::span
   const void* key = token.empty() ? static_cast<const void*>(&kNoKey) : token.data();
   std::array<std::byte, kProofBytes> out{};
   unsigned int length = 0;
+  const auto guard = cryptoForkGuard();
   if (HMAC(EVP_sha256(), key, static_cast<int>(token.size()), message.data(), message.size(),
            reinterpret_cast<unsigned char*>(out.data()), &length) == nullptr ||
       length != kProofBytes) {

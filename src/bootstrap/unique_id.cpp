@@ -44,7 +44,7 @@ bool printableText(const std::uint8_t* p, std::size_t n) {
 
 std::string randomToken() {
   std::uint8_t raw[16];
-  if (RAND_bytes(raw, sizeof raw) != 1) fail(ErrorCode::kInternal, {}, "RAND_bytes failed (OpenSSL)");
+  if (!wire::randomBytes(raw, sizeof raw)) fail(ErrorCode::kInternal, {}, "RAND_bytes failed (OpenSSL)");
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   for (const std::uint8_t b : raw) {

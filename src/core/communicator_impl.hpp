@@ -32,6 +32,7 @@ class CommunicatorImpl {
   std::int64_t sequenceNumber() const;
   const Settings& settings() const { return settings_; }
   const char* transportName() { return fabric_.group().kind(); }
+  transport::LocalGroup& localGroup() { return fabric_.group(); }
 
   /// What the next allreduce of `bytes` would run and why.
   std::string explainAllreduce(std::size_t bytes) const;

@@ -58,6 +58,12 @@ ShmLocalGroup::~ShmLocalGroup() {
   }
 }
 
+std::vector<std::string> ShmLocalGroup::segmentNames() const {
+  std::vector<std::string> names;
+  for (const auto& s : segments_) names.push_back(s.name());
+  return names;
+}
+
 bool ShmLocalGroup::peerAlive(int peer) {
   if (pidfds_[peer] >= 0) {
     pollfd p{pidfds_[peer], POLLIN, 0};

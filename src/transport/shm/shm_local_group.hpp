@@ -32,6 +32,8 @@ class ShmLocalGroup final : public LocalGroup {
 
   /// Removes this rank's segment name; call once every peer has mapped it.
   void unlinkOwn() { segments_[rank_].unlink(); }
+  /// The names the segments were created under ("/braid-<tag>-<rank>"), for checks that none is left behind.
+  std::vector<std::string> segmentNames() const;
 
   static std::string pidNamespace();
 
