@@ -50,12 +50,13 @@ void sleepWhileEqual(WaitWord& word, std::uint32_t seen);
 /// Returns once `ready(word.value)` holds; otherwise policy.check / policy.onTimeout throw.
 template <typename Ready>
 void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
-  // Spin for a bounded time. Every 64 tries (a pause costs up to ~40 ns on recent x86) read the clock and give
-  // the core away once: free when nothing else wants the core, and when something does (the peer we wait for,
-  // sharing a core with us under load) it runs now rather than after our spin budget.
-  if (ready(word.value.load(std::memory_order_acquire))) return;
+  // Spin for a bounded time. Every 64 tries (a pause costs up to ~40 ns on recent x86) read the clock; after the
+  // first 5 us also give the core away at each check: free when nothing else wants the core, and when something
+  // does (the peer we wait for, sharing our core under load) it runs now rather than after our spin budget. Not
+  // sooner: on some virtual machines a sched_yield costs a microsecond, more than a peer usually takes to arrive.
   if (policy.spinMicros > 0) {
-    std::chrono::steady_clock::time_point until{};  // read at the first check, not before
+    using Clock = std::chrono::steady_clock;
+    Clock::time_point start{};  // read at the first check, not before
     for (unsigned i = 1;; ++i) {
       if (ready(word.value.load(std::memory_order_acquire))) return;
       if (policy.yieldWhileSpinning) {
@@ -64,13 +65,11 @@ void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
         cpuRelax();
       }
       if (i % 64 == 0) {
-        const auto now = std::chrono::steady_clock::now();
-        if (until == std::chrono::steady_clock::time_point{}) {
-          until = now + std::chrono::microseconds(policy.spinMicros);
-        } else if (now >= until) {
-          break;
-        }
-        if (!policy.yieldWhileSpinning) yieldCore();
+        const auto now = Clock::now();
+        if (start == Clock::time_point{}) start = now;
+        const auto spun = now - start;
+        if (spun >= std::chrono::microseconds(policy.spinMicros)) break;
+        if (!policy.yieldWhileSpinning && spun >= std::chrono::microseconds(5)) yieldCore();
       }
     }
   }
