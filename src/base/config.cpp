@@ -42,9 +42,10 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SHM_P2P_BYTES", KnobType::kBytes, "256K",
         "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks)"},
        &Settings::shmP2pBytes},
-      // 1 MiB per round: large enough that the per-round synchronisation (~1 us) is noise against
-      // copying it (~50 us), small enough that a rank's slots stay in its L2/L3.
-      {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "1M",
+      // 256 KiB per round: a round's slots and chunks stay in L2, while its synchronisation (~0.5 us) is noise
+      // against copying it (~20 us). Measured (docs/BENCHMARKS.md): 2 ranks, 16 MiB allreduce 5.4 GB/s at 256 KiB
+      // against 4.7 GB/s at 1 MiB.
+      {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "256K",
         "bytes each local rank exposes per collective round (two such slots, double-buffered)"},
        &Settings::shmSlotBytes},
       // 100 us: several times the ~20 us a futex wake-up across cores costs, so a peer that is only a little late
