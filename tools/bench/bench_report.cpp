@@ -96,23 +96,32 @@ void plotBusbw(const std::string& path, const std::vector<BenchRow>& rows, const
   }
   char dir[] = "/tmp/braid-plot-XXXXXX";
   if (!::mkdtemp(dir)) throw std::runtime_error("cannot make a temporary directory for the plot");
-  std::map<std::string, std::vector<const BenchRow*>> series;  // "impl collective" -> rows
-  for (const auto& r : rows) series[r.impl + " " + r.collective].push_back(&r);
+  // One panel per collective, one line per implementation: readable however many collectives were run.
+  std::map<std::string, std::map<std::string, std::vector<const BenchRow*>>> panels;
+  for (const auto& r : rows) panels[r.collective][r.impl].push_back(&r);
+  const int count = static_cast<int>(panels.size());
+  const int columns = count == 1 ? 1 : count <= 4 ? 2 : 3;
+  const int lines = (count + columns - 1) / columns;
   const std::string script = std::string(dir) + "/plot.gp";
   std::ofstream gp(script);
-  gp << "set terminal pngcairo size 1100,650 font ',11'\nset output '" << path << "'\n"
-     << "set title '" << title << "'\nset logscale x 2\nset format x '%.0b%B'\nset xlabel 'message size (bytes)'\n"
-     << "set ylabel 'bus bandwidth (GB/s)'\nset key top left\nset grid\n";
-  std::string plots;
-  int i = 0;
-  for (const auto& [name, pts] : series) {
-    const std::string data = std::string(dir) + "/s" + std::to_string(i++) + ".dat";
-    std::ofstream d(data);
-    for (const BenchRow* r : pts) d << r->bytes << " " << r->busbwGBs << "\n";
-    plots += (plots.empty() ? "plot " : ", ") + std::string("'") + data + "' using 1:2 with linespoints lw 2 title '" +
-             name + "'";
+  gp << "set terminal pngcairo size " << (columns == 1 ? 1000 : 520 * columns) << ","
+     << (columns == 1 ? 600 : 380 * lines) << " font ',10'\nset output '" << path << "'\n"
+     << "set logscale x 2\nset format x '%.0b%B'\nset key top left\nset grid\n"
+     << "set multiplot layout " << lines << "," << columns << " title '" << title << "'\n";
+  int file = 0;
+  for (const auto& [collective, impls] : panels) {
+    gp << "set title '" << collective << "'\nset xlabel 'bytes'\nset ylabel 'busbw (GB/s)'\n";
+    std::string plots;
+    for (const auto& [impl, pts] : impls) {
+      const std::string data = std::string(dir) + "/s" + std::to_string(file++) + ".dat";
+      std::ofstream d(data);
+      for (const BenchRow* r : pts) d << r->bytes << " " << r->busbwGBs << "\n";
+      plots += (plots.empty() ? "plot " : ", ") + std::string("'") + data +
+               "' using 1:2 with linespoints lw 2 title '" + impl + "'";
+    }
+    gp << plots << "\n";
   }
-  gp << plots << "\n";
+  gp << "unset multiplot\n";
   gp.close();
   const int rc = std::system(("gnuplot '" + script + "' 2>" + dir + "/err.txt").c_str());
   std::filesystem::remove_all(dir);
