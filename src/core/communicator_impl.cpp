@@ -85,6 +85,7 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
 }
 
 void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
+  if (!brokenFlag_.load(std::memory_order_acquire)) return;  // the common case takes no lock
   std::lock_guard lock(mu_);
   if (!broken_.empty()) fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
 }
@@ -95,6 +96,7 @@ void CommunicatorImpl::noteFailure(const Error& e) {
   if (broken_.empty()) {
     broken_ = e.what();
     brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
+    brokenFlag_.store(true, std::memory_order_release);
   }
 }
 

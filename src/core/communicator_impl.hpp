@@ -3,6 +3,7 @@
 // wake-up, ~20 us, more than a small collective) and on its progress thread for async calls.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -139,6 +140,7 @@ class CommunicatorImpl {
   std::int64_t nextSeq_ = 0;
   std::string broken_;  // set after an error that leaves the ranks out of step
   ErrorCode brokenCode_ = ErrorCode::kInternal;
+  std::atomic<bool> brokenFlag_{false};  // broken_ is set: read without the lock on every call
   std::thread progress_;
 };
 
