@@ -5,90 +5,13 @@
 #include <stdexcept>
 
 #include "base/data_type.hpp"
+#include "base/element_value.hpp"
 #include "base/error.hpp"
 #include "base/half.hpp"
 
 namespace braid::testing {
 
 namespace {
-
-// ---- element access in any type, through double (exact for the small values used) ----
-
-double load(const void* buf, std::size_t i, DataType t) {
-  const auto* p = static_cast<const std::byte*>(buf) + i * dataTypeSize(t);
-  auto get = [p]<typename T>(T) {
-    T v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  };
-  switch (t) {
-    case DataType::kBool:
-      return get(std::uint8_t{});
-    case DataType::kInt8:
-      return get(std::int8_t{});
-    case DataType::kUint8:
-      return get(std::uint8_t{});
-    case DataType::kInt32:
-      return get(std::int32_t{});
-    case DataType::kUint32:
-      return get(std::uint32_t{});
-    case DataType::kInt64:
-      return static_cast<double>(get(std::int64_t{}));
-    case DataType::kUint64:
-      return static_cast<double>(get(std::uint64_t{}));
-    case DataType::kFloat16:
-      return halfToFloat(get(std::uint16_t{}));
-    case DataType::kBFloat16:
-      return bfloat16ToFloat(get(std::uint16_t{}));
-    case DataType::kFloat32:
-      return get(float{});
-    case DataType::kFloat64:
-      return get(double{});
-  }
-  return 0;
-}
-
-// Integers are stored modulo 2^bits (C++20 conversions are modular), as braid's wrapping arithmetic produces.
-void store(void* buf, std::size_t i, DataType t, double v) {
-  auto* p = static_cast<std::byte*>(buf) + i * dataTypeSize(t);
-  auto put = [p]<typename T>(T v) { std::memcpy(p, &v, sizeof v); };
-  const auto asInt = static_cast<std::int64_t>(v);
-  switch (t) {
-    case DataType::kBool:
-      put(static_cast<std::uint8_t>(v != 0));
-      break;
-    case DataType::kInt8:
-      put(static_cast<std::int8_t>(asInt));
-      break;
-    case DataType::kUint8:
-      put(static_cast<std::uint8_t>(asInt));
-      break;
-    case DataType::kInt32:
-      put(static_cast<std::int32_t>(asInt));
-      break;
-    case DataType::kUint32:
-      put(static_cast<std::uint32_t>(asInt));
-      break;
-    case DataType::kInt64:
-      put(asInt);
-      break;
-    case DataType::kUint64:
-      put(static_cast<std::uint64_t>(asInt));
-      break;
-    case DataType::kFloat16:
-      put(floatToHalf(static_cast<float>(v)));
-      break;
-    case DataType::kBFloat16:
-      put(floatToBfloat16(static_cast<float>(v)));
-      break;
-    case DataType::kFloat32:
-      put(static_cast<float>(v));
-      break;
-    case DataType::kFloat64:
-      put(v);
-      break;
-  }
-}
 
 // The value rank `r` contributes at element `i`: small integers per op so results stay exact.
 double inputValue(DataType t, ReduceKind op, int r, std::size_t i) {
@@ -168,8 +91,8 @@ double expected(DataType t, ReduceKind op, int n, std::size_t i) {
   if (op == ReduceKind::kAvg) acc = isInteger(t) ? std::trunc(acc / n) : acc / n;
   // Round through the type (integers wrap, halves round) exactly as a stored result would.
   std::byte tmp[8];
-  store(tmp, 0, t, acc);
-  return load(tmp, 0, t);
+  storeElement(tmp, 0, t, acc);
+  return loadElement(tmp, 0, t);
 }
 
 // inputValue is periodic in the element index; the expected result over all ranks is therefore a small table.
@@ -232,14 +155,14 @@ struct Buffer {
 void checkMoved(const Case& c, int rank, const void* buf, std::size_t offset, int from, std::size_t fromOffset,
                 std::size_t count, const char* where) {
   for (std::size_t i = 0; i < count; ++i) {
-    const double got = load(buf, offset + i, c.type);
+    const double got = loadElement(buf, offset + i, c.type);
     const double want = movedValue(c.type, from, fromOffset + i);
     if (got != want) wrong(c, rank, where, offset + i, got, want);
   }
 }
 
 void fillMoved(void* buf, std::size_t offset, DataType t, int rank, std::size_t fromOffset, std::size_t count) {
-  for (std::size_t i = 0; i < count; ++i) store(buf, offset + i, t, movedValue(t, rank, fromOffset + i));
+  for (std::size_t i = 0; i < count; ++i) storeElement(buf, offset + i, t, movedValue(t, rank, fromOffset + i));
 }
 
 void wait(Work w) { w.wait(); }
@@ -331,7 +254,7 @@ void runCase(Communicator& comm, const Case& c) {
     case Coll::kAllreduce:
     case Coll::kReduce: {
       Buffer in(c.count, t), out(c.count, t);
-      for (std::size_t i = 0; i < c.count; ++i) store(in.data(), i, t, inputValue(t, c.op, me, i));
+      for (std::size_t i = 0; i < c.count; ++i) storeElement(in.data(), i, t, inputValue(t, c.op, me, i));
       void* recv = c.inPlace ? in.data() : out.data();
       if (c.coll == Coll::kAllreduce) {
         if (c.async) {
@@ -356,7 +279,7 @@ void runCase(Communicator& comm, const Case& c) {
       }
       const Expected want(t, c.op, n);
       for (std::size_t i = 0; i < c.count; ++i) {
-        const double got = load(recv, i, t);
+        const double got = loadElement(recv, i, t);
         if (!close(t, c.op, got, want(i))) wrong(c, me, "recv", i, got, want(i));
       }
       return;
@@ -365,7 +288,7 @@ void runCase(Communicator& comm, const Case& c) {
       const std::size_t total = c.count * n;
       Buffer in(total, t), out(c.count, t);
       // Rank r's input at global index g; block j = [j*count, (j+1)*count).
-      for (std::size_t g = 0; g < total; ++g) store(in.data(), g, t, inputValue(t, c.op, me, g));
+      for (std::size_t g = 0; g < total; ++g) storeElement(in.data(), g, t, inputValue(t, c.op, me, g));
       void* recv = c.inPlace ? static_cast<std::byte*>(in.data()) + me * c.count * esz : out.data();
       if (c.async) {
         wait(comm.reduceScatterAsync(in.data(), recv, c.count, t, op));
@@ -374,7 +297,7 @@ void runCase(Communicator& comm, const Case& c) {
       }
       const Expected want(t, c.op, n);
       for (std::size_t i = 0; i < c.count; ++i) {
-        const double got = load(recv, i, t);
+        const double got = loadElement(recv, i, t);
         if (!close(t, c.op, got, want(me * c.count + i))) wrong(c, me, "recv", i, got, want(me * c.count + i));
       }
       return;
@@ -450,7 +373,7 @@ void runCase(Communicator& comm, const Case& c) {
     case Coll::kAlltoall: {
       Buffer in(c.count * n, t), out(c.count * n, t);
       // Block j of rank r's send: movedValue(r, j*count + i); rank me receives block me of each r.
-      for (std::size_t g = 0; g < c.count * n; ++g) store(in.data(), g, t, movedValue(t, me, g));
+      for (std::size_t g = 0; g < c.count * n; ++g) storeElement(in.data(), g, t, movedValue(t, me, g));
       void* recv = c.inPlace ? in.data() : out.data();
       if (c.async) {
         wait(comm.alltoallAsync(in.data(), recv, c.count, t));

@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "base/data_type.hpp"
-#include "base/half.hpp"
+#include "base/element_value.hpp"
 #include "core/communicator_impl.hpp"
 
 namespace braid::tools {
@@ -16,46 +16,6 @@ namespace braid::tools {
 namespace {
 
 // ---- exact inputs and their expected results, in any dtype ----
-
-void storeValue(std::byte* p, DataType t, double v) {
-  auto put = [p]<typename T>(T x) { std::memcpy(p, &x, sizeof x); };
-  const auto i = static_cast<std::int64_t>(v);
-  switch (t) {
-    case DataType::kBool:
-      put(static_cast<std::uint8_t>(v != 0));
-      break;
-    case DataType::kInt8:
-      put(static_cast<std::int8_t>(i));
-      break;
-    case DataType::kUint8:
-      put(static_cast<std::uint8_t>(i));
-      break;
-    case DataType::kInt32:
-      put(static_cast<std::int32_t>(i));
-      break;
-    case DataType::kUint32:
-      put(static_cast<std::uint32_t>(i));
-      break;
-    case DataType::kInt64:
-      put(i);
-      break;
-    case DataType::kUint64:
-      put(static_cast<std::uint64_t>(i));
-      break;
-    case DataType::kFloat16:
-      put(floatToHalf(static_cast<float>(v)));
-      break;
-    case DataType::kBFloat16:
-      put(floatToBfloat16(static_cast<float>(v)));
-      break;
-    case DataType::kFloat32:
-      put(static_cast<float>(v));
-      break;
-    case DataType::kFloat64:
-      put(v);
-      break;
-  }
-}
 
 // Rank r's element i: small integers whose sums, products, min and max are exact in every type.
 double inputValue(ReduceKind op, int r, std::size_t i) {
@@ -108,14 +68,14 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
   std::byte* recv = o.inplace ? b.send.data() : b.recv.data();
   const int root = o.root;
   auto fillElems = [esz, t, op](std::byte* p, std::size_t elems, int rank, std::size_t first) {
-    for (std::size_t i = 0; i < elems; ++i) storeValue(p + i * esz, t, inputValue(op.kind, rank, first + i));
+    for (std::size_t i = 0; i < elems; ++i) storeElement(p, i, t, inputValue(op.kind, rank, first + i));
   };
   // Compares `elems` elements at p against `want(i)` rounded through the dtype.
   auto countWrong = [t, esz](const std::byte* p, std::size_t elems, const std::function<double(std::size_t)>& want) {
     long wrong = 0;
     std::byte expect[8];
     for (std::size_t i = 0; i < elems; ++i) {
-      storeValue(expect, t, want(i));
+      storeElement(expect, 0, t, want(i));
       wrong += std::memcmp(expect, p + i * esz, esz) != 0;
     }
     return wrong;
