@@ -10,12 +10,11 @@ namespace braid::transport {
 namespace {
 
 constexpr std::size_t kPage = 4096;
-constexpr std::size_t kLine = sizeof(WaitWord);
+constexpr std::size_t kLine = 64;
 // Control block offsets.
-constexpr std::size_t kArrivedOffset = 0;
-constexpr std::size_t kDoorbellOffset = kLine;
-constexpr std::size_t kDescriptorOffset = 2 * kLine;  // two descriptors, one per round parity
-constexpr std::size_t kHeadsOffset = kDescriptorOffset + 2 * sizeof(RoundDescriptor);
+constexpr std::size_t kRoundLinesOffset = 0;  // two RoundLines, one per round parity
+constexpr std::size_t kDoorbellOffset = 2 * sizeof(RoundLine);
+constexpr std::size_t kHeadsOffset = kDoorbellOffset + kLine;
 
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
@@ -50,12 +49,10 @@ WaitWord& LocalFabric::word(int peer, std::size_t offset) {
   return *reinterpret_cast<WaitWord*>(group_->region(peer) + offset);
 }
 
-RoundDescriptor& LocalFabric::descriptor(int peer, std::uint32_t round) {
-  return *reinterpret_cast<RoundDescriptor*>(group_->region(peer) + kDescriptorOffset +
-                                             (round & 1u) * sizeof(RoundDescriptor));
+RoundLine& LocalFabric::roundLine(int peer, std::uint32_t round) {
+  return *reinterpret_cast<RoundLine*>(group_->region(peer) + kRoundLinesOffset + (round & 1u) * sizeof(RoundLine));
 }
 
-WaitWord& LocalFabric::arrived(int peer) { return word(peer, kArrivedOffset); }
 WaitWord& LocalFabric::doorbell(int peer) { return word(peer, kDoorbellOffset); }
 WaitWord& LocalFabric::ringHead(int sender, int receiver) {
   return word(sender, kHeadsOffset + static_cast<std::size_t>(receiver) * kLine);

@@ -5,7 +5,8 @@
 // - a doorbell per rank that anyone who may have unblocked it rings, so it sleeps on one word.
 //
 // Region layout (offsets in bytes; every counter on its own cache line):
-//   [0, 4096*k)        control: arrived, doorbell, descriptor[2], ringHead[size], ringTail[size], identity
+//   [0, 4096*k)        control: roundLine[2] (counter + descriptor + small payload, per round parity), doorbell,
+//                      ringHead[size], ringTail[size]
 //   slotOffset         slot[0], slot[1]           (slotBytes each)
 //   ringOffset         ring[peer] for each peer   (ringBytes each, a power of two)
 #pragma once
@@ -19,7 +20,7 @@
 namespace braid::transport {
 
 /// The call a rank is in, published with each round so that peers can check they are in the same one.
-struct alignas(64) RoundDescriptor {
+struct RoundDescriptor {
   std::int64_t seq = 0;
   std::uint32_t collective = 0;
   std::uint32_t dataType = 0;
@@ -28,6 +29,18 @@ struct alignas(64) RoundDescriptor {
   std::uint32_t reduceKind = 0;
   std::uint64_t shapeHash = 0;  // hash of per-rank counts (v-collectives), 0 otherwise
 };
+
+static_assert(sizeof(RoundDescriptor) == 40);
+
+/// What a rank publishes for one round parity, on one cache line: the round counter, the call's descriptor and a
+/// small payload, so a peer learns all three with one cache-line transfer (small collectives are latency-bound).
+struct alignas(64) RoundLine {
+  WaitWord arrived;
+  RoundDescriptor descriptor;
+  std::byte payload[16];
+};
+static_assert(sizeof(RoundLine) == 64);
+inline constexpr std::size_t kRoundPayloadBytes = sizeof(RoundLine::payload);
 
 struct FabricLayout {
   int size = 0;
@@ -55,10 +68,11 @@ class LocalFabric {
   std::byte* slot(int peer, std::uint32_t round) {
     return group_->region(peer) + layout_.slotOffset + (round & 1u) * layout_.slotBytes;
   }
-  RoundDescriptor& descriptor(int peer, std::uint32_t round);
-  WaitWord& arrived(int peer);
-  /// Publishes that this rank wrote its slot and descriptor for `round`.
-  void arrive(std::uint32_t round) { post(arrived(rank_), round); }
+  /// The line of `peer` for rounds of `round`'s parity: its counter, descriptor and small payload.
+  RoundLine& roundLine(int peer, std::uint32_t round);
+  RoundDescriptor& descriptor(int peer, std::uint32_t round) { return roundLine(peer, round).descriptor; }
+  /// Publishes that this rank wrote its slot (or payload) and descriptor for `round`.
+  void arrive(std::uint32_t round) { post(roundLine(rank_, round).arrived, round); }
 
   // --- point-to-point rings ---
   /// Copies up to `len` bytes into the ring towards `peer`; returns how many fitted.

@@ -25,12 +25,13 @@ struct WaitPolicy {
   std::function<void()> onTimeout;
 };
 
-/// A word with a waiter count beside it, so that posting costs no system call when nobody sleeps.
-struct alignas(64) WaitWord {
+/// A word with a waiter count beside it, so that posting costs no system call when nobody sleeps. Where it lives
+/// (alone on its cache line, or beside the data it announces) is the layout's choice.
+struct WaitWord {
   std::atomic<std::uint32_t> value{0};
   std::atomic<std::uint32_t> sleepers{0};
 };
-static_assert(sizeof(WaitWord) == 64);
+static_assert(sizeof(WaitWord) == 8);
 static_assert(std::atomic<std::uint32_t>::is_always_lock_free);
 
 /// True when `value` has reached `target` in wrap-around order (counters are 32-bit and may wrap).

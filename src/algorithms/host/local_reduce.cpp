@@ -28,9 +28,9 @@ void contribute(std::byte* dst, const std::byte* src, std::size_t count, DataTyp
 const char* reduceAlgorithmName(ReduceAlgorithm algo) { return algo == ReduceAlgorithm::kDirect ? "direct" : "rsag"; }
 
 void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                                   const RoundSync& sync) {
+                                   const RoundSync& sync, bool fromPayload) {
   sources_.resize(static_cast<std::size_t>(size()));
-  for (int r = 0; r < size(); ++r) sources_[r] = sync.slot(r) + offset;
+  for (int r = 0; r < size(); ++r) sources_[r] = (fromPayload ? sync.payload(r) : sync.slot(r)) + offset;
   reduceSources(dst, sources_.data(), size(), count, type, op.kind, size());
 }
 
@@ -61,12 +61,14 @@ void LocalCollectives::allreduceDirect(const void* send, void* recv, std::size_t
   const std::size_t chunk = sync.slotBytes() / esz;
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
+  // A few bytes ride on the round's cache line with its counter: one cache-line transfer per peer.
+  const bool tiny = count * esz <= transport::kRoundPayloadBytes;
   std::size_t done = 0;
   do {
     const std::size_t n = count - done < chunk ? count - done : chunk;
-    contribute(sync.nextSlot(), in + done * esz, n, type, op);
+    contribute(tiny ? sync.nextPayload() : sync.nextSlot(), in + done * esz, n, type, op);
     sync.exchange();
-    if (root < 0 || root == rank()) reduceSlots(out + done * esz, 0, n, type, op, sync);
+    if (root < 0 || root == rank()) reduceSlots(out + done * esz, 0, n, type, op, sync, tiny);
     done += n;
   } while (done < count);
 }

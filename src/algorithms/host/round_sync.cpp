@@ -81,7 +81,8 @@ void RoundSync::waitFor(int peer) {
   const std::uint32_t target = round_ + 1;
   waitingFor_ = peer;
   transport::waitUntil(
-      fabric_.arrived(peer), [target](std::uint32_t v) { return transport::reached(v, target); }, policy_);
+      fabric_.roundLine(peer, target).arrived, [target](std::uint32_t v) { return transport::reached(v, target); },
+      policy_);
 }
 
 void RoundSync::checkDescriptors() {

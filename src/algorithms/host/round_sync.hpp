@@ -32,6 +32,10 @@ class RoundSync {
   void exchange();
   /// A peer's slot of the round last exchanged.
   const std::byte* slot(int peer) const { return fabric_.slot(peer, round_); }
+  /// For rounds that carry at most transport::kRoundPayloadBytes: the payload travels on the round's own cache line
+  /// instead of the slot, so a peer fetches counter, descriptor and data at once.
+  std::byte* nextPayload() const { return fabric_.roundLine(fabric_.rank(), round_ + 1).payload; }
+  const std::byte* payload(int peer) const { return fabric_.roundLine(peer, round_).payload; }
 
  private:
   void waitFor(int peer);
