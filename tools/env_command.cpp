@@ -7,7 +7,6 @@
 
 namespace braid::tools {
 
-
 void addEnvCommand(CLI::App& app) {
   auto* cmd = app.add_subcommand("env", "print every BRAID_* setting: current value, default and meaning");
   cmd->callback([] {

@@ -35,7 +35,6 @@ const Driver& driver() {
   return d;
 }
 
-
 // Asking the driver costs ~1 us a pointer, more than a small host collective. Answers are cached per 2 MiB
 // granule of address space: the driver reserves its own (2 MiB-aligned) ranges for device and managed memory, so
 // a granule where a host pointer lived never holds device memory, even after that buffer is freed.

@@ -36,13 +36,10 @@ void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t co
 
 void LocalCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                                  ReduceAlgorithm algo, const OpEnv& env) {
-  if (algo == ReduceAlgorithm::kDirect) {
-    allreduceDirect(send, recv, count, type, op, -1, env);
-  } else {
-    allreduceRsag(send, recv, count, type, op, -1, env);
-  }
+  reduce(send, recv, count, type, op, /*root=*/-1, algo, env);  // a reduce whose result every rank keeps
 }
 
+// root < 0: every rank receives the result (allreduce); otherwise only root does.
 void LocalCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                               ReduceAlgorithm algo, const OpEnv& env) {
   if (algo == ReduceAlgorithm::kDirect) {
