@@ -42,8 +42,8 @@ std::vector<std::string> runThreads(int ranks, const Body& body, const Settings&
   return results;
 }
 
-std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds) {
-  const UniqueId id = Communicator::uniqueId();
+std::vector<std::string> forkRanks(int ranks, const std::function<std::string(int rank)>& child,
+                                   double timeoutSeconds) {
   std::vector<pid_t> pids(ranks, -1);
   std::vector<int> pipes(ranks, -1);
   std::vector<std::string> results(ranks);
@@ -58,14 +58,16 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
       ::close(fds[0]);
       std::string message;
       try {
-        auto comm = Communicator::create(id, r, ranks);
-        body(*comm);
+        message = child(r);
       } catch (const std::exception& e) {
         message = e.what();
         if (message.empty()) message = "exception with an empty message";
       }
-      if (!message.empty()) [[maybe_unused]]
-        auto n = ::write(fds[1], message.data(), message.size());
+      for (std::size_t done = 0; done < message.size();) {
+        const ssize_t n = ::write(fds[1], message.data() + done, message.size() - done);
+        if (n <= 0) break;
+        done += static_cast<std::size_t>(n);
+      }
       ::_exit(message.empty() ? 0 : 1);  // skip gtest's and static destructors in the child
     }
     ::close(fds[1]);
@@ -75,22 +77,27 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
   std::vector<bool> done(ranks, false);
-  int remaining = ranks;
+  int remaining = 0;
+  for (int r = 0; r < ranks; ++r) remaining += pids[r] > 0 ? 1 : 0;
+  auto drain = [&](int r) {
+    char buf[4096];
+    ssize_t n;
+    while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
+  };
   while (remaining > 0) {
     for (int r = 0; r < ranks; ++r) {
       if (done[r] || pids[r] < 0) continue;
-      char buf[4096];
-      ssize_t n;
-      while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
+      drain(r);
       int status = 0;
       if (::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
+        drain(r);
         done[r] = true;
         --remaining;
-        if (WIFSIGNALED(status))
+        if (WIFSIGNALED(status)) {
           results[r] += " killed by signal " + std::to_string(WTERMSIG(status));
-        else if (WEXITSTATUS(status) != 0 && results[r].empty())
+        } else if (WEXITSTATUS(status) != 0 && results[r].empty()) {
           results[r] = "exit status " + std::to_string(WEXITSTATUS(status));
+        }
       }
     }
     if (remaining == 0) break;
@@ -109,6 +116,19 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
   for (int fd : pipes) {
     if (fd >= 0) ::close(fd);
   }
+  return results;
+}
+
+std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds) {
+  const UniqueId id = Communicator::uniqueId();
+  auto results = forkRanks(
+      ranks,
+      [&](int r) {
+        auto comm = Communicator::create(id, r, ranks);
+        body(*comm);
+        return std::string();
+      },
+      timeoutSeconds);
   bootstrap::UniqueIdBytes bytes;
   std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
   bootstrap::releaseRootServer(bytes);

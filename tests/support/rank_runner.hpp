@@ -17,6 +17,9 @@ using Body = std::function<void(Communicator&)>;
 Settings testSettings();
 
 std::vector<std::string> runThreads(int ranks, const Body& body, const Settings& settings = testSettings());
+/// Forks `ranks` children that each run `child(rank)`, whose returned message (or exception) is that rank's
+/// failure ("" = passed), and collects them, killing what still runs after `timeoutSeconds`.
+std::vector<std::string> forkRanks(int ranks, const std::function<std::string(int rank)>& child, double timeoutSeconds);
 /// Every rank is a child process that creates its communicator from a unique id made here; the whole run is
 /// killed after `timeoutSeconds`, which is then reported for the ranks still running.
 std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds = 120);

@@ -20,6 +20,7 @@
 
 #include "bootstrap/unique_id.hpp"
 #include "braid/braid.h"
+#include "support/rank_runner.hpp"
 
 extern "C" int braid_c_header_smoke(braid_unique_id_t* id);
 
@@ -89,91 +90,25 @@ using RankBody = std::function<void(braid_comm_t comm, int rank, int size, std::
 std::vector<std::string> runCRanks(int ranks, const RankBody& body, double timeoutSeconds = 120) {
   braid_unique_id_t id;
   if (braid_get_unique_id(&id) != BRAID_SUCCESS) return {std::string("braid_get_unique_id: ") + braid_last_error()};
-  std::vector<pid_t> pids(ranks, -1);
-  std::vector<int> pipes(ranks, -1);
-  std::vector<std::string> results(ranks);
-  for (int r = 0; r < ranks; ++r) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) {
-      results[r] = "pipe failed";
-      continue;
-    }
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
-      ::setenv("BRAID_TIMEOUT", "60", /*overwrite=*/0);  // a hang fails fast (the child is single-threaded)
-      std::string failures;
-      braid_comm_t comm = nullptr;
-      const braid_result_t result = braid_comm_init(&comm, &id, r, ranks);
-      if (result != BRAID_SUCCESS) {
-        failures = "braid_comm_init: " + describeFailure(result);
-      } else {
+  auto results = braid::testing::forkRanks(
+      ranks,
+      [&](int r) {
+        ::setenv("BRAID_TIMEOUT", "60", /*overwrite=*/0);  // a hang fails fast
+        std::string failures;
+        braid_comm_t comm = nullptr;
+        const braid_result_t result = braid_comm_init(&comm, &id, r, ranks);
+        if (result != BRAID_SUCCESS) return "braid_comm_init: " + describeFailure(result);
         try {
           body(comm, r, ranks, failures);
         } catch (const std::exception& e) {
           failures += std::string("exception in the test body: ") + e.what();
         }
         expectOk(failures, braid_comm_destroy(comm), "braid_comm_destroy");
-      }
-      report(fds[1], failures);
-      ::_exit(failures.empty() ? 0 : 1);  // skip gtest's and static destructors in the child
-    }
-    ::close(fds[1]);
-    pids[r] = pid;
-    pipes[r] = fds[0];
-    ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
-  std::vector<bool> done(ranks, false);
-  int remaining = 0;
-  for (int r = 0; r < ranks; ++r) remaining += pids[r] > 0 ? 1 : 0;
-  auto drain = [&](int r) {
-    char buf[4096];
-    ssize_t n;
-    while ((n = ::read(pipes[r], buf, sizeof buf)) > 0) results[r].append(buf, static_cast<std::size_t>(n));
-  };
-  while (remaining > 0) {
-    for (int r = 0; r < ranks; ++r) {
-      if (done[r] || pids[r] < 0) continue;
-      drain(r);
-      int status = 0;
-      if (::waitpid(pids[r], &status, WNOHANG) == pids[r]) {
-        drain(r);
-        done[r] = true;
-        --remaining;
-        if (WIFSIGNALED(status)) {
-          results[r] += " killed by signal " + std::to_string(WTERMSIG(status));
-        } else if (WEXITSTATUS(status) != 0 && results[r].empty()) {
-          results[r] = "exit status " + std::to_string(WEXITSTATUS(status));
-        }
-      }
-    }
-    if (remaining == 0) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      for (int r = 0; r < ranks; ++r) {
-        if (!done[r] && pids[r] > 0) {
-          ::kill(pids[r], SIGKILL);
-          ::waitpid(pids[r], nullptr, 0);
-          results[r] += " (rank still running after the test's wall-clock limit: killed)";
-        }
-      }
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  for (int fd : pipes) {
-    if (fd >= 0) ::close(fd);
-  }
+        return failures;
+      },
+      timeoutSeconds);
   releaseId(id);
   return results;
-}
-
-std::string failuresOf(const std::vector<std::string>& perRank) {
-  std::string out;
-  for (std::size_t r = 0; r < perRank.size(); ++r) {
-    if (!perRank[r].empty()) out += "rank " + std::to_string(r) + ": " + perRank[r] + "\n";
-  }
-  return out;
 }
 
 // Runs `body` in a forked child (for tests that change the environment) and returns what it reported.
@@ -621,7 +556,7 @@ TEST(CAbi, ThreeProcessesEveryCall) {
     }
     expectOk(failures, braid_barrier(comm), "barrier");
   });
-  EXPECT_EQ(failuresOf(results), "");
+  EXPECT_EQ(braid::testing::failures(results), "");
 }
 
 // A rank that calls with another type than its peers gets BRAID_ERR_MISMATCH, as do they, with a message.
@@ -636,7 +571,7 @@ TEST(CAbi, ThreeProcessesMismatchIsReported) {
       failures += "mismatch without a message";
     }
   });
-  EXPECT_EQ(failuresOf(results), "");
+  EXPECT_EQ(braid::testing::failures(results), "");
 }
 
 // A datatype the C layer refuses on one rank still meets the peers, so they fail at once with a mismatch instead of
@@ -663,5 +598,5 @@ TEST(CAbi, ThreeProcessesRefusalOnOneRankFailsThePeersFast) {
         expectAll(failures, "allreduce after the refusal", buf, [](std::size_t) { return std::int32_t(6); });
       },
       30);
-  EXPECT_EQ(failuresOf(results), "");
+  EXPECT_EQ(braid::testing::failures(results), "");
 }
