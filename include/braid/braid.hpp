@@ -62,16 +62,56 @@ struct UniqueId {
   std::uint8_t bytes[128];
 };
 
+/// A key-value store the caller already has (torch.distributed's Store, a job scheduler's, ...), through which
+/// Communicator::create(store, rank, size) finds its peers instead of starting a store of its own.
+///
+/// Keys and values are byte strings. braid only ever reads keys it or a peer set, and reads each at most a few
+/// times; it writes a few keys per rank per communicator.
+///
+/// Thread-safety: implementations must be safe to call from several threads at once: each communicator calls its
+/// store from the thread creating it, and several communicators (ranks as threads, or process groups) may be
+/// created over one store at the same time. braid holds the shared_ptr for the communicator's lifetime.
+///
+/// Errors: throw any std::exception. braid reports it as a braid::Error of code kUnavailable, and a wait that
+/// returns false as kTimeout, each naming the operation and the key.
+class KeyValueStore {
+ public:
+  virtual ~KeyValueStore() = default;
+  /// Stores `value` under `key`, replacing any earlier value, and makes it visible to every rank's get and wait.
+  virtual void set(const std::string& key, const std::string& value) = 0;
+  /// The value under `key`, blocking until some rank has set it (braid calls get only after wait said it exists).
+  virtual std::string get(const std::string& key) = 0;
+  /// Blocks until every key in `keys` exists: true when they all do, false when `timeout` passed first. braid
+  /// always passes a timeout of at least one millisecond (0 is never "forever" here).
+  virtual bool wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
+  /// Atomically adds `delta` to the integer stored under `key` (0 when absent) and returns the new value. The
+  /// integer is kept as its decimal text, so get(key) reads it back ("3"), as torch's stores do.
+  virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
+};
+
 class Communicator {
  public:
-  /// Creates a communicator from the environment: BRAID_RANK, BRAID_WORLD_SIZE, BRAID_ROOT_ADDR=HOST:PORT
-  /// (rank 0 listens there; the others connect), optional BRAID_LOCAL_RANK and BRAID_TOKEN (a shared secret that
-  /// authenticates the rendezvous). Blocks until every rank has joined or BRAID_TIMEOUT passes.
+  /// Creates a communicator from the environment its launcher set, the first found of: `braid run` or explicit
+  /// BRAID_RANK, BRAID_WORLD_SIZE, BRAID_ROOT_ADDR=HOST:PORT (rank 0 listens there; the others connect), optional
+  /// BRAID_LOCAL_RANK and BRAID_TOKEN (a shared secret that authenticates the rendezvous); torchrun (RANK,
+  /// WORLD_SIZE, MASTER_ADDR; rank 0 listens on MASTER_PORT + 1); Open MPI's mpirun (OMPI_COMM_WORLD_*; rank 0's
+  /// address travels through PMIx); Slurm's srun (SLURM_PROCID, SLURM_NTASKS; rank 0 listens on the step's first
+  /// host at BRAID_PORT). BRAID_ROOT_ADDR, when set, overrides the derived address. Blocks until every rank has
+  /// joined or BRAID_TIMEOUT passes.
   static std::unique_ptr<Communicator> fromEnvironment();
   /// Makes a fresh id and starts its rendezvous server in this process (which must outlive the creation).
   static UniqueId uniqueId();
   /// Creates a communicator from an id made by uniqueId() and passed to every rank.
   static std::unique_ptr<Communicator> create(const UniqueId& id, int rank, int size);
+  /// Creates a communicator whose ranks find each other through `store` (see KeyValueStore). Every rank passes a
+  /// store over the same data, the same `size` and `prefix`, and its own `rank`. braid's keys all start with
+  /// "<prefix>/<size>/<n>/", where n numbers the communicators of `size` ranks created under that prefix (a
+  /// counter in the store): communicators created one after another over one store and prefix never share
+  /// keys, but communicators of different rank sets created at the same time over one store need different
+  /// prefixes (as torch gives each process group its own prefix store). Blocks until every rank has joined or
+  /// BRAID_TIMEOUT passes.
+  static std::unique_ptr<Communicator> create(std::shared_ptr<KeyValueStore> store, int rank, int size,
+                                              const std::string& prefix = "braid");
 
   ~Communicator();
   Communicator(const Communicator&) = delete;

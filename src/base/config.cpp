@@ -36,6 +36,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
         "largest message that host collectives move with the direct (one-round) algorithm"},
        &Settings::directMaxBytes},
+      // NCCL_SOCKET_IFNAME's syntax, so sites can reuse the value they already set for NCCL.
+      {{"BRAID_IFNAME", KnobType::kString, "",
+        "network interfaces for TCP: comma list of name prefixes, '^' excludes, '=' exact names (e.g. ^=docker0,lo); "
+        "empty skips loopback and container bridges unless nothing else is up"},
+       &Settings::ifname},
       {{"BRAID_LOCAL_RANK", KnobType::kString, "", "this process's rank among the ranks of its host (optional)"},
        &Settings::localRank},
       {{"BRAID_LOG", KnobType::kString, "warn", "log level: error, warn, info, debug or trace"}, &Settings::logLevel},
@@ -53,17 +58,29 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SPIN_US", KnobType::kInt, "100",
         "microseconds a waiting rank spins before it sleeps in the kernel (0 sleeps at once)"},
        &Settings::spinMicros},
+      // 29517: clear of torchrun's default MASTER_PORT (29500) and of the MASTER_PORT + 1 braid takes under torchrun.
+      {{"BRAID_PORT", KnobType::kInt, "29517",
+        "TCP port rank 0's rendezvous listens on when the launcher names only hosts (srun); BRAID_ROOT_ADDR overrides"},
+       &Settings::port},
       {{"BRAID_RANK", KnobType::kString, "", "this process's rank (set by the launcher)"}, &Settings::rank},
       {{"BRAID_ROOT_ADDR", KnobType::kString, "",
         "HOST:PORT where rank 0 serves the rendezvous; the other ranks connect there"},
        &Settings::rootAddr},
+      // 2 streams: one TCP connection rarely fills a fast link (one core runs its kernel-side copies), and a
+      // second lets a large message's frames travel while the first stream's are acknowledged.
+      {{"BRAID_TCP_STREAMS", KnobType::kInt, "2", "TCP connections per pair of ranks; a message's frames spread over them"},
+       &Settings::tcpStreams},
+      // 4 MiB: a 10 Gbit/s link with 1 ms of round trip holds 1.25 MB in flight; 0 leaves the kernel's autotuning.
+      {{"BRAID_TCP_BUFFER_BYTES", KnobType::kBytes, "4M",
+        "SO_SNDBUF/SO_RCVBUF of each TCP stream (0 keeps the kernel's autotuning)"},
+       &Settings::tcpBufferBytes},
       {{"BRAID_TIMEOUT", KnobType::kSeconds, "600",
         "seconds any blocking wait may last before it fails with Timeout naming the peers it waited for"},
        &Settings::timeoutSeconds},
       {{"BRAID_TOKEN", KnobType::kString, "",
         "shared secret of the job: the rendezvous refuses ranks that do not know it (braid run sets a fresh one)"},
        &Settings::token},
-      {{"BRAID_TRANSPORT", KnobType::kString, "auto", "transport between ranks: auto or shm (tcp arrives later)"},
+      {{"BRAID_TRANSPORT", KnobType::kString, "auto", "transport between ranks: auto (shm among ranks of one host, else tcp), shm, or tcp (also on one host)"},
        &Settings::transport},
   };
   return kRows;

@@ -30,12 +30,16 @@ struct Settings {
   std::string logLevel;            // BRAID_LOG
   std::string transport;           // BRAID_TRANSPORT
   std::string isa;                 // BRAID_CPU_ISA
+  long tcpStreams = 0;             // BRAID_TCP_STREAMS
+  std::size_t tcpBufferBytes = 0;  // BRAID_TCP_BUFFER_BYTES
+  std::string ifname;              // BRAID_IFNAME
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK
   std::string worldSize;  // BRAID_WORLD_SIZE
   std::string localRank;  // BRAID_LOCAL_RANK
   std::string rootAddr;   // BRAID_ROOT_ADDR
   std::string token;      // BRAID_TOKEN
+  long port = 0;          // BRAID_PORT
 
   using Lookup = std::function<std::optional<std::string>(const std::string&)>;
   /// Reads every knob through `lookup` (getenv by default). A malformed value throws InvalidArgument naming

@@ -1,16 +1,12 @@
 // The TCP store's wire format: frame header encoding/decoding and the handshake's HMAC proof (the protocol is
 // described in tcp_store.hpp). Separate from the server and the client because both speak it and neither owns it.
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#include <openssl/rand.h>
-#include <pthread.h>
-
 #include <cstring>
 #include <mutex>
 #include <vector>
 
 #include "base/error.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "transport/tcp/crypto.hpp"
 
 namespace braid::bootstrap {
 
@@ -61,46 +57,15 @@ bool decodeHeader(std::span<const std::byte, kHeaderBytes> bytes, Header* header
   return true;
 }
 
-namespace {
+std::unique_lock<std::mutex> cryptoForkGuard() { return tcp::cryptoForkGuard(); }
 
-std::mutex gCryptoMutex;
-
-// fork() waits until no braid thread is inside OpenSSL, then both processes go on with the mutex free.
-void registerForkHandlers() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    ::pthread_atfork([] { gCryptoMutex.lock(); }, [] { gCryptoMutex.unlock(); }, [] { gCryptoMutex.unlock(); });
-  });
-}
-
-}  // namespace
-
-std::unique_lock<std::mutex> cryptoForkGuard() {
-  registerForkHandlers();
-  return std::unique_lock<std::mutex>(gCryptoMutex);
-}
-
-bool randomBytes(void* out, std::size_t bytes) {
-  const auto guard = cryptoForkGuard();
-  return RAND_bytes(static_cast<unsigned char*>(out), static_cast<int>(bytes)) == 1;
-}
+bool randomBytes(void* out, std::size_t bytes) { return tcp::randomBytes(out, bytes); }
 
 std::array<std::byte, kProofBytes> authProof(const std::string& token, std::span<const std::byte> nonce) {
-  std::vector<unsigned char> message(nonce.size() + sizeof kAuthContext - 1);
+  std::vector<std::byte> message(nonce.size() + sizeof kAuthContext - 1);
   std::memcpy(message.data(), nonce.data(), nonce.size());
   std::memcpy(message.data() + nonce.size(), kAuthContext, sizeof kAuthContext - 1);
-  // OpenSSL wants a non-null key pointer even for an empty key.
-  static const unsigned char kNoKey = 0;
-  const void* key = token.empty() ? static_cast<const void*>(&kNoKey) : token.data();
-  std::array<std::byte, kProofBytes> out{};
-  unsigned int length = 0;
-  const auto guard = cryptoForkGuard();
-  if (HMAC(EVP_sha256(), key, static_cast<int>(token.size()), message.data(), message.size(),
-           reinterpret_cast<unsigned char*>(out.data()), &length) == nullptr ||
-      length != kProofBytes) {
-    fail(ErrorCode::kInternal, {}, "HMAC-SHA256 failed (OpenSSL)");
-  }
-  return out;
+  return tcp::hmacSha256(std::as_bytes(std::span(token.data(), token.size())), message);
 }
 
 }  // namespace wire

@@ -47,8 +47,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
       [=](const host::OpEnv& env) {
-        const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
-        c->collectives().allreduce(send, recv, count, type, op, algo, env);
+        c->engine().allreduce(send, recv, count, type, op, env);
       });
 }
 
@@ -63,8 +62,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
       },
       [=](const host::OpEnv& env) {
-        const auto algo = c->reduceAlgorithm(count * dataTypeSize(type));
-        c->collectives().reduce(send, recv, count, type, op, root, algo, env);
+        c->engine().reduce(send, recv, count, type, op, root, env);
       });
 }
 
@@ -76,7 +74,7 @@ auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, Data
         checkRank(root, c->size(), "root", ctx);
         checkBuffer(buf, count, type, "buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->collectives().broadcast(buf, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engine().broadcast(buf, count, type, root, env); });
 }
 
 auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
@@ -87,7 +85,7 @@ auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->collectives().allgather(send, recv, count, type, env); });
+      [=](const host::OpEnv& env) { c->engine().allgather(send, recv, count, type, env); });
 }
 
 auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv,
@@ -106,7 +104,7 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
       },
       [=](const host::OpEnv& env) {
-        c->collectives().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
+        c->engine().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
       });
 }
 
@@ -119,7 +117,7 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->collectives().reduceScatter(send, recv, recvCount, type, op, env); });
+      [=](const host::OpEnv& env) { c->engine().reduceScatter(send, recv, recvCount, type, op, env); });
 }
 
 auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
@@ -131,7 +129,7 @@ auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::
         checkBuffer(send, total, type, "send buffer", ctx);
         checkBuffer(recv, total, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->collectives().alltoall(send, recv, count, type, env); });
+      [=](const host::OpEnv& env) { c->engine().alltoall(send, recv, count, type, env); });
 }
 
 auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls,
@@ -153,7 +151,7 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
         }
       },
       [=](const host::OpEnv& env) {
-        c->collectives().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
+        c->engine().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
       });
 }
 
@@ -168,7 +166,7 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
           checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
         }
       },
-      [=](const host::OpEnv& env) { c->collectives().gather(send, recv, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engine().gather(send, recv, count, type, root, env); });
 }
 
 auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
@@ -182,12 +180,12 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
         }
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->collectives().scatter(send, recv, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engine().scatter(send, recv, count, type, root, env); });
 }
 
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
-      "barrier", [](const ErrorContext&) {}, [=](const host::OpEnv& env) { c->collectives().barrier(env); });
+      "barrier", [](const ErrorContext&) {}, [=](const host::OpEnv& env) { c->engine().barrier(env); });
 }
 
 auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
@@ -200,7 +198,7 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
           checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);
         }
       },
-      [c, ops](const host::OpEnv& env) { c->p2p().run(*ops, env); },
+      [c, ops](const host::OpEnv& env) { c->engine().pointToPoint(*ops, env); },
       /*collective=*/false);
 }
 

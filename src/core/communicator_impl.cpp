@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "algorithms/host/local_engine.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
@@ -30,22 +31,47 @@ bool leavesRanksOutOfStep(ErrorCode code) {
 
 }  // namespace
 
+namespace {
+
+std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
+                                              const Settings& settings) {
+  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
+  auto choose = [size, settings](std::size_t bytes) {
+    return tuning::chooseLocalReduce(bytes, size, settings).algorithm == tuning::LocalReduceAlgorithm::kDirect
+               ? host::ReduceAlgorithm::kDirect
+               : host::ReduceAlgorithm::kRsag;
+  };
+  auto explain = [size, settings](std::size_t bytes) {
+    return tuning::explain(tuning::chooseLocalReduce(bytes, size, settings), bytes, size, settings);
+  };
+  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain);
+}
+
+}  // namespace
+
 CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
+                                   std::shared_ptr<void> keepAlive)
+    : CommunicatorImpl(rank, size, makeLocalEngine(size, std::move(group), settings), settings, std::move(keepAlive)) {}
+
+CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Engine> engine, Settings settings,
                                    std::shared_ptr<void> keepAlive)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
-      fabric_(std::move(group), transport::FabricLayout::compute(size, settings_.shmSlotBytes, settings_.shmP2pBytes)),
-      collectives_(fabric_),
-      p2p_(fabric_),
+      engine_(std::move(engine)),
       keepAlive_(std::move(keepAlive)),
       yieldWhileSpinning_(size > usableCpus()) {
   setLogLevel(settings_.logLevel);
   if (logEnabled(LogLevel::kInfo)) {
     logLine(LogLevel::kInfo, rank_,
-            strCat("communicator of ", size_, " ranks over ", fabric_.group().kind(), ", slot ", fabric_.slotBytes(),
-                   " B", yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
+            strCat("communicator of ", size_, " ranks over ", engine_->transportName(),
+                   yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
   }
+}
+
+transport::LocalGroup* CommunicatorImpl::localGroup() {
+  auto* local = dynamic_cast<host::LocalEngine*>(engine_.get());
+  return local ? &local->group() : nullptr;
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -62,15 +88,13 @@ std::int64_t CommunicatorImpl::sequenceNumber() const {
   return nextSeq_;
 }
 
-host::ReduceAlgorithm CommunicatorImpl::reduceAlgorithm(std::size_t bytes) const {
-  const auto choice = tuning::chooseLocalReduce(bytes, size_, settings_);
-  return choice.algorithm == tuning::LocalReduceAlgorithm::kDirect ? host::ReduceAlgorithm::kDirect
-                                                                   : host::ReduceAlgorithm::kRsag;
+std::string CommunicatorImpl::allreduceAlgorithm(std::size_t bytes) const {
+  return strCat(engine_->transportName(), "/", engine_->allreduceAlgorithm(bytes));
 }
 
 std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
-  return strCat("allreduce of ", bytes, " B over ", size_, " local ranks: ",
-                tuning::explain(tuning::chooseLocalReduce(bytes, size_, settings_), bytes, size_, settings_));
+  return strCat("allreduce of ", bytes, " B over ", size_, " ranks (", engine_->transportName(),
+                "): ", engine_->explainAllreduce(bytes));
 }
 
 host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
@@ -102,7 +126,7 @@ void CommunicatorImpl::noteFailure(const Error& e) {
 
 void CommunicatorImpl::rejectRound(const host::OpEnv& env) {
   try {
-    collectives_.reject(env);
+    engine_->reject(env);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kMismatch) throw;  // the peers' Mismatch is expected; anything else is news
   }

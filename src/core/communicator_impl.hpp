@@ -13,17 +13,19 @@
 #include <string>
 #include <thread>
 
-#include "algorithms/host/local_collectives.hpp"
-#include "algorithms/host/p2p.hpp"
+#include "algorithms/host/engine.hpp"
 #include "base/config.hpp"
 #include "braid/braid.hpp"
-#include "transport/local_fabric.hpp"
+#include "transport/local_group.hpp"
 
 namespace braid::core {
 
 class CommunicatorImpl {
  public:
   /// `keepAlive` holds what the bootstrap made that must live as long as the communicator (store, server).
+  CommunicatorImpl(int rank, int size, std::unique_ptr<host::Engine> engine, Settings settings,
+                   std::shared_ptr<void> keepAlive = nullptr);
+  /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector.
   CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
                    std::shared_ptr<void> keepAlive = nullptr);
   ~CommunicatorImpl();
@@ -32,8 +34,9 @@ class CommunicatorImpl {
   int size() const { return size_; }
   std::int64_t sequenceNumber() const;
   const Settings& settings() const { return settings_; }
-  const char* transportName() { return fabric_.group().kind(); }
-  transport::LocalGroup& localGroup() { return fabric_.group(); }
+  const char* transportName() const { return engine_->transportName(); }
+  /// The shared-memory group of a communicator whose ranks share a host; null over TCP.
+  transport::LocalGroup* localGroup();
 
   /// What the next allreduce of `bytes` would run and why.
   std::string explainAllreduce(std::size_t bytes) const;
@@ -97,10 +100,9 @@ class CommunicatorImpl {
     return Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective}, opts, false));
   }
 
-  host::LocalCollectives& collectives() { return collectives_; }
-  host::P2pEngine& p2p() { return p2p_; }
-  /// Which allreduce algorithm for `bytes` (the selector's choice).
-  host::ReduceAlgorithm reduceAlgorithm(std::size_t bytes) const;
+  host::Engine& engine() { return *engine_; }
+  /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
+  std::string allreduceAlgorithm(std::size_t bytes) const;
 
  private:
   struct Task {
@@ -126,9 +128,7 @@ class CommunicatorImpl {
   const int rank_;
   const int size_;
   const Settings settings_;
-  transport::LocalFabric fabric_;
-  host::LocalCollectives collectives_;
-  host::P2pEngine p2p_;
+  std::unique_ptr<host::Engine> engine_;
   std::shared_ptr<void> keepAlive_;
   bool yieldWhileSpinning_;
 

@@ -1,13 +1,22 @@
-// Making communicators: from the launcher's environment, or from a unique id the caller distributed.
+// Making communicators: from the launcher's environment, from a unique id the caller distributed, or over the
+// caller's own key-value store. All three end in join(), over a bootstrap::Store.
+#include "core/create.hpp"
+
+#include <algorithm>
 #include <cstring>
 
+#include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
-#include "bootstrap/launch_env.hpp"
+#include "algorithms/host/round_sync.hpp"
+#include "bootstrap/external_store.hpp"
+#include "bootstrap/launch_rendezvous.hpp"
 #include "bootstrap/shm_rendezvous.hpp"
+#include "bootstrap/tcp_mesh_rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "braid/braid.hpp"
 #include "core/communicator_impl.hpp"
+#include "transport/host_identity.hpp"
 
 namespace braid {
 
@@ -16,7 +25,7 @@ namespace {
 // What the bootstrap leaves behind that must live as long as the communicator.
 struct Rendezvous {
   std::unique_ptr<bootstrap::TcpStoreServer> server;  // rank 0 of an environment-started job
-  std::unique_ptr<bootstrap::TcpStoreClient> client;
+  std::unique_ptr<bootstrap::Store> store;            // a TcpStoreClient, or the caller's store (ExternalStore)
 };
 
 void checkWorld(int rank, int size) {
@@ -25,16 +34,40 @@ void checkWorld(int rank, int size) {
     fail(ErrorCode::kInvalidArgument, {}, "rank ", rank, " out of range for ", size, " ranks");
 }
 
+// Over TCP: a mesh among all ranks (other hosts, or BRAID_TRANSPORT=tcp).
+std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
+                                                const Settings& settings, Deadline deadline) {
+  bootstrap::MeshRendezvous how;
+  how.prefix = "tcp";
+  how.listenHost = tcp::hostAddressForPeers(settings.ifname);
+  how.token = settings.token;
+  how.options.streams = static_cast<int>(settings.tcpStreams);
+  how.options.socketBufferBytes = settings.tcpBufferBytes;
+  how.options.describe = host::describeInWords;
+  auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
+  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes);
+  return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
+}
+
+// Ranks share a host when they share a boot id and a network namespace: only then may they map each other's
+// shared memory and trust each other's pids (a hostname says neither).
+bool allOnOneHost(bootstrap::Store& store, int rank, int size, Deadline deadline) {
+  const auto ids = bootstrap::allGather(store, "host", rank, size, transport::hostIdentity(), deadline);
+  return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) { return id == ids.front(); });
+}
+
 std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
                                    const Settings& settings) {
-  if (settings.transport != "auto" && settings.transport != "shm") {
-    fail(ErrorCode::kUnavailable, {}, "BRAID_TRANSPORT=", settings.transport,
-         " is not available yet (auto and shm are)");
+  if (settings.transport != "auto" && settings.transport != "shm" && settings.transport != "tcp") {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_TRANSPORT=", settings.transport, " is not one of auto, shm, tcp");
   }
   if (!settings.isa.empty()) host::setReduceIsaCap(settings.isa);
   const Deadline deadline = Deadline::after(settings.timeoutSeconds);
+  const bool tcp = settings.transport == "tcp" ||
+                   (settings.transport == "auto" && !allOnOneHost(*rendezvous->store, rank, size, deadline));
+  if (tcp) return std::make_unique<Communicator>(joinTcp(rank, size, std::move(rendezvous), settings, deadline));
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  auto group = bootstrap::joinShmGroup(*rendezvous->client, rank, size, layout.regionBytes, deadline);
+  auto group = bootstrap::joinShmGroup(*rendezvous->store, rank, size, layout.regionBytes, deadline);
   return std::make_unique<Communicator>(
       std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous)));
 }
@@ -43,15 +76,11 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
 
 std::unique_ptr<Communicator> Communicator::fromEnvironment() {
   const Settings settings = Settings::fromEnvironment();
-  const bootstrap::LaunchIdentity id = bootstrap::readLaunchIdentity(settings);
+  bootstrap::JobRendezvous job = bootstrap::rendezvousFromEnvironment(settings);
   auto rendezvous = std::make_shared<Rendezvous>();
-  if (id.rank == 0) {
-    rendezvous->server = std::make_unique<bootstrap::TcpStoreServer>();
-    rendezvous->server->start(id.root, id.token);
-  }
-  rendezvous->client = std::make_unique<bootstrap::TcpStoreClient>(
-      id.root, id.token, Deadline::after(settings.timeoutSeconds), settings.timeoutSeconds);
-  return join(id.rank, id.size, std::move(rendezvous), settings);
+  rendezvous->server = std::move(job.server);
+  rendezvous->store = std::move(job.client);
+  return join(job.identity.rank, job.identity.size, std::move(rendezvous), settings);
 }
 
 UniqueId Communicator::uniqueId() {
@@ -63,14 +92,27 @@ UniqueId Communicator::uniqueId() {
 }
 
 std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int size) {
+  return core::createWithSettings(id, rank, size, Settings::fromEnvironment());
+}
+
+std::unique_ptr<Communicator> core::createWithSettings(const UniqueId& id, int rank, int size,
+                                                       const Settings& settings) {
   checkWorld(rank, size);
-  const Settings settings = Settings::fromEnvironment();
   bootstrap::UniqueIdBytes bytes;
   std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
   const auto decoded = bootstrap::decodeUniqueId(bytes);
   auto rendezvous = std::make_shared<Rendezvous>();
-  rendezvous->client = std::make_unique<bootstrap::TcpStoreClient>(
+  rendezvous->store = std::make_unique<bootstrap::TcpStoreClient>(
       decoded.root, decoded.token, Deadline::after(settings.timeoutSeconds), settings.timeoutSeconds);
+  return join(rank, size, std::move(rendezvous), settings);
+}
+
+std::unique_ptr<Communicator> Communicator::create(std::shared_ptr<KeyValueStore> store, int rank, int size,
+                                                   const std::string& prefix) {
+  checkWorld(rank, size);
+  const Settings settings = Settings::fromEnvironment();
+  auto rendezvous = std::make_shared<Rendezvous>();
+  rendezvous->store = bootstrap::ExternalStore::claim(std::move(store), prefix, size);
   return join(rank, size, std::move(rendezvous), settings);
 }
 

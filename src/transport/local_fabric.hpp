@@ -14,23 +14,14 @@
 #include <cstdint>
 #include <memory>
 
+#include "transport/call_descriptor.hpp"
 #include "transport/local_group.hpp"
 #include "transport/wait.hpp"
 
 namespace braid::transport {
 
 /// The call a rank is in, published with each round so that peers can check they are in the same one.
-struct RoundDescriptor {
-  std::int64_t seq = 0;
-  std::uint32_t collective = 0;
-  std::uint32_t dataType = 0;
-  std::uint64_t count = 0;
-  std::int32_t root = -1;
-  std::uint32_t reduceKind = 0;
-  std::uint64_t shapeHash = 0;  // hash of per-rank counts (v-collectives), 0 otherwise
-};
-
-static_assert(sizeof(RoundDescriptor) == 40);
+using RoundDescriptor = CallDescriptor;
 
 /// What a rank publishes for one round parity, on one cache line: the round counter, the call's descriptor and a
 /// small payload, so a peer learns all three with one cache-line transfer (small collectives are latency-bound).
@@ -61,6 +52,7 @@ class LocalFabric {
   int rank() const { return rank_; }
   int size() const { return size_; }
   LocalGroup& group() { return *group_; }
+  const LocalGroup& group() const { return *group_; }
   const FabricLayout& layout() const { return layout_; }
   std::size_t slotBytes() const { return layout_.slotBytes; }
 

@@ -16,39 +16,11 @@
 namespace braid::testing {
 namespace {
 
-// A deterministic sample: every (collective, dtype) pair once per world size, ops rotating, sizes rotating
-// through {0, 1, 1023, 64 KiB + 3, 16 MiB} bytes worth of elements.
-std::vector<Case> sample(int n) {
-  std::vector<Case> cases;
-  int k = 0;
-  for (Coll coll : allColls()) {
-    for (int t = 0; t < kNumDataTypes; ++t) {
-      const auto type = static_cast<DataType>(t);
-      const auto ops = reduces(coll) ? opsFor(type) : std::vector<ReduceKind>{ReduceKind::kSum};
-      const std::size_t esz = dataTypeSize(type);
-      const std::size_t sizes[] = {0, 1, 1023, (64u << 10) / esz + 3, (16u << 20) / esz};
-      ++k;
-      Case c{coll, type, ops[k % ops.size()], sizes[k % 5], false, k % n, k % 4 == 0};
-      const bool perRankBuffer = coll == Coll::kAllgather || coll == Coll::kGather || coll == Coll::kAlltoall ||
-                                 coll == Coll::kScatter || coll == Coll::kReduceScatter ||
-                                 coll == Coll::kGroupAllPairs || coll == Coll::kAlltoallv || coll == Coll::kAllgatherv;
-      if (perRankBuffer && c.count > 1024) c.count = c.count / n + 1;
-      cases.push_back(c);
-      if (supportsInPlace(coll)) {
-        c.inPlace = true;
-        c.count = sizes[(k + 2) % 4];
-        cases.push_back(c);
-      }
-    }
-  }
-  return cases;
-}
-
 class ProcessShm : public ::testing::TestWithParam<int> {};
 
 TEST_P(ProcessShm, SampledMatrix) {
   const int n = GetParam();
-  const auto cases = sample(n);
+  const auto cases = sampledCases(n);
   auto results = runProcesses(n, [&](Communicator& comm) {
     for (const Case& c : cases) runCase(comm, c);
   });
@@ -61,7 +33,7 @@ INSTANTIATE_TEST_SUITE_P(Shm, ProcessShm, ::testing::Values(2, 3, 8),
 TEST(ProcessShm, SegmentsAreUnlinkedOnceEveryRankMappedThem) {
   auto results = runProcesses(3, [&](Communicator& comm) {
     comm.barrier();  // creation finished on every rank: every name of this communicator must be gone by now
-    auto* group = dynamic_cast<transport::ShmLocalGroup*>(&comm.impl().localGroup());
+    auto* group = dynamic_cast<transport::ShmLocalGroup*>(comm.impl().localGroup());
     require(group != nullptr, "ranks as processes should use shared memory");
     for (const auto& name : group->segmentNames()) {
       require(::access(("/dev/shm" + name).c_str(), F_OK) != 0, name + " left in /dev/shm after creation");

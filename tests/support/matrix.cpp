@@ -38,4 +38,30 @@ Body matrixBody(Coll coll, int n) {
   };
 }
 
+std::vector<Case> sampledCases(int n) {
+  std::vector<Case> cases;
+  int k = 0;
+  for (Coll coll : allColls()) {
+    for (int t = 0; t < kNumDataTypes; ++t) {
+      const auto type = static_cast<DataType>(t);
+      const auto ops = reduces(coll) ? opsFor(type) : std::vector<ReduceKind>{ReduceKind::kSum};
+      const std::size_t esz = dataTypeSize(type);
+      const std::size_t sizes[] = {0, 1, 1023, (64u << 10) / esz + 3, (16u << 20) / esz};
+      ++k;
+      Case c{coll, type, ops[k % ops.size()], sizes[k % 5], false, k % n, k % 4 == 0};
+      const bool perRankBuffer = coll == Coll::kAllgather || coll == Coll::kGather || coll == Coll::kAlltoall ||
+                                 coll == Coll::kScatter || coll == Coll::kReduceScatter ||
+                                 coll == Coll::kGroupAllPairs || coll == Coll::kAlltoallv || coll == Coll::kAllgatherv;
+      if (perRankBuffer && c.count > 1024) c.count = c.count / n + 1;
+      cases.push_back(c);
+      if (supportsInPlace(coll)) {
+        c.inPlace = true;
+        c.count = sizes[(k + 2) % 4];
+        cases.push_back(c);
+      }
+    }
+  }
+  return cases;
+}
+
 }  // namespace braid::testing

@@ -10,4 +10,8 @@ namespace braid::testing {
 /// in place and out of place where the collective has an in-place form; roots and async forms rotate.
 Body matrixBody(Coll coll, int ranks);
 
+/// A deterministic sample for ranks as processes: every (collective, dtype) pair once per world size, ops rotating,
+/// sizes rotating through {0, 1, 1023, 64 KiB + 3, 16 MiB} bytes worth of elements, in place where it applies.
+std::vector<Case> sampledCases(int ranks);
+
 }  // namespace braid::testing

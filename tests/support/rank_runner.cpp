@@ -12,6 +12,8 @@
 
 #include "bootstrap/unique_id.hpp"
 #include "core/communicator_impl.hpp"
+#include "core/create.hpp"
+#include "transport/local_fabric.hpp"
 #include "transport/memory/memory_local_group.hpp"
 
 namespace braid::testing {
@@ -23,6 +25,24 @@ Settings testSettings() {
 }
 
 std::vector<std::string> runThreads(int ranks, const Body& body, const Settings& settings) {
+  if (settings.transport == "tcp") {
+    // Each thread joins through the TCP store that uniqueId() starts here, as separate processes would.
+    const UniqueId id = Communicator::uniqueId();
+    std::vector<std::string> results(ranks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r) {
+      threads.emplace_back([&, r] {
+        try {
+          auto comm = core::createWithSettings(id, r, ranks, settings);
+          body(*comm);
+        } catch (const std::exception& e) {
+          results[r] = e.what();
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return results;
+  }
   const auto layout = transport::FabricLayout::compute(ranks, settings.shmSlotBytes, settings.shmP2pBytes);
   auto arena = std::make_shared<transport::MemoryArena>(ranks, layout.regionBytes);
   std::vector<std::string> results(ranks);
@@ -119,12 +139,15 @@ std::vector<std::string> forkRanks(int ranks, const std::function<std::string(in
   return results;
 }
 
-std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds) {
+std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds,
+                                      const std::string& transport) {
   const UniqueId id = Communicator::uniqueId();
   auto results = forkRanks(
       ranks,
       [&](int r) {
-        auto comm = Communicator::create(id, r, ranks);
+        Settings settings = testSettings();
+        if (!transport.empty()) settings.transport = transport;
+        auto comm = core::createWithSettings(id, r, ranks, settings);
         body(*comm);
         return std::string();
       },

@@ -1,5 +1,5 @@
-// Runs a test body on N ranks: as threads of this process over the in-memory transport, or as forked processes
-// over shared memory. Each returns one message per rank, empty when that rank's body finished without throwing.
+// Runs a test body on N ranks: as threads of this process (over the in-memory transport, or over TCP when the
+// settings say BRAID_TRANSPORT=tcp), or as forked processes (over shared memory or TCP). Each returns one message per rank, empty when that rank's body finished without throwing.
 #pragma once
 
 #include <functional>
@@ -22,7 +22,15 @@ std::vector<std::string> runThreads(int ranks, const Body& body, const Settings&
 std::vector<std::string> forkRanks(int ranks, const std::function<std::string(int rank)>& child, double timeoutSeconds);
 /// Every rank is a child process that creates its communicator from a unique id made here; the whole run is
 /// killed after `timeoutSeconds`, which is then reported for the ranks still running.
-std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds = 120);
+/// `transport` overrides BRAID_TRANSPORT for these ranks ("shm", "tcp"; "" keeps the environment's).
+std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds = 120,
+                                      const std::string& transport = "");
+/// Settings for thread ranks over TCP (runThreads with these joins them through a TCP store and mesh).
+inline Settings tcpSettings() {
+  Settings s = testSettings();
+  s.transport = "tcp";
+  return s;
+}
 
 /// Empty when every rank succeeded; else one line per failed rank.
 std::string failures(const std::vector<std::string>& perRank);

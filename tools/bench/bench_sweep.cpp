@@ -225,9 +225,7 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
       row.wrong = wrong;
     }
     std::string algorithm = comm.impl().transportName();
-    if (coll == "allreduce" || coll == "reduce") {
-      algorithm += std::string("/") + host::reduceAlgorithmName(comm.impl().reduceAlgorithm(bytes));
-    }
+    if (coll == "allreduce" || coll == "reduce") algorithm = comm.impl().allreduceAlgorithm(bytes);
     if (onRow) onRow(row, algorithm);
     rows.push_back(row);
   }

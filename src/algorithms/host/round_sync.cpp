@@ -5,9 +5,7 @@
 
 namespace braid::host {
 
-namespace {
-
-std::string describe(const transport::RoundDescriptor& d) {
+std::string describeInWords(const transport::RoundDescriptor& d) {
   const auto c = static_cast<Collective>(d.collective);
   if (c == Collective::kRejected) return "a call whose arguments it rejected";
   std::string s = strCat(collectiveName(c), " #", d.seq, " (", dataTypeName(static_cast<DataType>(d.dataType)),
@@ -19,6 +17,10 @@ std::string describe(const transport::RoundDescriptor& d) {
   if (d.shapeHash != 0) s += strCat(", counts hash ", std::hex, d.shapeHash);
   return s + ")";
 }
+
+namespace {
+
+const auto describe = describeInWords;
 
 bool sameCall(const transport::RoundDescriptor& a, const transport::RoundDescriptor& b) {
   return a.seq == b.seq && a.collective == b.collective && a.dataType == b.dataType && a.count == b.count &&

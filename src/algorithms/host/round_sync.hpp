@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "algorithms/collective.hpp"
 #include "algorithms/host/op_env.hpp"
@@ -15,6 +16,9 @@ namespace braid::host {
 /// Describes a call for the cross-rank check of its first round.
 transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type, std::uint64_t count,
                                         int root = -1, ReduceKind kind = ReduceKind::kSum, std::uint64_t shapeHash = 0);
+
+/// "allreduce #3 (float32, count 100, sum)": a call in words, for Mismatch messages.
+std::string describeInWords(const transport::RoundDescriptor& call);
 
 class RoundSync {
  public:

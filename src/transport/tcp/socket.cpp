@@ -1,8 +1,6 @@
 #include "transport/tcp/socket.hpp"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -21,7 +19,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/config.hpp"
 #include "base/error.hpp"
+#include "transport/tcp/interfaces.hpp"
 
 namespace braid::tcp {
 
@@ -343,32 +343,10 @@ Socket connectTo(const Address& address, Deadline deadline) {
   }
 }
 
-std::string hostAddressForPeers() {
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return "127.0.0.1";
-  std::string best;
-  std::string bridge;
-  for (const ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
-    if (ifa->ifa_addr == nullptr || ifa->ifa_addr->sa_family != AF_INET) continue;
-    if ((ifa->ifa_flags & IFF_UP) == 0 || (ifa->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    char text[INET_ADDRSTRLEN];
-    const auto* sin = reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr);
-    if (::inet_ntop(AF_INET, &sin->sin_addr, text, sizeof text) == nullptr) continue;
-    // Container and VM bridges are local to this host; peers on other hosts cannot reach them (NCCL skips
-    // docker* for the same reason).
-    const std::string_view ifname = ifa->ifa_name;
-    const bool isBridge = ifname.starts_with("docker") || ifname.starts_with("virbr") || ifname.starts_with("veth") ||
-                          ifname.starts_with("br-");
-    if (isBridge) {
-      if (bridge.empty()) bridge = text;
-    } else if (best.empty()) {
-      best = text;
-    }
-  }
-  ::freeifaddrs(list);
-  if (!best.empty()) return best;
-  if (!bridge.empty()) return bridge;
-  return "127.0.0.1";
+std::string hostAddressForPeers() { return hostAddressForPeers(Settings::fromEnvironment().ifname); }
+
+std::string hostAddressForPeers(std::string_view ifnameSpec) {
+  return selectInterfaces(listInterfaces(), ifnameSpec).front().hostForPeers();
 }
 
 }  // namespace braid::tcp

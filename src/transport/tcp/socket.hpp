@@ -79,8 +79,11 @@ Socket listenOn(const Address& address, int backlog);
 /// ranks commonly start before the root listens. Timeout names the address and the last error seen.
 Socket connectTo(const Address& address, Deadline deadline);
 
-/// A non-loopback IPv4 address of this host to advertise to peers (interfaces that are up; container bridges
-/// such as docker0 only when nothing else exists), else "127.0.0.1".
+/// The address of this host to advertise to peers: the best one BRAID_IFNAME selects (tcp/interfaces.hpp; by
+/// default a non-loopback IPv4 address, container bridges such as docker0 and then loopback only when nothing else
+/// is up). InvalidArgument naming BRAID_IFNAME and the interfaces present when it selects none.
 std::string hostAddressForPeers();
+/// The same for a given BRAID_IFNAME value (NCCL_SOCKET_IFNAME syntax: "eth", "^docker,lo", "=eth0").
+std::string hostAddressForPeers(std::string_view ifnameSpec);
 
 }  // namespace braid::tcp

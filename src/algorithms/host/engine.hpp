@@ -1,0 +1,53 @@
+// What the communicator runs its calls on: all collectives and point-to-point over one kind of connection
+// between the ranks. LocalEngine serves ranks of one host (shared memory or, for thread ranks, the heap);
+// NetEngine serves ranks anywhere over the TCP mesh. Calls arrive one at a time, in issue order, with their
+// arguments already checked by core/.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "algorithms/collective.hpp"
+#include "algorithms/host/op_env.hpp"
+#include "braid/types.hpp"
+
+namespace braid::host {
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  /// "shm", "memory" or "tcp".
+  virtual const char* transportName() const = 0;
+  /// The algorithm an allreduce of `bytes` runs ("direct", "rsag", "ring"), and in words why.
+  virtual std::string allreduceAlgorithm(std::size_t bytes) const = 0;
+  virtual std::string explainAllreduce(std::size_t bytes) const = 0;
+
+  virtual void barrier(const OpEnv& env) = 0;
+  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                         const OpEnv& env) = 0;
+  virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                      const OpEnv& env) = 0;
+  virtual void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                             const OpEnv& env) = 0;
+  virtual void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
+  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
+  virtual void allgatherv(const void* send, std::size_t sendCount, void* recv,
+                          const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
+                          DataType type, const OpEnv& env) = 0;
+  virtual void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
+  virtual void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
+  virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
+  virtual void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                         const std::vector<std::size_t>& sendDispls, void* recv,
+                         const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
+                         DataType type, const OpEnv& env) = 0;
+  /// Runs point-to-point operations together (a group) to completion.
+  virtual void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) = 0;
+  /// This rank rejected its arguments for the call `env` names: its peers must fail that call with Mismatch.
+  virtual void reject(const OpEnv& env) = 0;
+};
+
+}  // namespace braid::host

@@ -1,0 +1,14 @@
+#include "algorithms/host/local_engine.hpp"
+
+namespace braid::host {
+
+LocalEngine::LocalEngine(std::unique_ptr<transport::LocalGroup> group, const transport::FabricLayout& layout,
+                         std::function<ReduceAlgorithm(std::size_t)> chooseReduce,
+                         std::function<std::string(std::size_t)> explainReduce)
+    : fabric_(std::move(group), layout),
+      collectives_(fabric_),
+      p2p_(fabric_),
+      choose_(std::move(chooseReduce)),
+      explain_(std::move(explainReduce)) {}
+
+}  // namespace braid::host

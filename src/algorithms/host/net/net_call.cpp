@@ -1,0 +1,59 @@
+#include "algorithms/host/net/net_call.hpp"
+
+#include <vector>
+
+namespace braid::host {
+
+NetCall::NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, const OpEnv& env, tcp::FrameKind kind)
+    : mesh_(mesh), call_(call), kind_(kind), env_(env) {
+  policy_.spinMicros = env.spinMicros;
+  policy_.yieldWhileSpinning = env.yieldWhileSpinning;
+  policy_.timeoutSeconds = env.timeoutSeconds;
+  policy_.deadline = &env.deadline;
+  if (env.check) policy_.check = env.check;
+}
+
+NetCall::~NetCall() {
+  std::vector<tcp::MeshOp*> pending;
+  for (auto& op : ops_) {
+    if (op.state.load(std::memory_order_acquire) == tcp::MeshOp::kPending) pending.push_back(&op);
+  }
+  if (!pending.empty()) mesh_.cancel(pending);
+}
+
+tcp::MeshOp& NetCall::make(tcp::MeshOp::Dir dir, int peer, std::uint32_t step, const void* data, std::size_t bytes,
+                           std::int64_t key) {
+  tcp::MeshOp& op = ops_.emplace_back();
+  op.dir = dir;
+  op.peer = peer;
+  op.kind = kind_;
+  op.key = key;
+  op.step = step;
+  op.call = kind_ == tcp::FrameKind::kCollective ? call_ : transport::CallDescriptor{};
+  op.data = static_cast<std::byte*>(const_cast<void*>(data));
+  op.bytes = bytes;
+  mesh_.post(op);
+  return op;
+}
+
+tcp::MeshOp& NetCall::send(int peer, std::uint32_t step, const void* data, std::size_t bytes, std::int64_t key) {
+  return make(tcp::MeshOp::Dir::kSend, peer, step, data, bytes, key);
+}
+
+tcp::MeshOp& NetCall::recv(int peer, std::uint32_t step, void* data, std::size_t bytes, std::int64_t key) {
+  return make(tcp::MeshOp::Dir::kRecv, peer, step, data, bytes, key);
+}
+
+void NetCall::wait(tcp::MeshOp& op) {
+  tcp::MeshOp* one[] = {&op};
+  mesh_.wait(one, env_.context, policy_);
+}
+
+void NetCall::waitAll() {
+  std::vector<tcp::MeshOp*> all;
+  all.reserve(ops_.size());
+  for (auto& op : ops_) all.push_back(&op);
+  mesh_.wait(all, env_.context, policy_);
+}
+
+}  // namespace braid::host

@@ -1,0 +1,51 @@
+// One collective call's messages over the TCP mesh: posts sends and receives named by (call, step), waits for
+// them, and on the way out cancels whatever is unfinished so the mesh never holds a pointer into a dead frame.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+
+#include "algorithms/host/op_env.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+
+namespace braid::host {
+
+class NetCall {
+ public:
+  /// `call.seq` names the call on the wire; for point-to-point groups pass kind kPointToPoint.
+  NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, const OpEnv& env,
+          tcp::FrameKind kind = tcp::FrameKind::kCollective);
+  ~NetCall();
+  NetCall(const NetCall&) = delete;
+  NetCall& operator=(const NetCall&) = delete;
+
+  int rank() const { return mesh_.rank(); }
+  int size() const { return mesh_.size(); }
+
+  /// Starts sending `bytes` to `peer` as message `step` of this call (key: the call's sequence number, or for
+  /// point-to-point the tag).
+  tcp::MeshOp& send(int peer, std::uint32_t step, const void* data, std::size_t bytes, std::int64_t key);
+  tcp::MeshOp& recv(int peer, std::uint32_t step, void* data, std::size_t bytes, std::int64_t key);
+  tcp::MeshOp& send(int peer, std::uint32_t step, const void* data, std::size_t bytes) {
+    return send(peer, step, data, bytes, call_.seq);
+  }
+  tcp::MeshOp& recv(int peer, std::uint32_t step, void* data, std::size_t bytes) {
+    return recv(peer, step, data, bytes, call_.seq);
+  }
+  void wait(tcp::MeshOp& op);
+  /// Waits for every op posted so far.
+  void waitAll();
+
+ private:
+  tcp::MeshOp& make(tcp::MeshOp::Dir dir, int peer, std::uint32_t step, const void* data, std::size_t bytes,
+                    std::int64_t key);
+
+  tcp::TcpMesh& mesh_;
+  transport::CallDescriptor call_;
+  tcp::FrameKind kind_;
+  const OpEnv& env_;
+  transport::WaitPolicy policy_;
+  std::deque<tcp::MeshOp> ops_;  // a deque: ops keep their addresses while more are added
+};
+
+}  // namespace braid::host

@@ -1,0 +1,84 @@
+// NetEngine: construction, the choice of algorithm, barrier, point-to-point and rejected calls.
+#include "algorithms/host/net/net_engine.hpp"
+
+#include <cstring>
+
+#include "algorithms/host/copy.hpp"
+
+namespace braid::host {
+
+NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes)
+    : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes) {}
+
+std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const { return direct(bytes) ? "direct" : "ring"; }
+
+std::string NetEngine::explainAllreduce(std::size_t bytes) const {
+  if (size() <= 1) return "direct: a single rank copies";
+  if (direct(bytes)) {
+    return strCat("direct: ", bytes, " B <= BRAID_DIRECT_MAX_BYTES (", directMaxBytes_,
+                  "): one message latency, every rank reduces all ", size(), " inputs in rank order");
+  }
+  return strCat("ring: ", bytes, " B > BRAID_DIRECT_MAX_BYTES (", directMaxBytes_,
+                "): reduce-scatter + allgather over ", size(), " ranks, ", mesh_->streamsPerPeer(),
+                " TCP streams per peer, each rank sends 2(n-1)/n of the ", "buffer (bandwidth-optimal)");
+}
+
+void NetEngine::barrier(const OpEnv& env) {
+  runCall(describeCall(Collective::kBarrier, env.context.seq, DataType::kUint8, 0), env, [&](NetCall& call) {
+    // Dissemination: in round k every rank signals rank + 2^k and waits for rank - 2^k; after ceil(log2 n)
+    // rounds every rank has heard, through some chain, from every other.
+    const int n = size();
+    std::uint32_t round = 0;
+    for (int distance = 1; distance < n; distance *= 2, ++round) {
+      call.send((rank() + distance) % n, round, nullptr, 0);
+      call.wait(call.recv((rank() - distance + n) % n, round, nullptr, 0));
+    }
+    call.waitAll();
+  });
+}
+
+void NetEngine::reject(const OpEnv& env) {
+  const std::int64_t seq = env.context.seq;
+  mesh_->notifyFailure(seq, ErrorCode::kMismatch,
+                       strCat("peer ", rank(), " rejected its arguments for call #", seq, " (see that rank's error)"));
+  mesh_->finishCall(seq);
+}
+
+void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
+  NetCall call(*mesh_, transport::CallDescriptor{}, env, tcp::FrameKind::kPointToPoint);
+  // Messages to itself first, so that a group holding both halves completes.
+  for (const P2pOp& op : ops) {
+    if (op.kind != P2pOp::Kind::kSend || op.peer != rank()) continue;
+    const auto* data = static_cast<const std::byte*>(op.buffer);
+    toSelf_.emplace(op.tag, std::vector<std::byte>(data, data + op.count * dataTypeSize(op.type)));
+  }
+  for (const P2pOp& op : ops) {
+    const std::size_t bytes = op.count * dataTypeSize(op.type);
+    if (op.peer == rank()) {
+      if (op.kind == P2pOp::Kind::kSend) continue;
+      const auto it = toSelf_.find(op.tag);  // multimap: the first of equal keys is the oldest
+      if (it == toSelf_.end()) {
+        fail(ErrorCode::kInvalidArgument, env.context, "receive from itself (tag ", op.tag,
+             ") has no send to itself before it or in the same group: it would wait forever");
+      }
+      if (it->second.size() != bytes) {
+        const std::size_t sent = it->second.size();
+        toSelf_.erase(it);
+        fail(ErrorCode::kMismatch, env.context, "rank ", rank(), " sent itself ", sent, " bytes with tag ", op.tag,
+             " but receives ", bytes, " bytes");
+      }
+      copyBytes(op.buffer, it->second.data(), bytes);
+      toSelf_.erase(it);
+      continue;
+    }
+    const std::pair<int, int> pairTag{op.peer, op.tag};
+    if (op.kind == P2pOp::Kind::kSend) {
+      call.send(op.peer, sent_[pairTag]++, op.buffer, bytes, op.tag);
+    } else {
+      call.recv(op.peer, received_[pairTag]++, op.buffer, bytes, op.tag);
+    }
+  }
+  call.waitAll();
+}
+
+}  // namespace braid::host

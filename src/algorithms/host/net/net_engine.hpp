@@ -1,0 +1,115 @@
+// The Engine of ranks that reach each other over the TCP mesh (other hosts, or BRAID_TRANSPORT=tcp).
+//
+// Algorithms (n ranks, b bytes; "direct" below directMaxBytes, where latency dominates):
+// - allreduce: direct = every rank sends its input to every peer and reduces all n in rank order (one message
+//   latency, n-1 messages); ring = reduce-scatter then allgather around a ring, segments pipelined so that the
+//   reduction of one overlaps the transfer of the next (2(n-1)/n * b per rank on the wire: bandwidth-optimal).
+// - reduce: direct to the root, or ring reduce-scatter then every block to the root.
+// - reduce_scatter: ring; allgather(v): direct or ring; broadcast: binomial tree, or a pipelined chain for
+//   large buffers; gather/scatter: direct with the root; alltoall(v): all pairs at once; barrier: dissemination.
+// Every rank reduces the same operands in the same order for a given block, so results are identical on all ranks.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "algorithms/host/engine.hpp"
+#include "algorithms/host/net/net_call.hpp"
+#include "algorithms/patterns/partition.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+
+namespace braid::host {
+
+class NetEngine final : public Engine {
+ public:
+  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes);
+
+  tcp::TcpMesh& mesh() { return *mesh_; }
+  int rank() const { return mesh_->rank(); }
+  int size() const { return mesh_->size(); }
+
+  const char* transportName() const override { return "tcp"; }
+  std::string allreduceAlgorithm(std::size_t bytes) const override;
+  std::string explainAllreduce(std::size_t bytes) const override;
+
+  void barrier(const OpEnv& env) override;
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const OpEnv& env) override;
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              const OpEnv& env) override;
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     const OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
+                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
+                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
+  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
+  void reject(const OpEnv& env) override;
+
+ private:
+  using BlockFn = std::function<patterns::Block(int)>;
+
+  /// Runs `body` as the call `call`: on failure tells the peers (so they stop waiting for this rank) and
+  /// rethrows; either way the mesh drops what still arrives for the call afterwards.
+  template <typename Body>
+  void runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body);
+
+  bool direct(std::size_t bytes) const { return bytes <= directMaxBytes_ || size() <= 1; }
+  /// Reduce-scatter around the ring over `accum` (this rank's contribution, reduced in place): afterwards block
+  /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block).
+  void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
+                         ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase);
+  /// Allgather around the ring: each rank starts with its block of `buf` filled and ends with all of them.
+  void ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
+                     std::uint32_t stepBase);
+  /// Every rank's block to every peer at once, straight into place.
+  void directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes);
+  /// Reduces `count` elements of n sources gathered from all ranks (own input included) in rank order.
+  void directReduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                    int root);
+  std::byte* scratch(std::size_t bytes);
+
+  std::unique_ptr<tcp::TcpMesh> mesh_;
+  std::size_t directMaxBytes_;
+  std::vector<std::byte> scratch_;
+  std::vector<std::byte> workspace_;
+  std::vector<const void*> sources_;
+  // Point-to-point: message numbers per (peer, tag), and messages a rank sent to itself.
+  std::map<std::pair<int, int>, std::uint32_t> sent_;
+  std::map<std::pair<int, int>, std::uint32_t> received_;
+  std::multimap<int, std::vector<std::byte>> toSelf_;  // by tag, in send order
+};
+
+}  // namespace braid::host
+
+// ---- template definitions ----
+
+#include "algorithms/host/round_sync.hpp"
+#include "base/error.hpp"
+
+namespace braid::host {
+
+template <typename Body>
+void NetEngine::runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body) {
+  try {
+    NetCall messages(*mesh_, call, env);
+    body(messages);
+  } catch (const Error& e) {
+    mesh_->notifyFailure(call.seq, e.code(),
+                         strCat("rank ", rank(), " failed ", describeInWords(call), ": ", e.message()),
+                         e.context().peer);
+    mesh_->finishCall(call.seq);
+    throw;
+  }
+  mesh_->finishCall(call.seq);
+}
+
+}  // namespace braid::host

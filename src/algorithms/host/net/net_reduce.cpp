@@ -1,0 +1,193 @@
+// Reducing collectives over the TCP mesh: allreduce, reduce, reduce-scatter (see net_engine.hpp).
+#include <algorithm>
+
+#include "algorithms/host/copy.hpp"
+#include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/reduce_cpu.hpp"
+#include "algorithms/host/round_sync.hpp"
+#include "algorithms/patterns/ring.hpp"
+
+namespace braid::host {
+
+namespace {
+
+// Segment of a ring step: the unit that is sent, received and reduced, so the reduction of one overlaps the
+// transfer of the next. One frame's payload: smaller segments cost a message each, larger ones delay the overlap.
+constexpr std::size_t kSegmentBytes = tcp::kMaxFramePayload;
+// Steps of the allgather phase are numbered from here, after any reduce-scatter phase of the same call.
+constexpr std::uint32_t kSecondPhase = 0x80000000u;
+
+// This rank's input as it enters the reduction: premul-sum scales it here, on the copy that is needed anyway.
+void contribute(std::byte* dst, const void* src, std::size_t count, DataType type, ReduceOp op) {
+  if (op.kind == ReduceKind::kPremulSum && op.scale != 1.0) {
+    scaleCopy(dst, src, count, type, op.scale);
+  } else if (dst != src) {
+    copyBytes(dst, src, count * dataTypeSize(type));
+  }
+}
+
+patterns::Block segmentOf(const patterns::Block& block, std::size_t index, std::size_t segElems) {
+  const std::size_t off = index * segElems;
+  if (off >= block.count) return {block.end(), 0};
+  return {block.offset + off, std::min(segElems, block.count - off)};
+}
+
+}  // namespace
+
+std::byte* NetEngine::scratch(std::size_t bytes) {
+  if (scratch_.size() < bytes) scratch_.resize(bytes);
+  return scratch_.data();
+}
+
+void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t esz,
+                                  DataType type, ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase) {
+  const int n = size();
+  const patterns::Block owned = blocks(rank());
+  if (n == 1) {
+    if (op.kind == ReduceKind::kAvg) {
+      const void* src = accum + owned.offset * esz;
+      reduceSources(ownedOut, &src, 1, owned.count, type, op.kind, 1);
+    } else {
+      copyBytes(ownedOut, accum + owned.offset * esz, owned.count * esz);
+    }
+    return;
+  }
+  const patterns::Ring ring(rank(), n);
+  std::size_t maxBlock = 0;
+  for (int b = 0; b < n; ++b) maxBlock = std::max(maxBlock, blocks(b).count);
+  const std::size_t segElems = std::max<std::size_t>(1, kSegmentBytes / esz);
+  const std::size_t nseg = std::max<std::size_t>(1, patterns::chunkCount(maxBlock, segElems));
+  std::byte* tmp = scratch(2 * maxBlock * esz);
+  const ReduceKind partialKind = op.kind == ReduceKind::kAvg ? ReduceKind::kSum : op.kind;
+  const int steps = ring.steps();
+  std::vector<tcp::MeshOp*> recvs[2];
+  recvs[0].resize(nseg);
+  recvs[1].resize(nseg);
+  auto stepId = [&](int s, std::size_t j) { return stepBase + static_cast<std::uint32_t>(s * nseg + j); };
+  auto postRecvs = [&](int s) {
+    const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
+    std::byte* buf = tmp + static_cast<std::size_t>(s % 2) * maxBlock * esz;
+    for (std::size_t j = 0; j < nseg; ++j) {
+      const patterns::Block sg = segmentOf(blk, j, segElems);
+      recvs[s % 2][j] = &call.recv(ring.prev(), stepId(s, j), buf + (sg.offset - blk.offset) * esz, sg.count * esz);
+    }
+  };
+  auto postSend = [&](int s, std::size_t j) {
+    const patterns::Block sg = segmentOf(blocks(ring.reduceScatterSendBlock(s)), j, segElems);
+    call.send(ring.next(), stepId(s, j), accum + sg.offset * esz, sg.count * esz);
+  };
+
+  postRecvs(0);
+  for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps) postRecvs(s + 1);  // into the other half of tmp, whose step s-1 data is reduced already
+    const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
+    const bool last = s + 1 == steps;  // then blk is this rank's own block, complete after this step
+    const std::byte* received = tmp + static_cast<std::size_t>(s % 2) * maxBlock * esz;
+    for (std::size_t j = 0; j < nseg; ++j) {
+      call.wait(*recvs[s % 2][j]);
+      const patterns::Block sg = segmentOf(blk, j, segElems);
+      std::byte* dst = last ? ownedOut + (sg.offset - blk.offset) * esz : accum + sg.offset * esz;
+      const void* srcs[2] = {accum + sg.offset * esz, received + (sg.offset - blk.offset) * esz};
+      if (sg.count > 0) reduceSources(dst, srcs, 2, sg.count, type, last ? op.kind : partialKind, n);
+      if (!last) postSend(s + 1, j);
+    }
+  }
+  call.waitAll();  // the blocks sent are overwritten by whatever follows (an allgather)
+}
+
+void NetEngine::directReduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                             int root) {
+  const int n = size();
+  const std::size_t bytes = count * dataTypeSize(type);
+  const bool keeps = root < 0 || root == rank();
+  std::byte* all = scratch(static_cast<std::size_t>(n) * bytes);
+  std::byte* mine = all + static_cast<std::size_t>(rank()) * bytes;
+  contribute(mine, send, count, type, op);
+  for (int i = 1; i < n; ++i) {
+    const int to = (rank() + i) % n;
+    const int from = (rank() - i + n) % n;
+    if (keeps) call.recv(from, 0, all + static_cast<std::size_t>(from) * bytes, bytes);
+    if (root < 0 || to == root) call.send(to, 0, mine, bytes);
+  }
+  call.waitAll();
+  if (!keeps || count == 0) return;
+  sources_.resize(static_cast<std::size_t>(n));
+  for (int r = 0; r < n; ++r) sources_[r] = all + static_cast<std::size_t>(r) * bytes;
+  reduceSources(recv, sources_.data(), n, count, type, op.kind, n);
+}
+
+void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                          const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  runCall(describeCall(Collective::kAllreduce, env.context.seq, type, count, -1, op.kind), env, [&](NetCall& call) {
+    if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, -1);
+    auto* out = static_cast<std::byte*>(recv);
+    contribute(out, send, count, type, op);
+    const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
+    ringReduceScatter(call, out, blocks, esz, type, op, out + blocks(rank()).offset * esz, 0);
+    ringAllgather(call, out, blocks, esz, kSecondPhase);
+  });
+}
+
+void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                       const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  runCall(describeCall(Collective::kReduce, env.context.seq, type, count, root, op.kind), env, [&](NetCall& call) {
+    if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, root);
+    if (workspace_.size() < count * esz) workspace_.resize(count * esz);
+    std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.data();
+    contribute(accum, send, count, type, op);
+    const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
+    const patterns::Block owned = blocks(rank());
+    ringReduceScatter(call, accum, blocks, esz, type, op, accum + owned.offset * esz, 0);
+    if (rank() != root) {
+      call.send(root, kSecondPhase, accum + owned.offset * esz, owned.count * esz);
+    } else {
+      for (int p = 0; p < size(); ++p) {
+        if (p == root) continue;
+        const patterns::Block blk = blocks(p);
+        call.recv(p, kSecondPhase, accum + blk.offset * esz, blk.count * esz);
+      }
+    }
+    call.waitAll();
+  });
+}
+
+void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                              const OpEnv& env) {
+  const std::size_t esz = dataTypeSize(type);
+  const int n = size();
+  const std::size_t total = recvCount * static_cast<std::size_t>(n);
+  runCall(describeCall(Collective::kReduceScatter, env.context.seq, type, recvCount, -1, op.kind), env,
+          [&](NetCall& call) {
+            if (workspace_.size() < total * esz) workspace_.resize(total * esz);
+            std::byte* accum = workspace_.data();
+            contribute(accum, send, total, type, op);
+            const std::size_t blockBytes = recvCount * esz;
+            if (direct(total * esz)) {
+              // Block p of every rank goes to rank p, which reduces the n blocks in rank order.
+              std::byte* all = scratch(total * esz);
+              for (int i = 1; i < n; ++i) {
+                const int to = (rank() + i) % n;
+                const int from = (rank() - i + n) % n;
+                call.recv(from, 0, all + static_cast<std::size_t>(from) * blockBytes, blockBytes);
+                call.send(to, 0, accum + static_cast<std::size_t>(to) * blockBytes, blockBytes);
+              }
+              call.waitAll();
+              copyBytes(all + static_cast<std::size_t>(rank()) * blockBytes,
+                        accum + static_cast<std::size_t>(rank()) * blockBytes, blockBytes);
+              if (recvCount == 0) return;
+              sources_.resize(static_cast<std::size_t>(n));
+              for (int r = 0; r < n; ++r) sources_[r] = all + static_cast<std::size_t>(r) * blockBytes;
+              reduceSources(recv, sources_.data(), n, recvCount, type, op.kind, n);
+              return;
+            }
+            const BlockFn blocks = [&](int b) {
+              return patterns::Block{static_cast<std::size_t>(b) * recvCount, recvCount};
+            };
+            ringReduceScatter(call, accum, blocks, esz, type, op, static_cast<std::byte*>(recv), 0);
+          });
+}
+
+}  // namespace braid::host

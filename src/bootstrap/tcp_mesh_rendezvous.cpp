@@ -1,0 +1,123 @@
+#include "bootstrap/tcp_mesh_rendezvous.hpp"
+
+#include <cstring>
+
+#include "base/logging.hpp"
+#include "bootstrap/unique_id.hpp"
+#include "transport/tcp/crypto.hpp"
+#include "transport/tcp/handshake.hpp"
+
+namespace braid::bootstrap {
+
+namespace {
+
+constexpr double kHelloSeconds = 10;
+
+std::string toHex(std::span<const std::byte> bytes) {
+  static const char* kDigits = "0123456789abcdef";
+  std::string out;
+  for (std::byte b : bytes) {
+    out += kDigits[static_cast<unsigned>(b) >> 4];
+    out += kDigits[static_cast<unsigned>(b) & 15];
+  }
+  return out;
+}
+
+std::vector<std::byte> fromHex(const std::string& text, const char* what) {
+  auto digit = [&](char c) -> unsigned {
+    if (c >= '0' && c <= '9') return static_cast<unsigned>(c - '0');
+    if (c >= 'a' && c <= 'f') return static_cast<unsigned>(c - 'a' + 10);
+    if (c >= 'A' && c <= 'F') return static_cast<unsigned>(c - 'A' + 10);
+    fail(ErrorCode::kInternal, {}, "malformed ", what, " in the store");
+  };
+  if (text.size() % 2 != 0) fail(ErrorCode::kInternal, {}, "malformed ", what, " in the store");
+  std::vector<std::byte> out(text.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<std::byte>(digit(text[2 * i]) << 4 | digit(text[2 * i + 1]));
+  }
+  return out;
+}
+
+std::vector<std::byte> randomBytesOrFail(std::size_t n) {
+  std::vector<std::byte> out(n);
+  if (!tcp::randomBytes(out.data(), n)) fail(ErrorCode::kInternal, {}, "RAND_bytes failed (OpenSSL)");
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, const MeshRendezvous& how,
+                                          Deadline deadline) {
+  const ErrorContext ctx{.rank = rank, .op = "create"};
+  const int streams = how.options.streams;
+  if (streams < 1 || streams > 64) {
+    fail(ErrorCode::kInvalidArgument, ctx, "BRAID_TCP_STREAMS=", streams, " must be within 1..64");
+  }
+  // The communicator's id (not secret: it tells apart connections meant for other communicators) and, without
+  // BRAID_TOKEN, its secret (256 bits, only as private as the store's channel).
+  if (rank == 0) {
+    store.set(how.prefix + "/comm_id", toHex(randomBytesOrFail(tcp::kCommIdBytes)));
+    if (how.token.empty()) store.set(how.prefix + "/secret", toHex(randomBytesOrFail(32)));
+  }
+  tcp::CommId commId{};
+  const auto idBytes = fromHex(store.get(how.prefix + "/comm_id", deadline), "communicator id");
+  if (idBytes.size() != commId.size()) fail(ErrorCode::kInternal, ctx, "communicator id of the wrong length");
+  std::memcpy(commId.data(), idBytes.data(), commId.size());
+  const std::vector<std::byte> secret =
+      how.token.empty()
+          ? fromHex(store.get(how.prefix + "/secret", deadline), "secret")
+          : std::vector<std::byte>(reinterpret_cast<const std::byte*>(how.token.data()),
+                                   reinterpret_cast<const std::byte*>(how.token.data()) + how.token.size());
+
+  tcp::Socket listener = tcp::listenOn(tcp::Address{how.listenHost, 0}, size * streams + 16);
+  const tcp::Address mine = listener.localAddress();
+  const auto addresses = allGather(store, how.prefix + "/addr", rank, size, mine.toString(), deadline);
+
+  std::vector<std::vector<tcp::Socket>> sockets(static_cast<std::size_t>(size));
+  for (auto& s : sockets) s.resize(static_cast<std::size_t>(streams));
+  // Lower ranks first: a rank connects to every lower rank, then accepts from every higher one. The waits form a
+  // chain towards rank 0, which only accepts, so no two ranks wait for each other.
+  for (int peer = 0; peer < rank; ++peer) {
+    const tcp::Address address = tcp::Address::parse(addresses[static_cast<std::size_t>(peer)]);
+    for (int s = 0; s < streams; ++s) {
+      tcp::Socket socket = tcp::connectTo(address, deadline);
+      tcp::helloAsConnector(socket, commId, secret, rank, s, deadline);
+      sockets[static_cast<std::size_t>(peer)][static_cast<std::size_t>(s)] = std::move(socket);
+    }
+  }
+  int missing = (size - 1 - rank) * streams;
+  while (missing > 0) {
+    tcp::Socket socket;
+    try {
+      socket = listener.accept(deadline);
+    } catch (const Error& e) {
+      if (e.code() != ErrorCode::kTimeout) throw;
+      std::string who;
+      for (int peer = rank + 1; peer < size; ++peer) {
+        if (!sockets[static_cast<std::size_t>(peer)].back().valid()) who += strCat(who.empty() ? "" : ", ", peer);
+      }
+      ErrorContext c = ctx;
+      fail(ErrorCode::kTimeout, c, "TCP mesh: ranks ", who, " never connected to ", mine.toString());
+    }
+    // A peer sends its hello as soon as it connects: one that does not within a few seconds is not a peer, and
+    // must not hold up the others.
+    const Deadline helloDeadline = deadline.secondsLeft() > kHelloSeconds ? Deadline::after(kHelloSeconds) : deadline;
+    std::string why;
+    const auto hello = tcp::helloAsAcceptor(socket, commId, secret, size, streams, helloDeadline, &why);
+    if (hello && hello->rank > rank &&
+        !sockets[static_cast<std::size_t>(hello->rank)][static_cast<std::size_t>(hello->stream)].valid()) {
+      sockets[static_cast<std::size_t>(hello->rank)][static_cast<std::size_t>(hello->stream)] = std::move(socket);
+      --missing;
+      continue;
+    }
+    if (hello) why = strCat("rank ", hello->rank, " stream ", hello->stream, " connected twice or out of turn");
+    logLine(LogLevel::kWarn, rank, strCat("TCP mesh: dropped a connection from ", socket.peer(), ": ", why));
+  }
+  for (auto& s : sockets[static_cast<std::size_t>(rank)]) s = tcp::Socket();
+  for (auto& row : sockets) {
+    if (!row.empty() && !row.front().valid()) row.clear();
+  }
+  return std::make_unique<tcp::TcpMesh>(rank, size, std::move(sockets), how.options);
+}
+
+}  // namespace braid::bootstrap

@@ -1,0 +1,27 @@
+// Building a TCP mesh through the bootstrap store: every rank listens on its chosen interface, publishes the
+// address, connects `streams` sockets to each lower rank and accepts them from each higher one, each with the
+// authenticated handshake (transport/tcp/handshake.hpp).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/deadline.hpp"
+#include "bootstrap/store.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
+
+namespace braid::bootstrap {
+
+struct MeshRendezvous {
+  std::string prefix;      // store keys of this communicator ("tcp" for a world, "split/3/..." for others)
+  std::string listenHost;  // the address peers dial: this host's address on the chosen interface
+  std::string token;       // BRAID_TOKEN: the secret when set; otherwise rank 0 makes one and hands it over the store
+  tcp::MeshOptions options;
+};
+
+/// Connects the mesh. Connections that fail the handshake (garbage, a wrong secret, another communicator) are
+/// dropped with a warning and the wait goes on; Timeout names the ranks still missing.
+std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, const MeshRendezvous& how,
+                                          Deadline deadline);
+
+}  // namespace braid::bootstrap

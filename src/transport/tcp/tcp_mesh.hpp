@@ -1,0 +1,156 @@
+// The TCP transport: every pair of ranks joined by `streams` authenticated connections, driven by one epoll
+// progress thread per mesh. Algorithms post messages (MeshOp) and wait for them; they never see a socket.
+//
+// Matching. A message is named by (kind, key, step): a collective's (sequence number, message index within the
+// call) or a point-to-point message's (tag, message number for that pair and tag). A receive takes exactly the
+// message of its name, wherever it is: read straight into the receive's buffer when the receive is posted first,
+// else kept aside ("stashed") until it is. Frames of one message may arrive on different streams in any order.
+//
+// Checks. Every collective frame carries its call's descriptor; a receive whose sender is in another call, or
+// that sends another number of bytes, fails with Mismatch naming both sides, and its bytes are dropped.
+//
+// Failures. A stream that ends or breaks makes its peer lost: every pending and later message with that peer
+// fails with PeerLost. A rank that fails a call tells every peer with a notice frame for that call's sequence
+// number (notifyFailure), so ranks waiting for it in that call fail at once instead of timing out. Frames of a
+// call that this rank has finished (finishCall) are dropped on arrival: they belong to a call that failed.
+//
+// Threads. post, wait, notifyFailure and finishCall are for one caller thread at a time (the communicator runs
+// one call at a time); the progress thread only touches what the mesh's lock guards and the ops' atomics.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "braid/types.hpp"
+#include "transport/tcp/frame.hpp"
+#include "transport/tcp/socket.hpp"
+#include "transport/wait.hpp"
+
+namespace braid::tcp {
+
+/// One message to send or receive, owned by the caller; it and its buffer must stay alive until wait() returned
+/// for it (wait cancels what it leaves unfinished when it throws). Not copyable: the mesh points at it.
+struct MeshOp {
+  enum class Dir : std::uint8_t { kSend, kRecv };
+  enum State : int { kPending = 0, kDone = 1, kFailed = 2 };
+
+  Dir dir = Dir::kSend;
+  int peer = -1;
+  FrameKind kind = FrameKind::kCollective;
+  std::int64_t key = 0;
+  std::uint32_t step = 0;
+  transport::CallDescriptor call;  // collectives: checked against the sender's
+  std::byte* data = nullptr;       // sends only read it
+  std::size_t bytes = 0;
+
+  std::atomic<int> state{kPending};
+  // Written by the mesh under its lock before state turns kFailed.
+  ErrorCode code = ErrorCode::kInternal;
+  std::string error;
+  int blame = -1;  // the peer the error names when it is not `peer` (a notice naming the rank at fault)
+  // Progress, under the mesh's lock.
+  std::uint64_t done = 0;        // receives: bytes placed
+  std::uint32_t framesLeft = 0;  // sends: frames not yet fully written
+  bool posted = false;
+
+  MeshOp() = default;
+  MeshOp(const MeshOp&) = delete;
+  MeshOp& operator=(const MeshOp&) = delete;
+};
+
+struct MeshOptions {
+  int streams = 2;
+  std::size_t socketBufferBytes = 0;  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning
+  /// Turns a call descriptor into words for Mismatch messages ("allreduce #3 (float32, count 100, sum)").
+  std::function<std::string(const transport::CallDescriptor&)> describe;
+};
+
+class TcpMesh {
+ public:
+  /// `streams[peer]` holds `options.streams` connected, authenticated sockets (empty for this rank).
+  TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, MeshOptions options);
+  ~TcpMesh();
+  TcpMesh(const TcpMesh&) = delete;
+  TcpMesh& operator=(const TcpMesh&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int streamsPerPeer() const { return options_.streams; }
+
+  /// Starts moving `op`. A send completes once its bytes are in the kernel (the buffer may then be reused).
+  void post(MeshOp& op);
+  /// Waits until every op is done. On the first failure, a timeout (naming the peer still awaited) or a throw of
+  /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
+  void wait(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy);
+  /// Cancels the ops that are still pending (their buffers are about to go away); done ones are left alone.
+  void cancel(std::span<MeshOp* const> ops);
+  /// Tells every peer that this rank failed call `seq` (best effort; never blocks).
+  /// `suspect` is the peer at fault as this rank sees it (-1: none), named in the peers' errors.
+  void notifyFailure(std::int64_t seq, ErrorCode code, const std::string& text, int suspect = -1);
+  /// The call `seq` ended on this rank: what still arrives for it, or was kept for it, is dropped.
+  void finishCall(std::int64_t seq);
+  /// Peer `peer`'s failure, or "" while it is connected.
+  std::string peerFailure(int peer);
+
+ private:
+  struct OutFrame;
+  struct Stream;
+  struct Stash;
+  struct Peer;
+  struct MatchKey {
+    FrameKind kind;
+    std::int64_t key;
+    std::uint32_t step;
+    auto operator<=>(const MatchKey&) const = default;
+  };
+  struct Notice {
+    int peer;
+    int suspect;
+    ErrorCode code;
+    std::string text;
+  };
+
+  void progressLoop();
+  // Everything below runs under mu_.
+  void queueFrame(Stream& s, OutFrame frame);
+  bool flush(Stream& s);     // false when the stream broke
+  bool readSome(Stream& s);  // false when the stream broke or ended
+  void onHeader(Stream& s);
+  void onPayloadDone(Stream& s);
+  void bindReceive(MeshOp& op);  // a posted receive takes what the stash holds for it
+  void complete(MeshOp& op);
+  void failOp(MeshOp& op, ErrorCode code, std::string text);
+  void endStream(Stream& s, const std::string& why);  // the stream closed or broke
+  void failPeer(int peer, std::string why);           // the peer is gone: every stream, every op with it
+  void applyNotice(std::int64_t seq, const Notice& notice);
+  bool mismatched(MeshOp& op, const FrameHeader& h);  // fails op and returns true when h does not fit it
+  void cancel(MeshOp& op);
+  void setWriteInterest(Stream& s, bool on);
+  Peer& peer(int p) { return *peers_[static_cast<std::size_t>(p)]; }
+
+  const int rank_;
+  const int size_;
+  const MeshOptions options_;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  int epollFd_ = -1;
+  int wakeFd_ = -1;
+
+  std::mutex mu_;
+  std::int64_t floor_ = 0;  // collective frames with a key below this belong to finished calls
+  std::map<std::int64_t, Notice> notices_;
+  bool stopping_ = false;
+  transport::WaitWord completions_;  // bumped whenever an op completes or fails
+  std::thread progress_;
+};
+
+}  // namespace braid::tcp

@@ -1,0 +1,226 @@
+// Ranks over the TCP transport (BRAID_TRANSPORT=tcp on one host): the collective matrix as threads and a sampled
+// matrix as processes, what a caller sees when ranks disagree or die, and the transport choice itself.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <latch>
+#include <thread>
+
+#include "core/communicator_impl.hpp"
+#include "support/collective_cases.hpp"
+#include "support/matrix.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+class TcpThreadMatrix : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
+
+TEST_P(TcpThreadMatrix, EveryTypeOpAndSize) {
+  const auto [coll, n] = GetParam();
+  EXPECT_EQ(failures(runThreads(n, matrixBody(coll, n), tcpSettings())), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, TcpThreadMatrix,
+                         ::testing::Combine(::testing::ValuesIn(allColls()), ::testing::Values(2, 3, 4)),
+                         [](const auto& info) {
+                           return std::string(collName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
+
+// Small direct thresholds push mid-sized buffers through the ring and chain schedules, several segments each.
+TEST(TcpThreads, RingSchedulesWithEveryRankCount) {
+  for (int n : {2, 3, 5}) {
+    Settings s = tcpSettings();
+    s.directMaxBytes = 0;
+    for (Coll coll : {Coll::kAllreduce, Coll::kReduce, Coll::kReduceScatter, Coll::kBroadcast, Coll::kAllgather,
+                      Coll::kAllgatherv}) {
+      EXPECT_EQ(failures(runThreads(n, matrixBody(coll, n), s)), "") << collName(coll) << " over " << n << " ranks";
+    }
+  }
+}
+
+class TcpProcesses : public ::testing::TestWithParam<int> {};
+
+TEST_P(TcpProcesses, SampledMatrix) {
+  const int n = GetParam();
+  const auto cases = sampledCases(n);
+  auto results = runProcesses(
+      n,
+      [&](Communicator& comm) {
+        require(std::string(comm.impl().transportName()) == "tcp", "BRAID_TRANSPORT=tcp should give tcp");
+        for (const Case& c : cases) runCase(comm, c);
+      },
+      180, "tcp");
+  EXPECT_EQ(failures(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, TcpProcesses, ::testing::Values(3, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
+TEST(TcpTransport, AutoPicksSharedMemoryOnOneHost) {
+  auto results = runProcesses(
+      2,
+      [](Communicator& comm) {
+        require(std::string(comm.impl().transportName()) == "shm", "ranks of one host should share memory");
+      },
+      60, "auto");
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(TcpErrors, MismatchedCountsFailEveryRankAndTheCommunicatorGoesOn) {
+  auto results = runThreads(
+      3,
+      [](Communicator& comm) {
+        std::vector<float> buf(100, 1.0f);
+        const std::size_t count = comm.rank() == 2 ? 50 : 100;
+        try {
+          comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceKind::kSum);
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch, got ") + e.what());
+          require(contains(e.what(), "count 50") && contains(e.what(), "count 100"), e.what());
+          int x = 1;
+          comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+          require(x == 3, "allreduce after a mismatch");
+          return;
+        }
+        throw std::runtime_error("mismatched allreduce did not fail");
+      },
+      tcpSettings());
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(TcpErrors, DifferentCollectivesAreNamed) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        int x = 1;
+        try {
+          if (comm.rank() == 0) {
+            comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+          } else {
+            comm.broadcast(&x, 1, DataType::kInt32, 0);
+          }
+        } catch (const Error& e) {
+          require(
+              e.code() == ErrorCode::kMismatch && contains(e.what(), "allreduce") && contains(e.what(), "broadcast"),
+              e.what());
+          return;
+        }
+        throw std::runtime_error("allreduce vs broadcast did not fail");
+      },
+      tcpSettings());
+  EXPECT_EQ(failures(results), "");
+}
+
+// Over TCP a rank learns of a peer's rejection from the peer's notice. In an allreduce every rank depends on
+// every other, so every rank fails at once; the next call works.
+TEST(TcpErrors, RejectedArgumentsFailEveryRankFastAndTheNextCallWorks) {
+  const auto start = std::chrono::steady_clock::now();
+  auto results = runThreads(
+      3,
+      [](Communicator& comm) {
+        int x = 1;
+        try {
+          comm.allreduce(&x, comm.rank() == 1 ? nullptr : &x, 1, DataType::kInt32, ReduceKind::kSum);
+          throw std::runtime_error("allreduce with a rejecting peer did not fail");
+        } catch (const Error& e) {
+          if (comm.rank() == 1) {
+            require(e.code() == ErrorCode::kInvalidArgument, e.what());
+          } else {
+            require(e.code() == ErrorCode::kMismatch && contains(e.what(), "rejected"), e.what());
+          }
+        }
+        int y = comm.rank();
+        comm.allreduce(&y, &y, 1, DataType::kInt32, ReduceKind::kSum);
+        require(y == 3, "allreduce after a rejected call");
+      },
+      tcpSettings());
+  EXPECT_EQ(failures(results), "");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+}
+
+TEST(TcpErrors, ReceiveOfTheWrongSizeIsMismatch) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<std::byte> buf(64);
+        if (comm.rank() == 0) {
+          comm.send(buf.data(), 64, DataType::kUint8, 1, 5);
+          return;
+        }
+        try {
+          comm.recv(buf.data(), 32, DataType::kUint8, 0, 5);
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kMismatch && contains(e.what(), "64 bytes") && contains(e.what(), "32 bytes"),
+                  e.what());
+          return;
+        }
+        throw std::runtime_error("receive of the wrong size did not fail");
+      },
+      tcpSettings());
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(TcpErrors, SilentPeerTimesOutNamingIt) {
+  Settings s = tcpSettings();
+  s.timeoutSeconds = 0.5;
+  std::latch done(1);
+  auto results = runThreads(
+      2,
+      [&](Communicator& comm) {
+        if (comm.rank() == 1) {  // alive and connected, but never joins the barrier
+          done.wait();
+          return;
+        }
+        try {
+          comm.barrier();
+        } catch (const Error& e) {
+          done.count_down();
+          require(e.code() == ErrorCode::kTimeout && e.context().peer == 1, e.what());
+          return;
+        }
+        done.count_down();
+        throw std::runtime_error("barrier without a peer did not time out");
+      },
+      s);
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(TcpErrors, KilledPeerIsPeerLostOnEveryRankWithinSeconds) {
+  auto results = runProcesses(
+      4,
+      [](Communicator& comm) {
+        comm.barrier();
+        std::vector<float> big(1 << 20, 1.0f);  // 4 MiB: the kill lands mid-allreduce
+        if (comm.rank() == 2) {
+          std::thread([] {
+            std::this_thread::sleep_for(5ms);
+            ::kill(::getpid(), SIGKILL);
+          }).detach();
+        }
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          for (int i = 0; i < 1000; ++i) {
+            comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+          }
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kPeerLost && e.context().peer == 2, e.what());
+          require(std::chrono::steady_clock::now() - start < 5s, "PeerLost took too long");
+          return;
+        }
+        throw std::runtime_error("allreduce with a killed peer did not fail");
+      },
+      60, "tcp");
+  for (int r : {0, 1, 3}) EXPECT_EQ(results[r], "") << "rank " << r;
+  EXPECT_NE(results[2], "");  // killed
+}
+
+}  // namespace
+}  // namespace braid::testing
