@@ -103,6 +103,12 @@ braid_result_t braid_comm_init_env(braid_comm_t* comm);
 braid_result_t braid_comm_destroy(braid_comm_t comm);
 braid_result_t braid_comm_rank(braid_comm_t comm, int* rank);
 braid_result_t braid_comm_size(braid_comm_t comm, int* size);
+/// Collective over `comm`: ranks passing the same color >= 0 form *newcomm, ranked by (key, rank in comm); a
+/// negative color (BRAID_NO_COLOR) takes part and gets NULL. Its own sequence numbers; may outlive comm.
+#define BRAID_NO_COLOR (-1)
+braid_result_t braid_comm_split(braid_comm_t comm, int color, int key, braid_comm_t* newcomm);
+/// Called by the `nranks` ranks listed only, each with the same list (its order gives the new ranks).
+braid_result_t braid_comm_subgroup(braid_comm_t comm, const int* ranks, int nranks, braid_comm_t* newcomm);
 
 // ---- Collectives ----
 // `count` is in elements of `type`. send == recv is in place where braid.hpp allows it. Every rank must make the

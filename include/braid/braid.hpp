@@ -179,6 +179,19 @@ class Communicator {
   Work barrierAsync(CallOptions = {});
   Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
 
+  // New communicators from this one. Each has its own sequence numbers and its own transport (shared memory when
+  // its ranks share a host, else TCP), and may outlive this one.
+
+  /// A negative color: the rank takes part in split() but joins no new communicator.
+  static constexpr int kNoColor = -1;
+  /// Collective over this communicator (MPI_Comm_split, ncclCommSplit): ranks passing the same color form a new
+  /// communicator, ranked by (key, rank here); with kNoColor the rank gets nullptr.
+  std::unique_ptr<Communicator> split(int color, int key);
+  /// Only the listed ranks call it, each with the same list, whose order gives the new ranks (MPI_Comm_create_group);
+  /// the other ranks go on. Members must make their subgroup calls in the same order. InvalidArgument when the list
+  /// is empty, repeats a rank, names one out of range, or leaves out the caller.
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks);
+
   /// For tests and tools: the communicator behind the public face.
   core::CommunicatorImpl& impl() { return *impl_; }
   explicit Communicator(std::unique_ptr<core::CommunicatorImpl> impl);

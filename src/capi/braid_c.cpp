@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/error.hpp"
 #include "braid/braid.h"
 #include "braid/braid.hpp"
 #include "braid/types.hpp"
@@ -261,6 +262,32 @@ braid_result_t braid_comm_init_env(braid_comm_t* comm) {
 
 braid_result_t braid_comm_destroy(braid_comm_t comm) {
   return guarded([&] { delete comm; });
+}
+
+braid_result_t braid_comm_split(braid_comm_t comm, int color, int key, braid_comm_t* newcomm) {
+  return guarded([&] {
+    braid::Communicator& c = need(comm, "braid_comm_split");
+    needPointer(newcomm, "newcomm (the output pointer)", "braid_comm_split");
+    *newcomm = nullptr;
+    auto made = c.split(color, key);
+    if (!made) return;
+    auto wrapped = std::make_unique<braid_comm>();
+    wrapped->impl = std::move(made);
+    *newcomm = wrapped.release();
+  });
+}
+
+braid_result_t braid_comm_subgroup(braid_comm_t comm, const int* ranks, int nranks, braid_comm_t* newcomm) {
+  return guarded([&] {
+    braid::Communicator& c = need(comm, "braid_comm_subgroup");
+    needPointer(newcomm, "newcomm (the output pointer)", "braid_comm_subgroup");
+    *newcomm = nullptr;
+    if (nranks < 0) braid::fail(braid::ErrorCode::kInvalidArgument, {}, "braid_comm_subgroup: nranks ", nranks, " < 0");
+    if (nranks > 0) needPointer(ranks, "ranks", "braid_comm_subgroup");
+    auto wrapped = std::make_unique<braid_comm>();
+    wrapped->impl = c.subgroup(std::vector<int>(ranks, ranks + nranks));
+    *newcomm = wrapped.release();
+  });
 }
 
 braid_result_t braid_comm_rank(braid_comm_t comm, int* rank) {

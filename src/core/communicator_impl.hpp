@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "algorithms/host/engine.hpp"
 #include "base/config.hpp"
+#include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
 #include "transport/local_group.hpp"
 
@@ -101,6 +103,16 @@ class CommunicatorImpl {
   }
 
   host::Engine& engine() { return *engine_; }
+
+  /// The store this communicator was created over (null for communicators made without one, e.g. thread ranks
+  /// over the in-memory transport), and what must outlive it: communicators split from it meet there.
+  void attachStore(std::shared_ptr<bootstrap::Store> store) { store_ = std::move(store); }
+  const std::shared_ptr<bootstrap::Store>& store() const { return store_; }
+  const std::shared_ptr<void>& keepAlive() const { return keepAlive_; }
+  /// Numbers for the store prefixes of split and subgroup communicators: every rank that takes part counts the
+  /// same, because these calls are made in the same order on every rank that makes them.
+  std::int64_t nextSplitNumber() { return splits_++; }
+  std::int64_t nextSubgroupNumber(const std::vector<int>& ranks) { return subgroups_[ranks]++; }
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
 
@@ -130,6 +142,9 @@ class CommunicatorImpl {
   const Settings settings_;
   std::unique_ptr<host::Engine> engine_;
   std::shared_ptr<void> keepAlive_;
+  std::shared_ptr<bootstrap::Store> store_;
+  std::int64_t splits_ = 0;
+  std::map<std::vector<int>, std::int64_t> subgroups_;
   bool yieldWhileSpinning_;
 
   mutable std::mutex mu_;

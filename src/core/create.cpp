@@ -25,7 +25,8 @@ namespace {
 // What the bootstrap leaves behind that must live as long as the communicator.
 struct Rendezvous {
   std::unique_ptr<bootstrap::TcpStoreServer> server;  // rank 0 of an environment-started job
-  std::unique_ptr<bootstrap::Store> store;            // a TcpStoreClient, or the caller's store (ExternalStore)
+  std::shared_ptr<bootstrap::Store> store;            // a TcpStoreClient, or the caller's store (ExternalStore)
+  std::shared_ptr<void> parent;                       // what the parent communicator keeps alive (split, subgroup)
 };
 
 void checkWorld(int rank, int size) {
@@ -65,11 +66,17 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   const Deadline deadline = Deadline::after(settings.timeoutSeconds);
   const bool tcp = settings.transport == "tcp" ||
                    (settings.transport == "auto" && !allOnOneHost(*rendezvous->store, rank, size, deadline));
-  if (tcp) return std::make_unique<Communicator>(joinTcp(rank, size, std::move(rendezvous), settings, deadline));
-  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  auto group = bootstrap::joinShmGroup(*rendezvous->store, rank, size, layout.regionBytes, deadline);
-  return std::make_unique<Communicator>(
-      std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous)));
+  const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
+  std::unique_ptr<core::CommunicatorImpl> impl;
+  if (tcp) {
+    impl = joinTcp(rank, size, std::move(rendezvous), settings, deadline);
+  } else {
+    const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
+    auto group = bootstrap::joinShmGroup(*store, rank, size, layout.regionBytes, deadline);
+    impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous));
+  }
+  impl->attachStore(store);
+  return std::make_unique<Communicator>(std::move(impl));
 }
 
 }  // namespace
@@ -113,6 +120,16 @@ std::unique_ptr<Communicator> Communicator::create(std::shared_ptr<KeyValueStore
   const Settings settings = Settings::fromEnvironment();
   auto rendezvous = std::make_shared<Rendezvous>();
   rendezvous->store = bootstrap::ExternalStore::claim(std::move(store), prefix, size);
+  return join(rank, size, std::move(rendezvous), settings);
+}
+
+std::unique_ptr<Communicator> core::joinOverStore(std::shared_ptr<bootstrap::Store> store,
+                                                  std::shared_ptr<void> keepAlive, int rank, int size,
+                                                  const Settings& settings) {
+  checkWorld(rank, size);
+  auto rendezvous = std::make_shared<Rendezvous>();
+  rendezvous->store = std::move(store);
+  rendezvous->parent = std::move(keepAlive);
   return join(rank, size, std::move(rendezvous), settings);
 }
 

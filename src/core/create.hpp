@@ -5,11 +5,17 @@
 #include <memory>
 
 #include "base/config.hpp"
+#include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
 
 namespace braid::core {
 
 /// Communicator::create with explicit settings instead of the environment's.
 std::unique_ptr<Communicator> createWithSettings(const UniqueId& id, int rank, int size, const Settings& settings);
+
+/// Joins `size` ranks that meet over `store` (whose keys are theirs alone), choosing shm or TCP as any creation
+/// does; `keepAlive` is held as long as the new communicator (the parent's rendezvous server, for a split).
+std::unique_ptr<Communicator> joinOverStore(std::shared_ptr<bootstrap::Store> store, std::shared_ptr<void> keepAlive,
+                                            int rank, int size, const Settings& settings);
 
 }  // namespace braid::core

@@ -600,3 +600,43 @@ TEST(CAbi, ThreeProcessesRefusalOnOneRankFailsThePeersFast) {
       30);
   EXPECT_EQ(braid::testing::failures(results), "");
 }
+
+namespace {
+
+TEST(CAbi, ThreeProcessesSplitAndSubgroup) {
+  const auto results = runCRanks(3, [](braid_comm_t comm, int rank, int, std::string& failures) {
+    braid_comm_t half = nullptr;
+    if (braid_comm_split(comm, rank == 1 ? BRAID_NO_COLOR : 0, -rank, &half) != BRAID_SUCCESS) {
+      failures += std::string("split: ") + braid_last_error();
+      return;
+    }
+    if (rank == 1) {
+      if (half != nullptr) failures += "BRAID_NO_COLOR gave a communicator";
+    } else {
+      int newRank = -1;
+      std::int32_t x = rank;
+      braid_comm_rank(half, &newRank);
+      if (newRank != (rank == 2 ? 0 : 1)) failures += "split rank " + std::to_string(newRank);
+      if (braid_allreduce(&x, &x, 1, BRAID_INT32, BRAID_SUM, half) != BRAID_SUCCESS || x != 2) {
+        failures += "allreduce in the split";
+      }
+      braid_comm_destroy(half);
+      const int members[] = {2, 0};
+      braid_comm_t group = nullptr;
+      if (braid_comm_subgroup(comm, members, 2, &group) != BRAID_SUCCESS || group == nullptr) {
+        failures += std::string("subgroup: ") + braid_last_error();
+        return;
+      }
+      if (braid_barrier(group) != BRAID_SUCCESS) failures += "barrier in the subgroup";
+      braid_comm_destroy(group);
+    }
+    braid_comm_t none = nullptr;
+    const int notMe[] = {(rank + 1) % 3};
+    if (braid_comm_subgroup(comm, notMe, 1, &none) != BRAID_ERR_INVALID_ARGUMENT || none != nullptr) {
+      failures += "a subgroup without the caller should be refused";
+    }
+  });
+  EXPECT_EQ(braid::testing::failures(results), "");
+}
+
+}  // namespace
