@@ -32,6 +32,7 @@ struct Settings {
   std::string isa;                 // BRAID_CPU_ISA
   long tcpStreams = 0;             // BRAID_TCP_STREAMS
   std::size_t tcpBufferBytes = 0;  // BRAID_TCP_BUFFER_BYTES
+  long tcpSpinMicros = 0;          // BRAID_TCP_SPIN_US
   std::string ifname;              // BRAID_IFNAME
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK

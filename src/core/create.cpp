@@ -46,7 +46,7 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.socketBufferBytes = settings.tcpBufferBytes;
   how.options.describe = host::describeInWords;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
-  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes);
+  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes, settings.tcpSpinMicros);
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
 }
 

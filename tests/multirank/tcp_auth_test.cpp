@@ -74,7 +74,7 @@ TEST(TcpAuth, IntrudersAreDroppedAndTheJobCompletes) {
         auto store = connect();
         if (r == 1) intrudersConnected.wait();
         auto mesh = bootstrap::joinTcpMesh(*store, r, 2, how, Deadline::after(30));
-        host::NetEngine engine(std::move(mesh), 64 << 10);
+        host::NetEngine engine(std::move(mesh), 64 << 10, 100);
         host::OpEnv env;
         env.context.rank = r;
         env.context.seq = 0;

@@ -311,11 +311,14 @@ std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& optio
     } else {
       const std::string mpirun = findOnPath("mpirun");
       if (mpirun.empty()) failPeer(peer, "mpirun is not on PATH: install Debian's openmpi-bin");
-      // Shared memory between local ranks (ob1 over vader), as Open MPI runs on one node; ranks may outnumber
-      // cores and float, like braid's own; root is allowed, as containers run as root.
+      // Shared memory between local ranks (ob1 over vader), as Open MPI runs on one node, unless braid itself is
+      // forced onto TCP (BRAID_TRANSPORT=tcp): then Open MPI's TCP btl, so both move bytes the same way. Ranks may
+      // outnumber cores and float, like braid's own; root is allowed, as containers run as root.
+      const char* transport = std::getenv("BRAID_TRANSPORT");
+      const bool overTcp = transport && std::string(transport) == "tcp";
       std::vector<std::string> argv = {
           mpirun,  "-n",  std::to_string(ranks), "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
-          "--mca", "btl", "self,vader"};
+          "--mca", "btl", overTcp ? "self,tcp" : "self,vader"};
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.push_back(driver);
       argv.insert(argv.end(), flags.begin(), flags.end());

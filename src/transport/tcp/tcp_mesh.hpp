@@ -18,6 +18,8 @@
 // one call at a time); the progress thread only touches what the mesh's lock guards and the ops' atomics.
 #pragma once
 
+#include <sys/epoll.h>
+
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -120,6 +122,8 @@ class TcpMesh {
   };
 
   void progressLoop();
+  void handleEvents(const epoll_event* events, int n);  // under mu_
+  void pollNow();  // one non-blocking round of the progress loop, from the caller thread, if the lock is free
   // Everything below runs under mu_.
   void queueFrame(Stream& s, OutFrame frame);
   bool flush(Stream& s);     // false when the stream broke

@@ -4,9 +4,10 @@
 
 namespace braid::host {
 
-NetCall::NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, const OpEnv& env, tcp::FrameKind kind)
+NetCall::NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, const OpEnv& env, long spinMicros,
+                 tcp::FrameKind kind)
     : mesh_(mesh), call_(call), kind_(kind), env_(env) {
-  policy_.spinMicros = env.spinMicros;
+  policy_.spinMicros = spinMicros;
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
   policy_.timeoutSeconds = env.timeoutSeconds;
   policy_.deadline = &env.deadline;

@@ -13,7 +13,8 @@ namespace braid::host {
 class NetCall {
  public:
   /// `call.seq` names the call on the wire; for point-to-point groups pass kind kPointToPoint.
-  NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, const OpEnv& env,
+  /// `spinMicros`: how long a wait reads the sockets itself before it sleeps (BRAID_TCP_SPIN_US).
+  NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, const OpEnv& env, long spinMicros,
           tcp::FrameKind kind = tcp::FrameKind::kCollective);
   ~NetCall();
   NetCall(const NetCall&) = delete;

@@ -7,8 +7,8 @@
 
 namespace braid::host {
 
-NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes)
-    : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes) {}
+NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros)
+    : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes), spinMicros_(spinMicros) {}
 
 std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const { return direct(bytes) ? "direct" : "ring"; }
 
@@ -45,7 +45,7 @@ void NetEngine::reject(const OpEnv& env) {
 }
 
 void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
-  NetCall call(*mesh_, transport::CallDescriptor{}, env, tcp::FrameKind::kPointToPoint);
+  NetCall call(*mesh_, transport::CallDescriptor{}, env, spinMicros_, tcp::FrameKind::kPointToPoint);
   // Messages to itself first, so that a group holding both halves completes.
   for (const P2pOp& op : ops) {
     if (op.kind != P2pOp::Kind::kSend || op.peer != rank()) continue;

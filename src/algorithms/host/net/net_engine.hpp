@@ -24,7 +24,8 @@ namespace braid::host {
 
 class NetEngine final : public Engine {
  public:
-  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes);
+  /// `spinMicros`: how long a waiting caller reads its sockets itself before it sleeps (BRAID_TCP_SPIN_US).
+  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros);
 
   tcp::TcpMesh& mesh() { return *mesh_; }
   int rank() const { return mesh_->rank(); }
@@ -79,6 +80,7 @@ class NetEngine final : public Engine {
 
   std::unique_ptr<tcp::TcpMesh> mesh_;
   std::size_t directMaxBytes_;
+  long spinMicros_;
   std::vector<std::byte> scratch_;
   std::vector<std::byte> workspace_;
   std::vector<const void*> sources_;
@@ -100,7 +102,7 @@ namespace braid::host {
 template <typename Body>
 void NetEngine::runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body) {
   try {
-    NetCall messages(*mesh_, call, env);
+    NetCall messages(*mesh_, call, env, spinMicros_);
     body(messages);
   } catch (const Error& e) {
     mesh_->notifyFailure(call.seq, e.code(),
