@@ -10,6 +10,7 @@
 // Every rank reduces the same operands in the same order for a given block, so results are identical on all ranks.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <utility>
@@ -69,10 +70,13 @@ class NetEngine final : public Engine {
   void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
                          ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase);
   /// Allgather around the ring: each rank starts with its block of `buf` filled and ends with all of them.
+  /// `prepare` (may be empty) puts this rank's block in place; it runs once the receives are posted, so what
+  /// arrives meanwhile lands in place instead of being kept aside.
   void ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
-                     std::uint32_t stepBase);
+                     std::uint32_t stepBase, const std::function<void()>& prepare = {});
   /// Every rank's block to every peer at once, straight into place.
-  void directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes);
+  void directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
+                       const std::function<void()>& prepare = {});
   /// Reduces `count` elements of n sources gathered from all ranks (own input included) in rank order.
   void directReduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                     int root);

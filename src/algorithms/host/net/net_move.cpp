@@ -29,9 +29,12 @@ bool overlaps(const void* a, std::size_t aBytes, const void* b, std::size_t bByt
 }  // namespace
 
 void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
-                              std::uint32_t stepBase) {
+                              std::uint32_t stepBase, const std::function<void()>& prepare) {
   const int n = size();
-  if (n == 1) return;
+  if (n == 1) {
+    if (prepare) prepare();
+    return;
+  }
   const patterns::Ring ring(rank(), n);
   std::size_t maxBlock = 0;
   for (int b = 0; b < n; ++b) maxBlock = std::max(maxBlock, blocks(b).count);
@@ -52,6 +55,7 @@ void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& bloc
     const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(t)), j, segElems);
     call.send(ring.next(), stepId(t, j), buf + sg.offset * esz, sg.count * esz);
   };
+  if (prepare) prepare();  // this rank's own block into place, once the receives are posted
   for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
   for (int t = 0; t + 1 < steps; ++t) {
     for (std::size_t j = 0; j < nseg; ++j) {
@@ -62,16 +66,17 @@ void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& bloc
   call.waitAll();
 }
 
-void NetEngine::directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz) {
+void NetEngine::directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
+                                const std::function<void()>& prepare) {
   const int n = size();
   const patterns::Block mine = blocks(rank());
   for (int i = 1; i < n; ++i) {
-    const int to = (rank() + i) % n;
     const int from = (rank() - i + n) % n;
     const patterns::Block theirs = blocks(from);
     call.recv(from, 0, buf + theirs.offset * esz, theirs.count * esz);
-    call.send(to, 0, buf + mine.offset * esz, mine.count * esz);
   }
+  if (prepare) prepare();
+  for (int i = 1; i < n; ++i) call.send((rank() + i) % n, 0, buf + mine.offset * esz, mine.count * esz);
   call.waitAll();
 }
 
@@ -79,12 +84,12 @@ void NetEngine::allgather(const void* send, void* recv, std::size_t count, DataT
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kAllgather, env.context.seq, type, count), env, [&](NetCall& call) {
     auto* out = static_cast<std::byte*>(recv);
-    copyBytes(out + static_cast<std::size_t>(rank()) * count * esz, send, count * esz);  // memcpy of itself is fine
+    const auto placeOwn = [&] { copyBytes(out + static_cast<std::size_t>(rank()) * count * esz, send, count * esz); };
     const BlockFn blocks = [&](int b) { return patterns::Block{static_cast<std::size_t>(b) * count, count}; };
     if (direct(count * esz * static_cast<std::size_t>(size()))) {
-      directAllgather(call, out, blocks, esz);
+      directAllgather(call, out, blocks, esz, placeOwn);
     } else {
-      ringAllgather(call, out, blocks, esz, 0);
+      ringAllgather(call, out, blocks, esz, 0, placeOwn);
     }
   });
 }
@@ -102,12 +107,12 @@ void NetEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
   runCall(describeCall(Collective::kAllgatherv, env.context.seq, type, total, -1, ReduceKind::kSum, shape), env,
           [&](NetCall& call) {
             auto* out = static_cast<std::byte*>(recv);
-            copyBytes(out + displs[rank()] * esz, send, sendCount * esz);
+            const auto placeOwn = [&] { copyBytes(out + displs[rank()] * esz, send, sendCount * esz); };
             const BlockFn blocks = [&](int b) { return patterns::Block{displs[b], recvCounts[b]}; };
             if (direct(total * esz)) {
-              directAllgather(call, out, blocks, esz);
+              directAllgather(call, out, blocks, esz, placeOwn);
             } else {
-              ringAllgather(call, out, blocks, esz, 0);
+              ringAllgather(call, out, blocks, esz, 0, placeOwn);
             }
           });
 }
@@ -156,10 +161,11 @@ void NetEngine::gather(const void* send, void* recv, std::size_t count, DataType
       call.send(root, 0, send, bytes);
     } else {
       auto* out = static_cast<std::byte*>(recv);
-      copyBytes(out + static_cast<std::size_t>(root) * bytes, send, bytes);
       for (int p = 0; p < size(); ++p) {
         if (p != root) call.recv(p, 0, out + static_cast<std::size_t>(p) * bytes, bytes);
       }
+      // After posting: what arrives meanwhile lands in place instead of being kept aside and copied again.
+      copyBytes(out + static_cast<std::size_t>(root) * bytes, send, bytes);
     }
     call.waitAll();
   });
