@@ -1,6 +1,7 @@
 #include "bootstrap/launch_env.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 #include <optional>
@@ -206,8 +207,19 @@ LaunchIdentity fromSlurm(const Settings& settings, const Env& env) {
 
 }  // namespace
 
+void checkJobToken(const std::string& token) {
+  if (token.empty()) return;
+  const bool hex = std::all_of(token.begin(), token.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  if (token.size() < 32 || !hex) {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_TOKEN must be at least 32 hex digits (128 bits of secret); got ",
+         token.size(), " characters", hex ? "" : " that are not all hex digits",
+         " (make one with: od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
+  }
+}
+
 LaunchIdentity readLaunchIdentity(const Settings& settings, const Settings::Lookup& lookup,
                                   const PmixProbe& pmixProbe) {
+  checkJobToken(settings.token);
   const Env env(lookup);
   // Most specific first: braid run also sets torchrun's variables, and mpirun or torchrun started inside a Slurm
   // allocation inherit SLURM_PROCID from the batch step.

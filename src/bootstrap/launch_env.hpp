@@ -42,6 +42,9 @@ using PmixProbe = std::function<std::string()>;
 /// BRAID_ROOT_ADDR, when set, overrides the derived root (and its bind address) in every case. BRAID_* values come
 /// from `settings`; the launchers' from `env` (empty: the process environment). `pmixProbe` empty: really try
 /// libpmix. InvalidArgument naming the variable and its value when one is missing or malformed.
+/// BRAID_TOKEN's form: empty, or at least 32 hex digits (a 128-bit secret). InvalidArgument saying which rule broke.
+void checkJobToken(const std::string& token);
+
 LaunchIdentity readLaunchIdentity(const Settings& settings, const Settings::Lookup& env = {},
                                   const PmixProbe& pmixProbe = {});
 

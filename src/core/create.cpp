@@ -9,6 +9,7 @@
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/round_sync.hpp"
 #include "bootstrap/external_store.hpp"
+#include "bootstrap/launch_env.hpp"
 #include "bootstrap/launch_rendezvous.hpp"
 #include "bootstrap/shm_rendezvous.hpp"
 #include "bootstrap/tcp_mesh_rendezvous.hpp"
@@ -63,6 +64,7 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_TRANSPORT=", settings.transport, " is not one of auto, shm, tcp");
   }
   if (!settings.isa.empty()) host::setReduceIsaCap(settings.isa);
+  bootstrap::checkJobToken(settings.token);  // it becomes the TCP mesh's secret
   const Deadline deadline = Deadline::after(settings.timeoutSeconds);
   const bool tcp = settings.transport == "tcp" ||
                    (settings.transport == "auto" && !allOnOneHost(*rendezvous->store, rank, size, deadline));

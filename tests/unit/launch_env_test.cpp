@@ -43,7 +43,7 @@ std::string errorOf(
 
 const Vars kBraidRun = {{"BRAID_RANK", "1"},       {"BRAID_WORLD_SIZE", "4"},
                         {"BRAID_LOCAL_RANK", "1"}, {"BRAID_ROOT_ADDR", "127.0.0.1:4000"},
-                        {"BRAID_TOKEN", "secret"}, {"RANK", "1"},
+                        {"BRAID_TOKEN", "00112233445566778899aabbccddeeff"}, {"RANK", "1"},
                         {"WORLD_SIZE", "4"},       {"MASTER_ADDR", "127.0.0.1"},
                         {"MASTER_PORT", "3999"}};
 
@@ -92,7 +92,7 @@ TEST(LaunchEnv, BraidRunVariables) {
   EXPECT_EQ(id.root, (tcp::Address{"127.0.0.1", 4000}));
   EXPECT_EQ(id.bind, id.root);
   EXPECT_FALSE(id.rootViaPmix);
-  EXPECT_EQ(id.token, "secret");
+  EXPECT_EQ(id.token, "00112233445566778899aabbccddeeff");
 }
 
 TEST(LaunchEnv, Torchrun) {
@@ -154,7 +154,7 @@ TEST(LaunchEnv, Srun) {
   EXPECT_EQ(id.bind, (tcp::Address{"0.0.0.0", 29517}));
   EXPECT_EQ(id.token, "slurm-811.0");
   EXPECT_EQ(identityOf(with(kSrun, {{"BRAID_PORT", "6000"}})).root.port, 6000);
-  EXPECT_EQ(identityOf(with(kSrun, {{"BRAID_TOKEN", "t"}})).token, "t");
+  EXPECT_EQ(identityOf(with(kSrun, {{"BRAID_TOKEN", "00112233445566778899aabbccddeeff"}})).token, "00112233445566778899aabbccddeeff");
   // Uneven tasks per node: node 2 of "2(x2),1" has one task.
   EXPECT_EQ(identityOf(with(kSrun, {{"SLURM_NODEID", "2"},
                                     {"SLURM_LOCALID", "0"},
@@ -213,6 +213,10 @@ TEST(LaunchEnv, MalformedValuesNameVariableAndValue) {
   EXPECT_EQ(errorOf(with(kBraidRun, {{"BRAID_RANK", "4"}})), "BRAID_RANK=4 is not below BRAID_WORLD_SIZE=4");
   EXPECT_NE(errorOf(without(kBraidRun, "BRAID_ROOT_ADDR")).find("BRAID_ROOT_ADDR is not set"), std::string::npos);
   EXPECT_NE(errorOf(with(kBraidRun, {{"BRAID_ROOT_ADDR", "nohost"}})).find("malformed address 'nohost'"),
+            std::string::npos);
+  // BRAID_TOKEN is a 128-bit secret: 32 hex digits or more.
+  EXPECT_NE(errorOf(with(kBraidRun, {{"BRAID_TOKEN", "secret"}})).find("at least 32 hex digits"), std::string::npos);
+  EXPECT_NE(errorOf(with(kBraidRun, {{"BRAID_TOKEN", std::string(32, 'z')}})).find("not all hex digits"),
             std::string::npos);
 }
 
