@@ -179,6 +179,11 @@ class Communicator {
   Work barrierAsync(CallOptions = {});
   Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
 
+  /// Ends this communicator on this rank, from any thread, at any time, without blocking (ncclCommAbort): calls
+  /// running or queued fail with kAborted within milliseconds, later calls fail with kAborted, and the peers lose
+  /// this rank (their waits on it fail with kPeerLost). The object must still be destroyed.
+  void abort();
+
   // New communicators from this one. Each has its own sequence numbers and its own transport (shared memory when
   // its ranks share a host, else TCP), and may outlive this one.
 

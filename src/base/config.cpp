@@ -37,6 +37,14 @@ const std::vector<KnobRow>& rows() {
         "largest message that host collectives move with the direct (one-round) algorithm"},
        &Settings::directMaxBytes},
       // NCCL_SOCKET_IFNAME's syntax, so sites can reuse the value they already set for NCCL.
+      // 1 s / 30 s: a beat costs a store of one word (shm) or one 88-byte frame per idle peer (TCP); 30 s leaves a
+      // busy machine's stalls (swap, a long GC pause) alone while a stopped peer is named long before users give up.
+      {{"BRAID_HEARTBEAT_INTERVAL", KnobType::kSeconds, "1",
+        "seconds between a rank's heartbeats to its peers (0 turns heartbeats off)"},
+       &Settings::heartbeatIntervalSeconds},
+      {{"BRAID_HEARTBEAT_TIMEOUT", KnobType::kSeconds, "30",
+        "seconds without a heartbeat after which a peer that has not exited (stopped, frozen, cut off) is PeerLost"},
+       &Settings::heartbeatTimeoutSeconds},
       {{"BRAID_IFNAME", KnobType::kString, "",
         "network interfaces for TCP: comma list of name prefixes, '^' excludes, '=' exact names (e.g. ^=docker0,lo); "
         "empty skips loopback and container bridges unless nothing else is up"},

@@ -33,6 +33,8 @@ struct Settings {
   long tcpStreams = 0;             // BRAID_TCP_STREAMS
   std::size_t tcpBufferBytes = 0;  // BRAID_TCP_BUFFER_BYTES
   long tcpSpinMicros = 0;          // BRAID_TCP_SPIN_US
+  double heartbeatIntervalSeconds = 0;  // BRAID_HEARTBEAT_INTERVAL
+  double heartbeatTimeoutSeconds = 0;   // BRAID_HEARTBEAT_TIMEOUT
   std::string ifname;              // BRAID_IFNAME
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK

@@ -21,6 +21,7 @@ Communicator::~Communicator() = default;
 int Communicator::rank() const { return impl_->rank(); }
 int Communicator::size() const { return impl_->size(); }
 std::int64_t Communicator::sequenceNumber() const { return impl_->sequenceNumber(); }
+void Communicator::abort() { impl_->abort(); }
 
 namespace {
 

@@ -44,7 +44,8 @@ std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transpor
   auto explain = [size, settings](std::size_t bytes) {
     return tuning::explain(tuning::chooseLocalReduce(bytes, size, settings), bytes, size, settings);
   };
-  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain);
+  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
+                                             settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }
 
 }  // namespace
@@ -105,6 +106,7 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
   // Oversubscribed ranks spin briefly: a spinning rank holds the core its peer needs to make progress.
   env.spinMicros = yieldWhileSpinning_ ? std::min(settings_.spinMicros, 5L) : settings_.spinMicros;
   env.yieldWhileSpinning = yieldWhileSpinning_;
+  env.aborted = &aborted_;
   return env;
 }
 
@@ -112,6 +114,18 @@ void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
   if (!brokenFlag_.load(std::memory_order_acquire)) return;  // the common case takes no lock
   std::lock_guard lock(mu_);
   if (!broken_.empty()) fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
+}
+
+void CommunicatorImpl::abort() {
+  if (aborted_.exchange(true, std::memory_order_acq_rel)) return;
+  {
+    std::lock_guard lock(mu_);
+    broken_ = "the communicator was aborted";
+    brokenCode_ = ErrorCode::kAborted;
+    brokenFlag_.store(true, std::memory_order_release);
+  }
+  engine_->abort();
+  cv_.notify_all();
 }
 
 void CommunicatorImpl::noteFailure(const Error& e) {

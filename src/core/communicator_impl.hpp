@@ -103,6 +103,9 @@ class CommunicatorImpl {
   }
 
   host::Engine& engine() { return *engine_; }
+  /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones
+  /// too, within a wait slice), makes every later call fail with Aborted, and tells the peers.
+  void abort();
 
   /// The store this communicator was created over (null for communicators made without one, e.g. thread ranks
   /// over the in-memory transport), and what must outlive it: communicators split from it meet there.
@@ -155,7 +158,8 @@ class CommunicatorImpl {
   std::int64_t nextSeq_ = 0;
   std::string broken_;  // set after an error that leaves the ranks out of step
   ErrorCode brokenCode_ = ErrorCode::kInternal;
-  std::atomic<bool> brokenFlag_{false};  // broken_ is set: read without the lock on every call
+  std::atomic<bool> brokenFlag_{false};
+  std::atomic<bool> aborted_{false};  // broken_ is set: read without the lock on every call
   std::thread progress_;
 };
 

@@ -46,6 +46,8 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.streams = static_cast<int>(settings.tcpStreams);
   how.options.socketBufferBytes = settings.tcpBufferBytes;
   how.options.describe = host::describeInWords;
+  how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
+  how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
   auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes, settings.tcpSpinMicros);
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));

@@ -14,6 +14,9 @@ constexpr std::size_t kLine = 64;
 // Control block offsets.
 constexpr std::size_t kRoundLinesOffset = 0;  // two RoundLines, one per round parity
 constexpr std::size_t kDoorbellOffset = 2 * sizeof(RoundLine);
+// The heartbeat shares the doorbell's line: it is written once a heartbeat interval, too rarely to disturb it.
+constexpr std::size_t kHeartbeatOffset = kDoorbellOffset + 32;
+constexpr std::size_t kAbortOffset = kDoorbellOffset + 40;
 constexpr std::size_t kHeadsOffset = kDoorbellOffset + kLine;
 
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
@@ -54,6 +57,41 @@ RoundLine& LocalFabric::roundLine(int peer, std::uint32_t round) {
 }
 
 WaitWord& LocalFabric::doorbell(int peer) { return word(peer, kDoorbellOffset); }
+
+std::atomic<std::uint32_t>& LocalFabric::heartbeat(int peer) {
+  return *reinterpret_cast<std::atomic<std::uint32_t>*>(group_->region(peer) + kHeartbeatOffset);
+}
+
+std::atomic<std::uint32_t>& LocalFabric::abortFlag(int peer) {
+  return *reinterpret_cast<std::atomic<std::uint32_t>*>(group_->region(peer) + kAbortOffset);
+}
+
+void LocalFabric::markAborted() {
+  abortFlag(rank_).store(1, std::memory_order_release);
+  // Peers asleep on their doorbells or round counters wake within a sleep slice (~20 ms) and look.
+  for (int p = 0; p < size_; ++p) bump(doorbell(p));
+}
+
+void LocalFabric::beat() { heartbeat(rank_).fetch_add(1, std::memory_order_relaxed); }
+
+std::string LocalFabric::peerFailure(int peer) {
+  if (peer == rank_) return "";
+  if (abortFlag(peer).load(std::memory_order_acquire) != 0) return strCat("peer ", peer, " aborted its communicator");
+  if (!group_->peerAlive(peer)) return strCat("peer ", peer, "'s process exited");
+  if (heartbeatTimeout_ <= 0) return "";
+  const auto now = std::chrono::steady_clock::now();
+  if (seen_.empty()) seen_.assign(static_cast<std::size_t>(size_), Seen{0, now});
+  Seen& s = seen_[static_cast<std::size_t>(peer)];
+  const std::uint32_t value = heartbeat(peer).load(std::memory_order_relaxed);
+  if (value != s.value || s.at == std::chrono::steady_clock::time_point{}) {
+    s = Seen{value, now};
+    return "";
+  }
+  const double still = std::chrono::duration<double>(now - s.at).count();
+  if (still <= heartbeatTimeout_) return "";
+  return strCat("peer ", peer, " sent no heartbeat for ", static_cast<long>(still), " s (BRAID_HEARTBEAT_TIMEOUT ",
+                heartbeatTimeout_, " s): its process is stopped, frozen or starved");
+}
 WaitWord& LocalFabric::ringHead(int sender, int receiver) {
   return word(sender, kHeadsOffset + static_cast<std::size_t>(receiver) * kLine);
 }

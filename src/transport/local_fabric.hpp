@@ -11,8 +11,12 @@
 //   ringOffset         ring[peer] for each peer   (ringBytes each, a power of two)
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "transport/call_descriptor.hpp"
 #include "transport/local_group.hpp"
@@ -82,16 +86,36 @@ class LocalFabric {
   WaitWord& doorbell(int peer);
   void ring(int peer);
 
+  // --- liveness ---
+  /// Tells every peer this rank aborted: their peerFailure(rank) says so from now on. Any thread, never blocks.
+  void markAborted();
+  /// Advances this rank's heartbeat counter (a background thread calls it every heartbeat interval).
+  void beat();
+  /// Peers whose counter stands still for longer than this are reported stopped (0: never).
+  void setHeartbeatTimeout(double seconds) { heartbeatTimeout_ = seconds; }
+  /// Why `peer` can no longer take part ("" while it can): its process exited, or its heartbeat stopped for longer
+  /// than the heartbeat timeout (the process is stopped, frozen or swapped out). For the thread running calls.
+  std::string peerFailure(int peer);
+
  private:
   WaitWord& word(int peer, std::size_t offset);
   WaitWord& ringHead(int sender, int receiver);  // bytes sender wrote for receiver (sender's region)
   WaitWord& ringTail(int sender, int receiver);  // bytes receiver consumed from sender (receiver's region)
   std::byte* ringData(int sender, int receiver);
 
+  std::atomic<std::uint32_t>& heartbeat(int peer);
+  std::atomic<std::uint32_t>& abortFlag(int peer);
+
   std::unique_ptr<LocalGroup> group_;
   FabricLayout layout_;
   int rank_;
   int size_;
+  double heartbeatTimeout_ = 0;
+  struct Seen {
+    std::uint32_t value = 0;
+    std::chrono::steady_clock::time_point at;
+  };
+  std::vector<Seen> seen_;  // each peer's heartbeat as last observed, and when it last moved
 };
 
 }  // namespace braid::transport

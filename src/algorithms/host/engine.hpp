@@ -48,6 +48,9 @@ class Engine {
   virtual void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) = 0;
   /// This rank rejected its arguments for the call `env` names: its peers must fail that call with Mismatch.
   virtual void reject(const OpEnv& env) = 0;
+  /// From any thread, at any time, without blocking: tell the peers this rank is gone (they fail their waits on it
+  /// with PeerLost) and end this rank's waits (with Aborted, through OpEnv::check and the transport's own ops).
+  virtual void abort() = 0;
 };
 
 }  // namespace braid::host

@@ -9,6 +9,7 @@
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/p2p.hpp"
 #include "transport/local_fabric.hpp"
+#include "transport/ticker.hpp"
 
 namespace braid::host {
 
@@ -16,9 +17,12 @@ class LocalEngine final : public Engine {
  public:
   /// `chooseReduce` picks direct or rsag for a reduction of that many bytes (the selector's choice);
   /// `explainReduce` says why.
+  /// Heartbeats: every `heartbeatInterval` s this rank's counter advances; a peer's that stands still for
+  /// `heartbeatTimeout` s makes waits on it fail with PeerLost (0 turns either off).
   LocalEngine(std::unique_ptr<transport::LocalGroup> group, const transport::FabricLayout& layout,
               std::function<ReduceAlgorithm(std::size_t)> chooseReduce,
-              std::function<std::string(std::size_t)> explainReduce);
+              std::function<std::string(std::size_t)> explainReduce, double heartbeatInterval = 0,
+              double heartbeatTimeout = 0);
 
   transport::LocalGroup& group() { return fabric_.group(); }
 
@@ -65,6 +69,7 @@ class LocalEngine final : public Engine {
   }
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override { p2p_.run(ops, env); }
   void reject(const OpEnv& env) override { collectives_.reject(env); }
+  void abort() override { fabric_.markAborted(); }
 
  private:
   transport::LocalFabric fabric_;
@@ -72,6 +77,7 @@ class LocalEngine final : public Engine {
   P2pEngine p2p_;
   std::function<ReduceAlgorithm(std::size_t)> choose_;
   std::function<std::string(std::size_t)> explain_;
+  transport::Ticker heartbeat_;  // last: it stops before the fabric it beats on goes
 };
 
 }  // namespace braid::host

@@ -1,6 +1,7 @@
 // What an algorithm needs to know about the call it runs: who it is for errors, and how long and how it may wait.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 
@@ -16,8 +17,18 @@ struct OpEnv {
   mutable std::optional<Deadline> deadline;
   long spinMicros = 100;
   bool yieldWhileSpinning = false;
-  /// Throws when the call must stop waiting (communicator aborted). Called between sleeps.
+  /// Throws when the call must stop waiting. Called between sleeps.
   std::function<void()> check;
+  /// Set once the communicator is aborted (Communicator::abort, from any thread): waits end with Aborted.
+  const std::atomic<bool>* aborted = nullptr;
 };
+
+/// What every wait runs between its sleeps: Aborted when the communicator was aborted, then env.check.
+inline void checkCall(const OpEnv& env) {
+  if (env.aborted && env.aborted->load(std::memory_order_acquire)) {
+    throw Error(ErrorCode::kAborted, "the communicator was aborted", env.context);
+  }
+  if (env.check) env.check();
+}
 
 }  // namespace braid::host

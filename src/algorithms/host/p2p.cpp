@@ -32,13 +32,15 @@ void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
   policy.timeoutSeconds = env.timeoutSeconds;
   policy.deadline = &env.deadline;
   policy.check = [&] {
-    if (env.check) env.check();
+    checkCall(env);
     for (const auto& op : ops) {
-      if (op.peer != fabric_.rank() && !fabric_.group().peerAlive(op.peer)) {
+      if (op.peer == fabric_.rank()) continue;
+      const std::string why = fabric_.peerFailure(op.peer);
+      if (!why.empty()) {
         ErrorContext ctx = env.context;
         ctx.peer = op.peer;
-        fail(ErrorCode::kPeerLost, ctx, "peer process exited before its ",
-             op.kind == P2pOp::Kind::kSend ? "receive" : "send", " (tag ", op.tag, ") completed");
+        fail(ErrorCode::kPeerLost, ctx, why, " before its ", op.kind == P2pOp::Kind::kSend ? "receive" : "send",
+             " (tag ", op.tag, ") completed");
       }
     }
   };

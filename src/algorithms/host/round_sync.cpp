@@ -50,11 +50,12 @@ RoundSync::RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const
   policy_.timeoutSeconds = env.timeoutSeconds;
   policy_.deadline = &env.deadline;
   policy_.check = [this] {
-    if (env_.check) env_.check();
-    if (!fabric_.group().peerAlive(waitingFor_)) {
+    checkCall(env_);
+    const std::string why = fabric_.peerFailure(waitingFor_);
+    if (!why.empty()) {
       ErrorContext ctx = env_.context;
       ctx.peer = waitingFor_;
-      fail(ErrorCode::kPeerLost, ctx, "peer process exited while this rank waited for it in round ", round_ + 1);
+      fail(ErrorCode::kPeerLost, ctx, why, " while this rank waited for it in round ", round_ + 1);
     }
   };
   policy_.onTimeout = [this] {

@@ -1,7 +1,5 @@
 #include "transport/tcp/tcp_mesh.hpp"
 
-#include <pthread.h>
-#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -11,7 +9,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "base/error.hpp"
 
@@ -20,10 +20,19 @@ namespace braid::tcp {
 namespace {
 
 constexpr std::uint64_t kWakeToken = ~std::uint64_t{0};
+constexpr std::uint64_t kCompletionToken = ~std::uint64_t{0} - 1;
 // Bytes one stream may read per readiness event before the loop turns to the others: one busy stream must not
 // hold the lock (and the caller posting the next message) for long.
 constexpr std::size_t kReadBudget = std::size_t{4} << 20;
 constexpr std::size_t kDiscardBytes = 64 << 10;
+// Set while a waiting caller handles events itself: what it completes it sees without being signalled.
+thread_local bool tCallerHandling = false;
+// How often the progress thread looks whether the caller that keeps it off the sockets has left.
+constexpr int kStandAsideMs = 2;
+// A blocked caller wakes at least this often to run its checks (abort, deadline).
+constexpr int kSleepSliceMs = 20;
+// The call a notice names when it is about every call (an abort).
+constexpr std::int64_t kEveryCall = -1;
 
 bool isWouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
 
@@ -75,6 +84,8 @@ struct TcpMesh::Stream {
 
 struct TcpMesh::Peer {
   std::vector<Stream*> streams;
+  std::chrono::steady_clock::time_point lastHeard = std::chrono::steady_clock::now();  // any byte from the peer
+  std::chrono::steady_clock::time_point lastSent = std::chrono::steady_clock::now();   // any byte to it
   unsigned nextStream = 0;
   std::string lost;  // why the peer is gone; "" while connected
   bool saidGoodbye = false;
@@ -96,6 +107,13 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, M
   wake.events = EPOLLIN;
   wake.data.u64 = kWakeToken;
   if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, wakeFd_, &wake) != 0) failErrno("epoll_ctl(eventfd)", errno);
+  // The caller's own set: the same streams plus an eventfd the other threads write when they complete an op the
+  // caller may be blocked on. Two sets, so that the kernel wakes the caller itself for its sockets.
+  waitEpollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  if (waitEpollFd_ < 0) failErrno("epoll_create1", errno);
+  completionFd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (completionFd_ < 0) failErrno("eventfd", errno);
+  if (::epoll_ctl(waitEpollFd_, EPOLL_CTL_ADD, completionFd_, &wake) != 0) failErrno("epoll_ctl(eventfd)", errno);
 
   for (int p = 0; p < size; ++p) {
     peers_.push_back(std::make_unique<Peer>());
@@ -113,6 +131,7 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, M
       ev.events = EPOLLIN;
       ev.data.u64 = s->index;
       if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, s->socket.fd(), &ev) != 0) failErrno("epoll_ctl(stream)", errno);
+      if (::epoll_ctl(waitEpollFd_, EPOLL_CTL_ADD, s->socket.fd(), &ev) != 0) failErrno("epoll_ctl(stream)", errno);
       peers_.back()->streams.push_back(s.get());
       ++peers_.back()->liveStreams;
       streams_.push_back(std::move(s));
@@ -122,9 +141,11 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, M
     }
   }
   progress_ = std::thread([this] { progressLoop(); });
+  heartbeat_ = std::make_unique<transport::Ticker>(options_.heartbeatInterval, [this] { heartbeatTick(); });
 }
 
 TcpMesh::~TcpMesh() {
+  heartbeat_.reset();  // it uses what follows
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -141,6 +162,8 @@ TcpMesh::~TcpMesh() {
   if (progress_.joinable()) progress_.join();
   ::close(epollFd_);
   ::close(wakeFd_);
+  ::close(waitEpollFd_);
+  ::close(completionFd_);
 }
 
 std::string TcpMesh::peerFailure(int p) {
@@ -159,6 +182,10 @@ void TcpMesh::post(MeshOp& op) {
   op.done = 0;
   op.error.clear();
   op.blame = -1;
+  if (aborted_) {
+    failOp(op, ErrorCode::kAborted, "the communicator was aborted on this rank");
+    return;
+  }
   Peer& p = peer(op.peer);
   if (op.dir == MeshOp::Dir::kSend) {
     if (!p.lost.empty()) {
@@ -232,7 +259,13 @@ void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, co
   using Clock = std::chrono::steady_clock;
   const auto spinUntil = Clock::now() + std::chrono::microseconds(policy.spinMicros);
   bool spinning = policy.spinMicros > 0;
-  mine.spinMicros = 0;
+  std::optional<Deadline> localDeadline;
+  std::optional<Deadline>& deadline = policy.deadline ? *policy.deadline : localDeadline;
+  callerBlocked_.store(true, std::memory_order_seq_cst);
+  struct Unblock {
+    std::atomic<bool>& flag;
+    ~Unblock() { flag.store(false, std::memory_order_relaxed); }
+  } unblock{callerBlocked_};
   for (;;) {
     const std::uint32_t seen = completions_.value.load(std::memory_order_acquire);
     MeshOp* failed = nullptr;
@@ -264,14 +297,28 @@ void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, co
       spinning = Clock::now() < spinUntil;
       continue;
     }
+    // Asleep: in epoll_wait on this caller's own set (its sockets and the completion eventfd), a slice at a time,
+    // handling what arrives itself.
     try {
-      transport::waitUntil(
-          completions_, [seen](std::uint32_t v) { return v != seen; }, mine);
+      if (policy.check) policy.check();
+      if (!deadline) deadline = Deadline::after(policy.timeoutSeconds);
+      if (deadline->expired()) mine.onTimeout();
+      blockOnce(std::min(kSleepSliceMs, static_cast<int>(std::ceil(deadline->secondsLeft() * 1000))));
     } catch (...) {
       cancelAll();
       throw;
     }
   }
+}
+
+void TcpMesh::blockOnce(int timeoutMs) {
+  epoll_event events[64];
+  const int n = ::epoll_wait(waitEpollFd_, events, 64, timeoutMs);
+  if (n <= 0) return;
+  std::lock_guard lock(mu_);
+  tCallerHandling = true;
+  handleEvents(events, n);
+  tCallerHandling = false;
 }
 
 void TcpMesh::cancel(std::span<MeshOp* const> ops) {
@@ -299,6 +346,35 @@ void TcpMesh::notifyFailure(std::int64_t seq, ErrorCode code, const std::string&
     f.data = f.owned.data();
     f.length = h.length;
     queueFrame(*peer(p).streams.front(), std::move(f));
+  }
+}
+
+void TcpMesh::abort() {
+  std::lock_guard lock(mu_);
+  if (aborted_) return;
+  aborted_ = true;
+  // A notice for call -1 means "every call": the peers drop this rank as lost.
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_ || !peer(p).lost.empty()) continue;
+    FrameHeader h;
+    h.kind = FrameKind::kNotice;
+    h.key = kEveryCall;
+    h.reason = static_cast<std::uint32_t>(ErrorCode::kAborted);
+    for (Stream* s : peer(p).streams) {
+      if (s->broken) continue;
+      queueFrame(*s, OutFrame{encodeFrame(h)});
+      break;
+    }
+  }
+  for (auto& pe : peers_) {
+    std::vector<MeshOp*> ops;
+    for (auto& [key, op] : pe->posted) ops.push_back(op);
+    for (auto* s : pe->streams) {
+      for (auto& f : s->out) {
+        if (f.op) ops.push_back(f.op);
+      }
+    }
+    for (MeshOp* op : ops) failOp(*op, ErrorCode::kAborted, "the communicator was aborted on this rank");
   }
 }
 
@@ -360,6 +436,7 @@ bool TcpMesh::flush(Stream& s) {
       return false;
     }
     s.sent += static_cast<std::size_t>(wrote);
+    peer(s.peer).lastSent = std::chrono::steady_clock::now();
     if (s.sent < kFrameHeaderBytes + f.length) continue;
     MeshOp* op = f.op;
     s.out.pop_front();
@@ -376,6 +453,7 @@ void TcpMesh::setWriteInterest(Stream& s, bool on) {
   ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
   ev.data.u64 = s.index;
   ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, s.socket.fd(), &ev);
+  ::epoll_ctl(waitEpollFd_, EPOLL_CTL_MOD, s.socket.fd(), &ev);
   s.writeInterest = on;
 }
 
@@ -388,6 +466,7 @@ bool TcpMesh::readSome(Stream& s) {
       if (!s.inPayload) {
         got = s.socket.recvSome(std::span(s.inHeader).subspan(s.headerDone));
         if (got == 0) return true;
+        peer(s.peer).lastHeard = std::chrono::steady_clock::now();
         s.headerDone += got;
         if (s.headerDone < kFrameHeaderBytes) continue;
         s.headerDone = 0;
@@ -404,6 +483,7 @@ bool TcpMesh::readSome(Stream& s) {
                                            : std::span(discard.data(), std::min(left, discard.size()));
       got = s.socket.recvSome(into);
       if (got == 0) return true;
+      peer(s.peer).lastHeard = std::chrono::steady_clock::now();
       s.payloadDone += got;
       if (s.payloadDone == s.frame.length) onPayloadDone(s);
     } catch (const Error& e) {
@@ -549,6 +629,16 @@ void TcpMesh::bindReceive(MeshOp& op) {
   if (op.done == op.bytes && (op.bytes > 0 || zeroByteMessageArrived)) complete(op);
 }
 
+void TcpMesh::signalCompletion() {
+  transport::bump(completions_);
+  // A caller blocked in epoll_wait on its own set is woken through the eventfd (the flag is set before it looks
+  // at its ops, so a completion it did not see is always signalled).
+  if (!tCallerHandling && callerBlocked_.load(std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto ignored = ::write(completionFd_, &one, sizeof one);
+  }
+}
+
 void TcpMesh::complete(MeshOp& op) {
   if (op.state.load(std::memory_order_relaxed) != MeshOp::kPending) return;
   if (op.posted) {
@@ -556,7 +646,7 @@ void TcpMesh::complete(MeshOp& op) {
     op.posted = false;
   }
   op.state.store(MeshOp::kDone, std::memory_order_release);
-  transport::bump(completions_);
+  signalCompletion();
 }
 
 void TcpMesh::failOp(MeshOp& op, ErrorCode code, std::string text) {
@@ -580,7 +670,7 @@ void TcpMesh::failOp(MeshOp& op, ErrorCode code, std::string text) {
   op.code = code;
   op.error = std::move(text);
   op.state.store(MeshOp::kFailed, std::memory_order_release);
-  transport::bump(completions_);
+  signalCompletion();
 }
 
 void TcpMesh::cancel(MeshOp& op) {
@@ -606,6 +696,10 @@ void TcpMesh::cancel(MeshOp& op) {
 }
 
 void TcpMesh::applyNotice(std::int64_t seq, const Notice& notice) {
+  if (seq == kEveryCall) {  // the peer aborted: it takes part in nothing any more
+    failPeer(notice.peer, strCat("peer ", notice.peer, " aborted its communicator"));
+    return;
+  }
   if (seq < floor_) return;  // about a call this rank has finished
   notices_.try_emplace(seq, notice);
   for (auto& p : peers_) {
@@ -624,6 +718,7 @@ void TcpMesh::endStream(Stream& s, const std::string& why) {
   if (s.broken) return;
   s.broken = true;
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s.socket.fd(), nullptr);
+  ::epoll_ctl(waitEpollFd_, EPOLL_CTL_DEL, s.socket.fd(), nullptr);
   Peer& p = peer(s.peer);
   const std::string lost = p.saidGoodbye ? strCat("peer ", s.peer, " destroyed its communicator")
                                          : strCat("connection to peer ", s.peer, " (", s.socket.peer(),
@@ -658,6 +753,7 @@ void TcpMesh::failPeer(int p, std::string why) {
   for (Stream* s : pe.streams) {
     s->broken = true;
     ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
+    ::epoll_ctl(waitEpollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
     std::vector<MeshOp*> sends;
     for (auto& f : s->out) {
       if (f.op) sends.push_back(f.op);
@@ -677,23 +773,26 @@ void TcpMesh::failPeer(int p, std::string why) {
 // ---- the progress thread ----
 
 void TcpMesh::progressLoop() {
-  // The progress thread only matters while no caller waits actively: a spinning caller reads its sockets itself
-  // (pollNow). At idle priority it never preempts that caller, which on a machine with as many busy threads as
-  // cores would cost a context switch per message; a caller that sleeps frees its core, and the thread runs.
-  sched_param idle{};
-  ::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
+  // The progress thread only matters while no caller waits: a waiting caller reads and writes its sockets itself
+  // (pollNow while it spins, blockOnce while it sleeps), so that a message costs it no hand-off between threads.
+  // Meanwhile this thread stays off the sockets and the lock, rather than compete with the caller for them.
   epoll_event events[64];
   for (;;) {
+    if (callerBlocked_.load(std::memory_order_acquire)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(kStandAsideMs));
+      std::lock_guard lock(mu_);
+      if (stopping_) break;
+      continue;
+    }
     const int n = ::epoll_wait(epollFd_, events, 64, 1000);
     std::lock_guard lock(mu_);
-    if (stopping_) {
-      // Goodbyes were queued by the destructor: give them one chance to leave.
-      for (auto& s : streams_) {
-        if (!s->broken && !s->out.empty()) flush(*s);
-      }
-      return;
-    }
+    if (stopping_) break;
     handleEvents(events, n);
+  }
+  // Goodbyes were queued by the destructor: give them one chance to leave.
+  std::lock_guard lock(mu_);
+  for (auto& s : streams_) {
+    if (!s->broken && !s->out.empty()) flush(*s);
   }
 }
 
@@ -705,6 +804,11 @@ void TcpMesh::handleEvents(const epoll_event* events, int n) {
       [[maybe_unused]] const auto ignored = ::read(wakeFd_, &drained, sizeof drained);
       continue;
     }
+    if (token == kCompletionToken) {
+      std::uint64_t drained;
+      [[maybe_unused]] const auto ignored = ::read(completionFd_, &drained, sizeof drained);
+      continue;
+    }
     Stream& s = *streams_[token];
     if (s.broken) continue;
     if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
@@ -714,12 +818,50 @@ void TcpMesh::handleEvents(const epoll_event* events, int n) {
   }
 }
 
+void TcpMesh::heartbeatTick() {
+  using Clock = std::chrono::steady_clock;
+  std::lock_guard lock(mu_);
+  if (stopping_) return;
+  // Read what waits first: a starved progress thread must not make live peers look silent.
+  epoll_event events[64];
+  const int n = ::epoll_wait(epollFd_, events, 64, 0);
+  if (n > 0) handleEvents(events, n);
+  const auto now = Clock::now();
+  const auto interval = std::chrono::duration<double>(options_.heartbeatInterval);
+  // This process was stopped itself (or starved): its peers' silence meanwhile proves nothing, start afresh.
+  const bool wePaused = lastTick_ != Clock::time_point{} && now - lastTick_ > 3 * interval;
+  lastTick_ = now;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    Peer& pe = peer(p);
+    if (!pe.lost.empty()) continue;
+    if (wePaused) pe.lastHeard = now;
+    const double silent = std::chrono::duration<double>(now - pe.lastHeard).count();
+    if (options_.heartbeatTimeout > 0 && silent > options_.heartbeatTimeout) {
+      failPeer(p, strCat("nothing arrived from peer ", p, " for ", static_cast<long>(silent),
+                         " s, heartbeats included (BRAID_HEARTBEAT_TIMEOUT ", options_.heartbeatTimeout,
+                         " s): its process is stopped, frozen, or the network to it is cut"));
+      continue;
+    }
+    if (now - pe.lastSent < interval) continue;  // traffic already says this rank is alive
+    for (Stream* s : pe.streams) {
+      if (s->broken) continue;
+      FrameHeader h;
+      h.kind = FrameKind::kHeartbeat;
+      queueFrame(*s, OutFrame{encodeFrame(h)});
+      break;
+    }
+  }
+}
+
 void TcpMesh::pollNow() {
   std::unique_lock lock(mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;  // the progress thread is at it
   epoll_event events[64];
   const int n = ::epoll_wait(epollFd_, events, 64, 0);
+  tCallerHandling = true;
   if (n > 0) handleEvents(events, n);
+  tCallerHandling = false;
 }
 
 }  // namespace braid::tcp

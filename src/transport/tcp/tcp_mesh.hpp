@@ -21,6 +21,7 @@
 #include <sys/epoll.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -35,6 +36,7 @@
 #include "braid/types.hpp"
 #include "transport/tcp/frame.hpp"
 #include "transport/tcp/socket.hpp"
+#include "transport/ticker.hpp"
 #include "transport/wait.hpp"
 
 namespace braid::tcp {
@@ -72,6 +74,10 @@ struct MeshOp {
 struct MeshOptions {
   int streams = 2;
   std::size_t socketBufferBytes = 0;  // SO_SNDBUF/SO_RCVBUF; 0 leaves the kernel's autotuning
+  /// Heartbeats: a peer that sent nothing for `heartbeatInterval` s gets a heartbeat frame; one from which
+  /// nothing arrived for `heartbeatTimeout` s is lost (0 turns either off).
+  double heartbeatInterval = 0;
+  double heartbeatTimeout = 0;
   /// Turns a call descriptor into words for Mismatch messages ("allreduce #3 (float32, count 100, sum)").
   std::function<std::string(const transport::CallDescriptor&)> describe;
 };
@@ -100,6 +106,9 @@ class TcpMesh {
   void notifyFailure(std::int64_t seq, ErrorCode code, const std::string& text, int suspect = -1);
   /// The call `seq` ended on this rank: what still arrives for it, or was kept for it, is dropped.
   void finishCall(std::int64_t seq);
+  /// From any thread, without blocking: tells every peer this rank is gone (they lose it at once), fails this
+  /// rank's pending ops with Aborted, and refuses new ones.
+  void abort();
   /// Peer `peer`'s failure, or "" while it is connected.
   std::string peerFailure(int peer);
 
@@ -122,8 +131,12 @@ class TcpMesh {
   };
 
   void progressLoop();
+  void heartbeatTick();
   void handleEvents(const epoll_event* events, int n);  // under mu_
-  void pollNow();  // one non-blocking round of the progress loop, from the caller thread, if the lock is free
+  void pollNow();
+  void blockOnce(int timeoutMs);  // the caller sleeps in epoll_wait on its own set, then handles what came
+  void signalCompletion();  // under mu_  // one non-blocking round of the progress loop, from the caller thread, if the
+                            // lock is free
   // Everything below runs under mu_.
   void queueFrame(Stream& s, OutFrame frame);
   bool flush(Stream& s);     // false when the stream broke
@@ -146,15 +159,21 @@ class TcpMesh {
   const MeshOptions options_;
   std::vector<std::unique_ptr<Peer>> peers_;
   std::vector<std::unique_ptr<Stream>> streams_;
-  int epollFd_ = -1;
+  int epollFd_ = -1;  // the progress thread's set: streams and wakeFd_
   int wakeFd_ = -1;
+  int waitEpollFd_ = -1;  // the waiting caller's set: streams and completionFd_
+  int completionFd_ = -1;
+  std::atomic<bool> callerBlocked_{false};  // a caller is inside wait()
 
   std::mutex mu_;
   std::int64_t floor_ = 0;  // collective frames with a key below this belong to finished calls
   std::map<std::int64_t, Notice> notices_;
   bool stopping_ = false;
+  bool aborted_ = false;
   transport::WaitWord completions_;  // bumped whenever an op completes or fails
+  std::chrono::steady_clock::time_point lastTick_{};
   std::thread progress_;
+  std::unique_ptr<transport::Ticker> heartbeat_;
 };
 
 }  // namespace braid::tcp

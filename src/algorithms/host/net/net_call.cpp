@@ -11,7 +11,7 @@ NetCall::NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, cons
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
   policy_.timeoutSeconds = env.timeoutSeconds;
   policy_.deadline = &env.deadline;
-  if (env.check) policy_.check = env.check;
+  policy_.check = [this] { checkCall(env_); };
 }
 
 NetCall::~NetCall() {

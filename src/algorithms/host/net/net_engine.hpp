@@ -55,6 +55,7 @@ class NetEngine final : public Engine {
                  const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
   void reject(const OpEnv& env) override;
+  void abort() override { mesh_->abort(); }
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
