@@ -192,6 +192,10 @@ class Communicator {
   /// Collective over this communicator (MPI_Comm_split, ncclCommSplit): ranks passing the same color form a new
   /// communicator, ranked by (key, rank here); with kNoColor the rank gets nullptr.
   std::unique_ptr<Communicator> split(int color, int key);
+  /// After a peer was lost (kPeerLost), every surviving rank calls shrink() (MPIX_Comm_shrink, ncclCommShrink): the
+  /// survivors agree on who is gone and form a new communicator of themselves, ranked in their old order, which
+  /// works whichever ranks died (rank 0 included). This communicator stays broken; destroy it.
+  std::unique_ptr<Communicator> shrink();
   /// Only the listed ranks call it, each with the same list, whose order gives the new ranks (MPI_Comm_create_group);
   /// the other ranks go on. Members must make their subgroup calls in the same order. InvalidArgument when the list
   /// is empty, repeats a rank, names one out of range, or leaves out the caller.

@@ -33,6 +33,10 @@ const std::vector<KnobRow>& rows() {
        &Settings::isa},
       // 64 KiB: below it the direct algorithm (every rank reads every input) beats reduce-scatter+allgather,
       // whose extra round costs more than the reads it saves; a first estimate until braid tune measures it.
+      {{"BRAID_DEBUG", KnobType::kString, "",
+        "detail: before every collective each rank checks every other's call (a fingerprint exchange), so any "
+        "mismatch fails on every rank; costs one message latency per call"},
+       &Settings::debug},
       {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
         "largest message that host collectives move with the direct (one-round) algorithm"},
        &Settings::directMaxBytes},

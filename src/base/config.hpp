@@ -30,6 +30,7 @@ struct Settings {
   std::string logLevel;            // BRAID_LOG
   std::string transport;           // BRAID_TRANSPORT
   std::string isa;                 // BRAID_CPU_ISA
+  std::string debug;               // BRAID_DEBUG
   long tcpStreams = 0;             // BRAID_TCP_STREAMS
   std::size_t tcpBufferBytes = 0;  // BRAID_TCP_BUFFER_BYTES
   long tcpSpinMicros = 0;          // BRAID_TCP_SPIN_US

@@ -106,6 +106,8 @@ class CommunicatorImpl {
   /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones
   /// too, within a wait slice), makes every later call fail with Aborted, and tells the peers.
   void abort();
+  /// An environment for calls the communicator makes on its own behalf (shrink), outside the issue order.
+  host::OpEnv internalEnv(const char* op) const { return makeEnv(op, -1, CallOptions{}); }
 
   /// The store this communicator was created over (null for communicators made without one, e.g. thread ranks
   /// over the in-memory transport), and what must outlive it: communicators split from it meet there.

@@ -49,7 +49,8 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
-  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes, settings.tcpSpinMicros);
+  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes, settings.tcpSpinMicros,
+                                                    settings.debug == "detail");
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
 }
 
@@ -67,6 +68,9 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   }
   if (!settings.isa.empty()) host::setReduceIsaCap(settings.isa);
   bootstrap::checkJobToken(settings.token);  // it becomes the TCP mesh's secret
+  if (!settings.debug.empty() && settings.debug != "detail") {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_DEBUG=", settings.debug, " is not one of: (empty), detail");
+  }
   const Deadline deadline = Deadline::after(settings.timeoutSeconds);
   const bool tcp = settings.transport == "tcp" ||
                    (settings.transport == "auto" && !allOnOneHost(*rendezvous->store, rank, size, deadline));

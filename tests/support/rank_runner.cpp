@@ -141,12 +141,17 @@ std::vector<std::string> forkRanks(int ranks, const std::function<std::string(in
 
 std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds,
                                       const std::string& transport) {
+  Settings settings = testSettings();
+  if (!transport.empty()) settings.transport = transport;
+  return runProcessesWith(ranks, settings, body, timeoutSeconds);
+}
+
+std::vector<std::string> runProcessesWith(int ranks, const Settings& settings, const Body& body,
+                                          double timeoutSeconds) {
   const UniqueId id = Communicator::uniqueId();
   auto results = forkRanks(
       ranks,
       [&](int r) {
-        Settings settings = testSettings();
-        if (!transport.empty()) settings.transport = transport;
         auto comm = core::createWithSettings(id, r, ranks, settings);
         body(*comm);
         return std::string();

@@ -25,6 +25,9 @@ std::vector<std::string> forkRanks(int ranks, const std::function<std::string(in
 /// `transport` overrides BRAID_TRANSPORT for these ranks ("shm", "tcp"; "" keeps the environment's).
 std::vector<std::string> runProcesses(int ranks, const Body& body, double timeoutSeconds = 120,
                                       const std::string& transport = "");
+/// runProcesses with explicit settings for every rank (transport, heartbeats, timeouts).
+std::vector<std::string> runProcessesWith(int ranks, const Settings& settings, const Body& body,
+                                          double timeoutSeconds = 120);
 /// Settings for thread ranks over TCP (runThreads with these joins them through a TCP store and mesh).
 inline Settings tcpSettings() {
   Settings s = testSettings();

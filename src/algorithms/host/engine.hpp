@@ -51,6 +51,8 @@ class Engine {
   /// From any thread, at any time, without blocking: tell the peers this rank is gone (they fail their waits on it
   /// with PeerLost) and end this rank's waits (with Aborted, through OpEnv::check and the transport's own ops).
   virtual void abort() = 0;
+  /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
+  virtual std::string peerFailure(int peer) = 0;
 };
 
 }  // namespace braid::host

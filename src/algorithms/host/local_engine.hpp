@@ -70,6 +70,7 @@ class LocalEngine final : public Engine {
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override { p2p_.run(ops, env); }
   void reject(const OpEnv& env) override { collectives_.reject(env); }
   void abort() override { fabric_.markAborted(); }
+  std::string peerFailure(int peer) override { return fabric_.peerFailure(peer); }
 
  private:
   transport::LocalFabric fabric_;

@@ -90,6 +90,8 @@ struct TcpMesh::Peer {
   std::string lost;  // why the peer is gone; "" while connected
   bool saidGoodbye = false;
   int liveStreams = 0;
+  std::string lastFailure;  // the text of the last notice it sent, whatever call it named
+  int lastSuspect = -1;     // and the peer that notice blamed
   std::map<MatchKey, MeshOp*> posted;
   std::map<MatchKey, std::unique_ptr<Stash>> stash;
 };
@@ -378,8 +380,32 @@ void TcpMesh::abort() {
   }
 }
 
+void TcpMesh::beginCall(const transport::CallDescriptor& call) {
+  std::lock_guard lock(mu_);
+  current_ = call;
+  for (int p = 0; p < size_; ++p) {
+    for (const auto& [key, st] : peer(p).stash) {
+      if (key.kind == FrameKind::kCollective && key.key == call.seq && !(st->call == call)) {
+        callMismatch(p, st->call);
+        return;
+      }
+    }
+  }
+}
+
+void TcpMesh::callMismatch(int p, const transport::CallDescriptor& theirs) {
+  if (notices_.count(current_->seq) != 0) return;  // the first word on this call stands
+  const auto say = [this](const transport::CallDescriptor& d) {
+    return options_.describe ? options_.describe(d) : strCat("call #", d.seq);
+  };
+  applyNotice(current_->seq,
+              Notice{p, p, ErrorCode::kMismatch,
+                     strCat("this rank called ", say(*current_), " but peer ", p, " called ", say(theirs))});
+}
+
 void TcpMesh::finishCall(std::int64_t seq) {
   std::lock_guard lock(mu_);
+  current_.reset();
   floor_ = std::max(floor_, seq + 1);
   notices_.erase(notices_.begin(), notices_.lower_bound(floor_));
   for (auto& p : peers_) {
@@ -546,6 +572,9 @@ void TcpMesh::onHeader(Stream& s) {
         }
         break;
       }
+      if (h.kind == FrameKind::kCollective && current_ && h.key == current_->seq && !(h.call == *current_)) {
+        callMismatch(s.peer, h.call);
+      }
       auto& slot = p.stash[key];
       if (!slot) {
         slot = std::make_unique<Stash>();
@@ -572,6 +601,11 @@ void TcpMesh::onPayloadDone(Stream& s) {
   if (h.kind == FrameKind::kNotice) {
     const int suspect =
         h.step > 0 && h.step <= static_cast<std::uint32_t>(size_) ? static_cast<int>(h.step) - 1 : s.peer;
+    if (h.key != kEveryCall) {
+      Peer& from = peer(s.peer);
+      from.lastFailure.assign(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size());
+      from.lastSuspect = suspect;
+    }
     applyNotice(h.key, Notice{s.peer, suspect, static_cast<ErrorCode>(h.reason),
                               std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())});
     return;
@@ -720,9 +754,12 @@ void TcpMesh::endStream(Stream& s, const std::string& why) {
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s.socket.fd(), nullptr);
   ::epoll_ctl(waitEpollFd_, EPOLL_CTL_DEL, s.socket.fd(), nullptr);
   Peer& p = peer(s.peer);
-  const std::string lost = p.saidGoodbye ? strCat("peer ", s.peer, " destroyed its communicator")
-                                         : strCat("connection to peer ", s.peer, " (", s.socket.peer(),
-                                                  ") closed: its process exited or ", "crashed (", why, ")");
+  // A peer that failed a call and then left says why in its last notice: that is the cause worth naming.
+  const std::string lost = !p.lastFailure.empty()
+                               ? strCat("peer ", s.peer, " left after it failed a call: ", p.lastFailure)
+                           : p.saidGoodbye ? strCat("peer ", s.peer, " destroyed its communicator")
+                                           : strCat("connection to peer ", s.peer, " (", s.socket.peer(),
+                                                    ") closed: its process exited or crashed (", why, ")");
   // What this stream carried is lost; the peer's other streams may still hold frames it sent before it left
   // (streams end in no particular order), so the peer is lost only once every stream has ended.
   std::vector<MeshOp*> broken;
@@ -750,6 +787,10 @@ void TcpMesh::failPeer(int p, std::string why) {
   Peer& pe = peer(p);
   if (!pe.lost.empty()) return;
   pe.lost = std::move(why);
+  auto lose = [&](MeshOp& op) {
+    if (pe.lastSuspect >= 0) op.blame = pe.lastSuspect;
+    failOp(op, ErrorCode::kPeerLost, pe.lost);
+  };
   for (Stream* s : pe.streams) {
     s->broken = true;
     ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
@@ -760,13 +801,13 @@ void TcpMesh::failPeer(int p, std::string why) {
     }
     s->out.clear();
     s->sent = 0;
-    for (MeshOp* op : sends) failOp(*op, ErrorCode::kPeerLost, pe.lost);
+    for (MeshOp* op : sends) lose(*op);
     s->op = nullptr;
     s->target = nullptr;
   }
   std::vector<MeshOp*> receives;
   for (auto& [key, op] : pe.posted) receives.push_back(op);
-  for (MeshOp* op : receives) failOp(*op, ErrorCode::kPeerLost, pe.lost);
+  for (MeshOp* op : receives) lose(*op);
   // The stash stays: messages that arrived whole before the peer left are still good.
 }
 

@@ -28,6 +28,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -104,6 +105,10 @@ class TcpMesh {
   /// Tells every peer that this rank failed call `seq` (best effort; never blocks).
   /// `suspect` is the peer at fault as this rank sees it (-1: none), named in the peers' errors.
   void notifyFailure(std::int64_t seq, ErrorCode code, const std::string& text, int suspect = -1);
+  /// The call `call` starts on this rank: a collective frame of its sequence number that carries another
+  /// descriptor (kept aside already, or arriving later, posted for or not) fails its receives with Mismatch. So a
+  /// rank whose peers are in a different call learns it from their first frame, even one it did not wait for.
+  void beginCall(const transport::CallDescriptor& call);
   /// The call `seq` ended on this rank: what still arrives for it, or was kept for it, is dropped.
   void finishCall(std::int64_t seq);
   /// From any thread, without blocking: tells every peer this rank is gone (they lose it at once), fails this
@@ -150,6 +155,7 @@ class TcpMesh {
   void failPeer(int peer, std::string why);           // the peer is gone: every stream, every op with it
   void applyNotice(std::int64_t seq, const Notice& notice);
   bool mismatched(MeshOp& op, const FrameHeader& h);  // fails op and returns true when h does not fit it
+  void callMismatch(int peer, const transport::CallDescriptor& theirs);  // the current call differs from a peer's
   void cancel(MeshOp& op);
   void setWriteInterest(Stream& s, bool on);
   Peer& peer(int p) { return *peers_[static_cast<std::size_t>(p)]; }
@@ -166,7 +172,8 @@ class TcpMesh {
   std::atomic<bool> callerBlocked_{false};  // a caller is inside wait()
 
   std::mutex mu_;
-  std::int64_t floor_ = 0;  // collective frames with a key below this belong to finished calls
+  std::int64_t floor_ = 0;
+  std::optional<transport::CallDescriptor> current_;  // the call in progress on this rank  // collective frames with a key below this belong to finished calls
   std::map<std::int64_t, Notice> notices_;
   bool stopping_ = false;
   bool aborted_ = false;

@@ -7,8 +7,20 @@
 
 namespace braid::host {
 
-NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros)
-    : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes), spinMicros_(spinMicros) {}
+NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros,
+                     bool fingerprint)
+    : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
+
+void NetEngine::exchangeFingerprints(NetCall& call) {
+  // A step no algorithm uses (they count up from 0 and from 2^31).
+  constexpr std::uint32_t kFingerprintStep = 0xfffffff0u;
+  for (int p = 0; p < size(); ++p) {
+    if (p == rank()) continue;
+    call.recv(p, kFingerprintStep, nullptr, 0);
+    call.send(p, kFingerprintStep, nullptr, 0);
+  }
+  call.waitAll();
+}
 
 std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const { return direct(bytes) ? "direct" : "ring"; }
 

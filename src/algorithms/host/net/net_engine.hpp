@@ -26,7 +26,9 @@ namespace braid::host {
 class NetEngine final : public Engine {
  public:
   /// `spinMicros`: how long a waiting caller reads its sockets itself before it sleeps (BRAID_TCP_SPIN_US).
-  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros);
+  /// `fingerprint` (BRAID_DEBUG=detail): before each call every rank shows every other its call's descriptor, so
+  /// any disagreement fails the call with Mismatch on every rank, whatever the algorithm's message pattern.
+  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros, bool fingerprint = false);
 
   tcp::TcpMesh& mesh() { return *mesh_; }
   int rank() const { return mesh_->rank(); }
@@ -56,6 +58,7 @@ class NetEngine final : public Engine {
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
   void reject(const OpEnv& env) override;
   void abort() override { mesh_->abort(); }
+  std::string peerFailure(int peer) override { return mesh_->peerFailure(peer); }
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
@@ -82,10 +85,13 @@ class NetEngine final : public Engine {
   void directReduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                     int root);
   std::byte* scratch(std::size_t bytes);
+  /// An empty message to and from every peer: its header carries the call's descriptor, which the mesh checks.
+  void exchangeFingerprints(NetCall& call);
 
   std::unique_ptr<tcp::TcpMesh> mesh_;
   std::size_t directMaxBytes_;
   long spinMicros_;
+  bool fingerprint_;
   std::vector<std::byte> scratch_;
   std::vector<std::byte> workspace_;
   std::vector<const void*> sources_;
@@ -107,7 +113,9 @@ namespace braid::host {
 template <typename Body>
 void NetEngine::runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body) {
   try {
+    mesh_->beginCall(call);
     NetCall messages(*mesh_, call, env, spinMicros_);
+    if (fingerprint_) exchangeFingerprints(messages);
     body(messages);
   } catch (const Error& e) {
     mesh_->notifyFailure(call.seq, e.code(),

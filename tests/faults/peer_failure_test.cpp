@@ -1,0 +1,296 @@
+// Failure semantics (issue 5): a peer that is killed, stopped or exits mid-collective becomes PeerLost naming it on
+// every other rank within the stated bounds; abort() from another thread ends calls at once on every rank;
+// mismatched calls fail with Mismatch on every rank. Over shared memory and TCP, 3 and 4 ranks as processes, each
+// test under a hard wall-clock limit so that a hang fails it instead of stalling CI.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "support/collective_cases.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Heartbeats fast enough for a test: 0.2 s apart, 2 s of silence is a stopped peer.
+Settings faultSettings(const std::string& transport) {
+  Settings s = testSettings();
+  s.transport = transport;
+  s.heartbeatIntervalSeconds = 0.2;
+  s.heartbeatTimeoutSeconds = 2;
+  s.timeoutSeconds = 60;  // far above every bound checked here: a PeerLost must come from detection, not timeout
+  return s;
+}
+
+enum class Fault { kKilled, kStopped, kExited };
+
+const char* faultName(Fault f) { return f == Fault::kKilled ? "killed" : f == Fault::kStopped ? "stopped" : "exited"; }
+
+using Param = std::tuple<Fault, std::string, int>;
+
+class PeerFailure : public ::testing::TestWithParam<Param> {};
+
+TEST_P(PeerFailure, EveryOtherRankGetsPeerLostNamingItInTime) {
+  const auto [fault, transport, n] = GetParam();
+  const int victim = 1;
+  // Killed or exited: the process is gone, its sockets close and its pidfd fires: 5 s. Stopped: nothing closes,
+  // only its heartbeats stop: heartbeat timeout + 1 s.
+  const auto bound = fault == Fault::kStopped ? 3s : 5s;
+  auto results = runProcessesWith(
+      n, faultSettings(transport),
+      [&, fault = fault](Communicator& comm) {
+        std::int64_t mine = ::getpid();
+        std::vector<std::int64_t> pids(static_cast<std::size_t>(comm.size()));
+        comm.allgather(&mine, pids.data(), 1, DataType::kInt64);
+        std::vector<float> big(1 << 18, 1.0f);  // 1 MiB: several messages or rounds per call
+        comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+        if (comm.rank() == victim) {
+          std::thread([fault] {
+            std::this_thread::sleep_for(20ms);
+            if (fault == Fault::kKilled) ::kill(::getpid(), SIGKILL);
+            if (fault == Fault::kStopped) {
+              ::kill(::getpid(), SIGSTOP);  // takes effect a moment later: wait here until it does (and for good)
+              for (;;) ::pause();
+            }
+            ::_exit(0);  // exits at once, as a clean exit would, in the middle of the collective
+          }).detach();
+        }
+        const auto start = Clock::now();
+        try {
+          for (int i = 0; i < 100000; ++i) {
+            comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+          }
+        } catch (const Error& e) {
+          const auto took = Clock::now() - start;
+          if (comm.rank() == 0 && fault == Fault::kStopped) ::kill(static_cast<pid_t>(pids[victim]), SIGKILL);
+          require(e.code() == ErrorCode::kPeerLost, std::string("expected PeerLost: ") + e.what());
+          require(e.context().peer == victim || contains(e.message(), "peer " + std::to_string(victim)),
+                  std::string("the error should name peer 1: ") + e.what());
+          require(took < bound, std::string("PeerLost came after ") +
+                                    std::to_string(std::chrono::duration<double>(took).count()) + " s: " + e.what());
+          return;
+        }
+        throw std::runtime_error("collectives with a failed peer did not fail");
+      },
+      60);
+  for (int r = 0; r < n; ++r) {
+    if (r != victim) EXPECT_EQ(results[r], "") << "rank " << r << " (" << faultName(fault) << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, PeerFailure,
+                         ::testing::Combine(::testing::Values(Fault::kKilled, Fault::kStopped, Fault::kExited),
+                                            ::testing::Values("shm", "tcp"), ::testing::Values(3, 4)),
+                         [](const auto& info) {
+                           return std::string(faultName(std::get<0>(info.param))) + "_" + std::get<1>(info.param) +
+                                  "_" + std::to_string(std::get<2>(info.param)) + "ranks";
+                         });
+
+// After a kill, the survivors shrink to a communicator of themselves and go on; whichever rank died, rank 0 (which
+// served the first communicator's store) included.
+class Shrink : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(Shrink, SurvivorsOfAKillFormANewCommunicatorAndAllreduce) {
+  const auto [transport, victim] = GetParam();
+  auto results = runProcessesWith(
+      4, faultSettings(transport),
+      [victim = victim](Communicator& comm) {
+        comm.barrier();
+        if (comm.rank() == victim) {
+          std::this_thread::sleep_for(20ms);
+          ::kill(::getpid(), SIGKILL);
+        }
+        try {
+          std::vector<float> big(1 << 16, 1.0f);
+          for (int i = 0; i < 100000; ++i) {
+            comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+          }
+          throw std::runtime_error("collectives with a killed peer did not fail");
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kPeerLost, e.what());
+        }
+        const auto start = Clock::now();
+        auto survivors = comm.shrink();
+        require(survivors->size() == 3, "shrink kept " + std::to_string(survivors->size()) + " ranks");
+        const int expected = comm.rank() - (comm.rank() > victim ? 1 : 0);
+        require(survivors->rank() == expected, "new rank " + std::to_string(survivors->rank()));
+        int x = comm.rank() + 1;
+        survivors->allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+        require(x == 1 + 2 + 3 + 4 - (victim + 1), "allreduce among the survivors gave " + std::to_string(x));
+        survivors->barrier();
+        require(Clock::now() - start < 10s, "shrink took too long");
+      },
+      60);
+  for (int r = 0; r < 4; ++r) {
+    if (r != std::get<1>(GetParam())) EXPECT_EQ(results[r], "") << "rank " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, Shrink, ::testing::Combine(::testing::Values("shm", "tcp"), ::testing::Values(0, 2)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_victim" + std::to_string(std::get<1>(info.param));
+                         });
+
+// A slow peer is not a dead one: it is waited for (up to the operation timeout), heartbeats or not.
+class SlowPeer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(SlowPeer, IsWaitedForBeyondTheHeartbeatTimeout) {
+  auto results = runProcessesWith(3, faultSettings(GetParam()), [](Communicator& comm) {
+    if (comm.rank() == 2) std::this_thread::sleep_for(3500ms);  // computing, longer than the 2 s heartbeat timeout
+    int x = 1;
+    comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+    require(x == 3, "allreduce with a slow peer");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, SlowPeer, ::testing::Values("shm", "tcp"));
+
+class Abort : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Abort, FromAnotherThreadEndsTheCallOnEveryRankWithinTwoSeconds) {
+  auto results = runProcessesWith(3, faultSettings(GetParam()), [](Communicator& comm) {
+    comm.barrier();
+    if (comm.rank() == 1) std::this_thread::sleep_for(300ms);  // ranks 0 and 2 wait for it in the allreduce
+    std::thread aborter;
+    if (comm.rank() == 0) {
+      aborter = std::thread([&comm] {
+        std::this_thread::sleep_for(100ms);
+        const auto start = Clock::now();
+        comm.abort();
+        require(Clock::now() - start < 100ms, "abort() should not block");
+      });
+    }
+    // Rank 0's allreduce fails with Aborted. A peer may still complete the call in flight when rank 0's part of it
+    // had left before the abort; its next call fails with PeerLost saying rank 0 aborted. All within 2 s.
+    const auto start = Clock::now();
+    std::string outcome;
+    for (int call = 0; call < 2 && outcome.empty(); ++call) {
+      try {
+        int x = 1;
+        comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+        if (comm.rank() == 0 || call == 1) outcome = "allreduce succeeded after the abort";
+      } catch (const Error& e) {
+        if (comm.rank() == 0 && e.code() != ErrorCode::kAborted) outcome = std::string("expected Aborted: ") + e.what();
+        if (comm.rank() != 0 && (e.code() != ErrorCode::kPeerLost || !contains(e.what(), "aborted"))) {
+          outcome = std::string("expected PeerLost saying rank 0 aborted: ") + e.what();
+        }
+        break;
+      }
+    }
+    if (aborter.joinable()) aborter.join();
+    require(outcome.empty(), outcome);
+    require(Clock::now() - start < 2500ms, "the calls took longer than 2 s after the abort");
+    if (comm.rank() == 0) {
+      try {
+        comm.barrier();
+      } catch (const Error& e) {
+        require(e.code() == ErrorCode::kAborted, std::string("later call: ") + e.what());
+        return;
+      }
+      throw std::runtime_error("a call after abort() did not fail");
+    }
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST_P(Abort, BeforeAnyCallAndTwiceIsHarmless) {
+  auto results = runProcessesWith(2, faultSettings(GetParam()), [](Communicator& comm) {
+    comm.abort();
+    comm.abort();
+    try {
+      comm.barrier();
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kAborted || e.code() == ErrorCode::kPeerLost, e.what());
+      return;
+    }
+    throw std::runtime_error("barrier after abort() did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, Abort, ::testing::Values("shm", "tcp"));
+
+// Calls that disagree fail with Mismatch on every rank, naming both sides; BRAID_DEBUG=detail makes that hold for
+// every pattern (over shared memory every call's first round already compares every rank's call).
+class Mismatch : public ::testing::TestWithParam<std::string> {};
+
+void expectMismatchEverywhere(const std::string& transport, const std::function<void(Communicator&)>& call) {
+  Settings s = faultSettings(transport);
+  s.debug = "detail";
+  auto results = runProcessesWith(3, s, [&](Communicator& comm) {
+    try {
+      call(comm);
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch: ") + e.what());
+      int x = 1;
+      comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);  // the communicator goes on
+      require(x == 3, "allreduce after a mismatch");
+      return;
+    }
+    throw std::runtime_error("the mismatched call did not fail");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST_P(Mismatch, Counts) {
+  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+    std::vector<float> buf(100, 1.0f);
+    comm.allreduce(buf.data(), buf.data(), comm.rank() == 2 ? 50 : 100, DataType::kFloat32, ReduceKind::kSum);
+  });
+}
+
+TEST_P(Mismatch, DataTypes) {
+  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+    std::vector<std::int32_t> buf(16, 1);
+    comm.allreduce(buf.data(), buf.data(), buf.size(), comm.rank() == 1 ? DataType::kUint32 : DataType::kInt32,
+                   ReduceKind::kSum);
+  });
+}
+
+TEST_P(Mismatch, Roots) {
+  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+    std::vector<std::int32_t> buf(16, comm.rank());
+    comm.broadcast(buf.data(), buf.size(), DataType::kInt32, comm.rank() == 2 ? 1 : 0);
+  });
+}
+
+TEST_P(Mismatch, Collectives) {
+  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+    std::vector<std::int32_t> buf(16 * 3, 1);
+    if (comm.rank() == 0) {
+      comm.allgather(buf.data(), buf.data(), 16, DataType::kInt32);
+    } else {
+      comm.allreduce(buf.data(), buf.data(), 16, DataType::kInt32, ReduceKind::kSum);
+    }
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, Mismatch, ::testing::Values("shm", "tcp"));
+
+// Without BRAID_DEBUG=detail a mismatch over TCP is caught by the frames themselves: never a hang, never a wrong
+// answer; the ranks whose messages show it fail with Mismatch.
+TEST(MismatchWithoutDetail, RootsNeverHangOverTcp) {
+  const auto start = Clock::now();
+  auto results = runProcessesWith(3, faultSettings("tcp"), [](Communicator& comm) {
+    std::vector<std::int32_t> buf(16, comm.rank());
+    try {
+      comm.broadcast(buf.data(), buf.size(), DataType::kInt32, comm.rank() == 2 ? 1 : 0);
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kMismatch, e.what());
+    }
+  });
+  EXPECT_EQ(failures(results), "");
+  EXPECT_LT(Clock::now() - start, 10s);
+}
+
+}  // namespace
+}  // namespace braid::testing
