@@ -173,11 +173,11 @@ class TcpMesh {
 
   std::mutex mu_;
   std::int64_t floor_ = 0;
-  std::optional<transport::CallDescriptor> current_;  // the call in progress on this rank  // collective frames with a key below this belong to finished calls
+  std::optional<transport::CallDescriptor> current_;  // the call in progress on this rank  // collective frames with a
+                                                      // key below this belong to finished calls
   std::map<std::int64_t, Notice> notices_;
   bool stopping_ = false;
   bool aborted_ = false;
-  transport::WaitWord completions_;  // bumped whenever an op completes or fails
   std::chrono::steady_clock::time_point lastTick_{};
   std::thread progress_;
   std::unique_ptr<transport::Ticker> heartbeat_;

@@ -1,0 +1,103 @@
+// The TcpMesh's private parts, shared by its translation units (tcp_mesh.cpp: posting, waiting and the threads;
+// tcp_mesh_wire.cpp: frames in and out of the sockets; tcp_mesh_state.cpp: completing and failing ops and peers).
+#pragma once
+
+#include <sys/epoll.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/tcp/tcp_mesh.hpp"
+
+namespace braid::tcp {
+
+namespace mesh {
+
+inline constexpr std::uint64_t kWakeToken = ~std::uint64_t{0};
+inline constexpr std::uint64_t kCompletionToken = ~std::uint64_t{0} - 1;
+// Bytes one stream may read per readiness event before the loop turns to the others: one busy stream must not
+// hold the lock (and the caller posting the next message) for long.
+inline constexpr std::size_t kReadBudget = std::size_t{4} << 20;
+inline constexpr std::size_t kDiscardBytes = 64 << 10;
+// How often the progress thread looks whether the caller that keeps it off the sockets has left.
+inline constexpr int kStandAsideMs = 2;
+// A blocked caller wakes at least this often to run its checks (abort, deadline).
+inline constexpr int kSleepSliceMs = 20;
+// The call a notice names when it is about every call (an abort).
+inline constexpr std::int64_t kEveryCall = -1;
+
+// Set while a waiting caller handles events itself: what it completes it sees without being signalled.
+extern thread_local bool tCallerHandling;
+
+inline bool isWouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; }
+
+}  // namespace mesh
+
+struct TcpMesh::OutFrame {
+  OutFrame() = default;
+  explicit OutFrame(const EncodedHeader& h, const std::byte* d = nullptr, std::uint32_t len = 0, MeshOp* o = nullptr)
+      : header(h), data(d), length(len), op(o) {}
+  EncodedHeader header{};
+  const std::byte* data = nullptr;
+  std::uint32_t length = 0;
+  MeshOp* op = nullptr;          // the send this frame belongs to; null for control frames and cancelled sends
+  std::vector<std::byte> owned;  // notice text, or a cancelled send's payload copied out of the caller's buffer
+};
+
+struct TcpMesh::Stash {
+  struct Chunk {
+    std::uint64_t offset = 0;
+    std::vector<std::byte> data;
+    bool complete = false;
+  };
+  MatchKey key{};
+  transport::CallDescriptor call;
+  std::uint64_t messageBytes = 0;
+  std::deque<Chunk> chunks;  // a deque: a chunk being filled keeps its address while others are added
+  int inFlight = 0;          // chunks a stream is still reading into
+  MeshOp* op = nullptr;      // a receive posted while chunks were in flight: they go to it when they complete
+  bool dead = false;         // its receive failed or was cancelled: in-flight chunks are dropped
+};
+
+struct TcpMesh::Stream {
+  Socket socket;
+  int peer = -1;
+  std::size_t index = 0;  // in streams_, the epoll token
+  std::deque<OutFrame> out;
+  std::size_t sent = 0;  // bytes of out.front() (header, then payload) already written
+  bool writeInterest = false;
+  bool broken = false;
+  // Receiving: a header, then its payload into `target` (null: dropped).
+  EncodedHeader inHeader{};
+  std::size_t headerDone = 0;
+  bool inPayload = false;
+  FrameHeader frame;
+  std::size_t payloadDone = 0;
+  std::byte* target = nullptr;
+  MeshOp* op = nullptr;
+  Stash* stash = nullptr;
+  Stash::Chunk* chunk = nullptr;
+  std::vector<std::byte> noticeText;
+};
+
+struct TcpMesh::Peer {
+  std::vector<Stream*> streams;
+  std::chrono::steady_clock::time_point lastHeard = std::chrono::steady_clock::now();  // any byte from the peer
+  std::chrono::steady_clock::time_point lastSent = std::chrono::steady_clock::now();   // any byte to it
+  unsigned nextStream = 0;
+  std::string lost;  // why the peer is gone; "" while connected
+  bool saidGoodbye = false;
+  int liveStreams = 0;
+  std::string lastFailure;  // the text of the last notice it sent, whatever call it named
+  int lastSuspect = -1;     // and the peer that notice blamed
+  std::map<MatchKey, MeshOp*> posted;
+  std::map<MatchKey, std::unique_ptr<Stash>> stash;
+};
+
+}  // namespace braid::tcp

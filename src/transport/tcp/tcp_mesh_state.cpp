@@ -1,0 +1,170 @@
+// TcpMesh, the bookkeeping: ops completed, failed or cancelled, notices applied, streams and peers lost.
+// Everything here runs under the mesh's lock.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "base/error.hpp"
+#include "transport/tcp/tcp_mesh_parts.hpp"
+
+namespace braid::tcp {
+
+using namespace mesh;
+
+void TcpMesh::signalCompletion() {
+  // A caller blocked in epoll_wait on its own set is woken through the eventfd (the flag is set before it looks
+  // at its ops, so a completion it did not see is always signalled).
+  if (!tCallerHandling && callerBlocked_.load(std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto ignored = ::write(completionFd_, &one, sizeof one);
+  }
+}
+
+void TcpMesh::complete(MeshOp& op) {
+  if (op.state.load(std::memory_order_relaxed) != MeshOp::kPending) return;
+  if (op.posted) {
+    peer(op.peer).posted.erase(MatchKey{op.kind, op.key, op.step});
+    op.posted = false;
+  }
+  op.state.store(MeshOp::kDone, std::memory_order_release);
+  signalCompletion();
+}
+
+void TcpMesh::failOp(MeshOp& op, ErrorCode code, std::string text) {
+  if (op.state.load(std::memory_order_relaxed) != MeshOp::kPending) return;
+  if (op.posted) {
+    peer(op.peer).posted.erase(MatchKey{op.kind, op.key, op.step});
+    op.posted = false;
+  }
+  for (Stream* s : peer(op.peer).streams) {
+    if (s->op == &op) {  // the rest of the frame it was reading is dropped
+      s->op = nullptr;
+      s->target = nullptr;
+    }
+  }
+  for (auto& [key, st] : peer(op.peer).stash) {
+    if (st->op == &op) {
+      st->op = nullptr;
+      st->dead = true;
+    }
+  }
+  op.code = code;
+  op.error = std::move(text);
+  op.state.store(MeshOp::kFailed, std::memory_order_release);
+  signalCompletion();
+}
+
+void TcpMesh::cancel(MeshOp& op) {
+  if (op.dir == MeshOp::Dir::kSend) {
+    // Frames not started are dropped; a frame half written must still be finished (the stream would be out of
+    // step otherwise), from a copy since the caller's buffer is about to go away.
+    for (Stream* s : peer(op.peer).streams) {
+      for (auto it = s->out.begin(); it != s->out.end();) {
+        if (it->op != &op) {
+          ++it;
+        } else if (it == s->out.begin() && s->sent > 0) {
+          it->owned.assign(it->data, it->data + it->length);
+          it->data = it->owned.data();
+          it->op = nullptr;
+          ++it;
+        } else {
+          it = s->out.erase(it);
+        }
+      }
+    }
+  }
+  failOp(op, ErrorCode::kInternal, "cancelled");
+}
+
+void TcpMesh::applyNotice(std::int64_t seq, const Notice& notice) {
+  if (seq == kEveryCall) {  // the peer aborted: it takes part in nothing any more
+    failPeer(notice.peer, strCat("peer ", notice.peer, " aborted its communicator"));
+    return;
+  }
+  if (seq < floor_) return;  // about a call this rank has finished
+  notices_.try_emplace(seq, notice);
+  for (auto& p : peers_) {
+    std::vector<MeshOp*> hit;
+    for (auto& [key, op] : p->posted) {
+      if (key.kind == FrameKind::kCollective && key.key == seq) hit.push_back(op);
+    }
+    for (MeshOp* op : hit) {
+      op->blame = notice.suspect;
+      failOp(*op, notice.code, notice.text);
+    }
+  }
+}
+
+void TcpMesh::endStream(Stream& s, const std::string& why) {
+  if (s.broken) return;
+  s.broken = true;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s.socket.fd(), nullptr);
+  ::epoll_ctl(waitEpollFd_, EPOLL_CTL_DEL, s.socket.fd(), nullptr);
+  Peer& p = peer(s.peer);
+  // A peer that failed a call and then left says why in its last notice: that is the cause worth naming.
+  const std::string lost = !p.lastFailure.empty()
+                               ? strCat("peer ", s.peer, " left after it failed a call: ", p.lastFailure)
+                           : p.saidGoodbye ? strCat("peer ", s.peer, " destroyed its communicator")
+                                           : strCat("connection to peer ", s.peer, " (", s.socket.peer(),
+                                                    ") closed: its process exited or crashed (", why, ")");
+  // What this stream carried is lost; the peer's other streams may still hold frames it sent before it left
+  // (streams end in no particular order), so the peer is lost only once every stream has ended.
+  std::vector<MeshOp*> broken;
+  for (auto& f : s.out) {
+    if (f.op) broken.push_back(f.op);
+  }
+  s.out.clear();
+  s.sent = 0;
+  if (s.inPayload && s.op) broken.push_back(s.op);
+  if (s.inPayload && s.stash) {
+    --s.stash->inFlight;
+    s.stash->dead = true;
+    if (s.stash->op) broken.push_back(s.stash->op);
+  }
+  s.op = nullptr;
+  s.stash = nullptr;
+  s.chunk = nullptr;
+  s.target = nullptr;
+  s.inPayload = false;
+  for (MeshOp* op : broken) failOp(*op, ErrorCode::kPeerLost, lost);
+  if (--p.liveStreams == 0) failPeer(s.peer, lost);
+}
+
+void TcpMesh::failPeer(int p, std::string why) {
+  Peer& pe = peer(p);
+  if (!pe.lost.empty()) return;
+  pe.lost = std::move(why);
+  auto lose = [&](MeshOp& op) {
+    if (pe.lastSuspect >= 0) op.blame = pe.lastSuspect;
+    failOp(op, ErrorCode::kPeerLost, pe.lost);
+  };
+  for (Stream* s : pe.streams) {
+    s->broken = true;
+    ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
+    ::epoll_ctl(waitEpollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
+    std::vector<MeshOp*> sends;
+    for (auto& f : s->out) {
+      if (f.op) sends.push_back(f.op);
+    }
+    s->out.clear();
+    s->sent = 0;
+    for (MeshOp* op : sends) lose(*op);
+    s->op = nullptr;
+    s->target = nullptr;
+  }
+  std::vector<MeshOp*> receives;
+  for (auto& [key, op] : pe.posted) receives.push_back(op);
+  for (MeshOp* op : receives) lose(*op);
+  // The stash stays: messages that arrived whole before the peer left are still good.
+}
+
+}  // namespace braid::tcp

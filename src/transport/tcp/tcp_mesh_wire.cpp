@@ -1,0 +1,260 @@
+// TcpMesh, the wire side: frames queued and written, bytes read and placed (straight into a posted receive, or
+// kept aside until one is posted). Everything here runs under the mesh's lock.
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <optional>
+
+#include "base/error.hpp"
+#include "transport/tcp/tcp_mesh_parts.hpp"
+
+namespace braid::tcp {
+
+using namespace mesh;
+
+// ---- under mu_ ----
+
+void TcpMesh::queueFrame(Stream& s, OutFrame frame) {
+  if (s.broken) {
+    if (frame.op) failOp(*frame.op, ErrorCode::kPeerLost, peer(s.peer).lost);
+    return;
+  }
+  s.out.push_back(std::move(frame));
+  if (s.out.size() == 1 && !flush(s)) endStream(s, strCat("sending failed: ", std::strerror(errno)));
+}
+
+bool TcpMesh::flush(Stream& s) {
+  while (!s.out.empty()) {
+    OutFrame& f = s.out.front();
+    iovec iov[2];
+    int n = 0;
+    if (s.sent < kFrameHeaderBytes) {
+      iov[n++] = {f.header.data() + s.sent, kFrameHeaderBytes - s.sent};
+      if (f.length > 0) iov[n++] = {const_cast<std::byte*>(f.data), f.length};
+    } else {
+      const std::size_t at = s.sent - kFrameHeaderBytes;
+      iov[n++] = {const_cast<std::byte*>(f.data) + at, f.length - at};
+    }
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<std::size_t>(n);
+    const ssize_t wrote = ::sendmsg(s.socket.fd(), &msg, MSG_NOSIGNAL);
+    if (wrote < 0) {
+      if (errno == EINTR) continue;
+      if (isWouldBlock(errno)) {
+        setWriteInterest(s, true);
+        return true;
+      }
+      return false;
+    }
+    s.sent += static_cast<std::size_t>(wrote);
+    peer(s.peer).lastSent = std::chrono::steady_clock::now();
+    if (s.sent < kFrameHeaderBytes + f.length) continue;
+    MeshOp* op = f.op;
+    s.out.pop_front();
+    s.sent = 0;
+    if (op && --op->framesLeft == 0) complete(*op);
+  }
+  setWriteInterest(s, false);
+  return true;
+}
+
+void TcpMesh::setWriteInterest(Stream& s, bool on) {
+  if (s.writeInterest == on || s.broken) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
+  ev.data.u64 = s.index;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, s.socket.fd(), &ev);
+  ::epoll_ctl(waitEpollFd_, EPOLL_CTL_MOD, s.socket.fd(), &ev);
+  s.writeInterest = on;
+}
+
+bool TcpMesh::readSome(Stream& s) {
+  static thread_local std::vector<std::byte> discard(kDiscardBytes);
+  std::size_t budget = kReadBudget;
+  while (budget > 0 && !s.broken) {
+    std::size_t got = 0;
+    try {
+      if (!s.inPayload) {
+        got = s.socket.recvSome(std::span(s.inHeader).subspan(s.headerDone));
+        if (got == 0) return true;
+        peer(s.peer).lastHeard = std::chrono::steady_clock::now();
+        s.headerDone += got;
+        if (s.headerDone < kFrameHeaderBytes) continue;
+        s.headerDone = 0;
+        std::string why;
+        if (!decodeFrame(s.inHeader, &s.frame, &why)) {
+          failPeer(s.peer, strCat("stream from peer ", s.peer, " (", s.socket.peer(), ") is out of step: ", why));
+          return false;
+        }
+        onHeader(s);
+        continue;
+      }
+      const std::size_t left = s.frame.length - s.payloadDone;
+      std::span<std::byte> into = s.target ? std::span(s.target + s.payloadDone, left)
+                                           : std::span(discard.data(), std::min(left, discard.size()));
+      got = s.socket.recvSome(into);
+      if (got == 0) return true;
+      peer(s.peer).lastHeard = std::chrono::steady_clock::now();
+      s.payloadDone += got;
+      if (s.payloadDone == s.frame.length) onPayloadDone(s);
+    } catch (const Error& e) {
+      endStream(s, e.message());
+      return false;
+    }
+    budget -= std::min(budget, got);
+  }
+  return true;
+}
+
+bool TcpMesh::mismatched(MeshOp& op, const FrameHeader& h) {
+  if (op.kind == FrameKind::kCollective && !(op.call == h.call)) {
+    const auto say = [this](const transport::CallDescriptor& d) {
+      return options_.describe ? options_.describe(d) : strCat("call #", d.seq);
+    };
+    failOp(op, ErrorCode::kMismatch,
+           strCat("this rank called ", say(op.call), " but peer ", op.peer, " called ", say(h.call)));
+    return true;
+  }
+  if (h.messageBytes != op.bytes) {
+    failOp(op, ErrorCode::kMismatch,
+           op.kind == FrameKind::kPointToPoint
+               ? strCat("peer ", op.peer, " sent ", h.messageBytes, " bytes with tag ", op.key,
+                        " but this rank receives ", op.bytes, " bytes")
+               : strCat("peer ", op.peer, " sent ", h.messageBytes, " bytes as message ", op.step, " of ", op.key,
+                        " but this rank expects ", op.bytes, " bytes"));
+    return true;
+  }
+  return false;
+}
+
+void TcpMesh::onHeader(Stream& s) {
+  const FrameHeader& h = s.frame;
+  s.payloadDone = 0;
+  s.target = nullptr;
+  s.op = nullptr;
+  s.stash = nullptr;
+  s.chunk = nullptr;
+  Peer& p = peer(s.peer);
+  switch (h.kind) {
+    case FrameKind::kHeartbeat:
+      return;
+    case FrameKind::kGoodbye:
+      p.saidGoodbye = true;
+      return;
+    case FrameKind::kNotice:
+      s.noticeText.resize(h.length);
+      s.target = s.noticeText.data();
+      break;
+    case FrameKind::kCollective:
+    case FrameKind::kPointToPoint: {
+      if (h.kind == FrameKind::kCollective && h.key < floor_) break;  // a finished (failed) call's: dropped
+      const MatchKey key{h.kind, h.key, h.step};
+      if (auto it = p.posted.find(key); it != p.posted.end()) {
+        MeshOp& op = *it->second;
+        if (!mismatched(op, h)) {
+          s.op = &op;
+          s.target = op.data + h.offset;
+        }
+        break;
+      }
+      if (h.kind == FrameKind::kCollective && current_ && h.key == current_->seq && !(h.call == *current_)) {
+        callMismatch(s.peer, h.call);
+      }
+      auto& slot = p.stash[key];
+      if (!slot) {
+        slot = std::make_unique<Stash>();
+        slot->key = key;
+        slot->call = h.call;
+        slot->messageBytes = h.messageBytes;
+      }
+      if (slot->dead) break;
+      slot->chunks.push_back({h.offset, std::vector<std::byte>(h.length), false});
+      ++slot->inFlight;
+      s.stash = slot.get();
+      s.chunk = &slot->chunks.back();
+      s.target = s.chunk->data.data();
+      break;
+    }
+  }
+  s.inPayload = true;
+  if (h.length == 0) onPayloadDone(s);
+}
+
+void TcpMesh::onPayloadDone(Stream& s) {
+  s.inPayload = false;
+  const FrameHeader& h = s.frame;
+  if (h.kind == FrameKind::kNotice) {
+    const int suspect =
+        h.step > 0 && h.step <= static_cast<std::uint32_t>(size_) ? static_cast<int>(h.step) - 1 : s.peer;
+    if (h.key != kEveryCall) {
+      Peer& from = peer(s.peer);
+      from.lastFailure.assign(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size());
+      from.lastSuspect = suspect;
+    }
+    applyNotice(h.key, Notice{s.peer, suspect, static_cast<ErrorCode>(h.reason),
+                              std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())});
+    return;
+  }
+  if (s.op) {
+    MeshOp& op = *s.op;
+    s.op = nullptr;
+    op.done += h.length;
+    if (op.done == op.bytes) complete(op);
+    return;
+  }
+  if (!s.stash) return;
+  Stash& st = *s.stash;
+  Stash::Chunk& chunk = *s.chunk;
+  s.stash = nullptr;
+  s.chunk = nullptr;
+  chunk.complete = true;
+  --st.inFlight;
+  if (st.op && !st.dead) {
+    MeshOp& op = *st.op;
+    if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
+    op.done += chunk.data.size();
+    chunk.data = {};
+    if (st.inFlight == 0) st.dead = true;  // everything it held went to op; later frames go to op directly
+    if (op.done == op.bytes) complete(op);
+  }
+  if (st.dead && st.inFlight == 0) peer(s.peer).stash.erase(st.key);  // last use of st
+}
+
+void TcpMesh::bindReceive(MeshOp& op) {
+  Peer& p = peer(op.peer);
+  const auto it = p.stash.find(MatchKey{op.kind, op.key, op.step});
+  if (it == p.stash.end() || it->second->dead) return;
+  Stash& st = *it->second;
+  FrameHeader h;
+  h.call = st.call;
+  h.messageBytes = st.messageBytes;
+  if (mismatched(op, h)) {
+    st.dead = true;
+    if (st.inFlight == 0) p.stash.erase(it);
+    return;
+  }
+  for (auto& chunk : st.chunks) {
+    if (!chunk.complete) continue;
+    if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
+    op.done += chunk.data.size();
+    chunk.data = {};
+  }
+  const bool zeroByteMessageArrived = op.bytes == 0 && st.inFlight == 0;
+  if (st.inFlight == 0) {
+    p.stash.erase(it);
+  } else {
+    st.op = &op;
+  }
+  if (op.done == op.bytes && (op.bytes > 0 || zeroByteMessageArrived)) complete(op);
+}
+
+}  // namespace braid::tcp
