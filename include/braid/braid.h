@@ -109,6 +109,11 @@ braid_result_t braid_comm_size(braid_comm_t comm, int* size);
 braid_result_t braid_comm_split(braid_comm_t comm, int color, int key, braid_comm_t* newcomm);
 /// Called by the `nranks` ranks listed only, each with the same list (its order gives the new ranks).
 braid_result_t braid_comm_subgroup(braid_comm_t comm, const int* ranks, int nranks, braid_comm_t* newcomm);
+/// From any thread, never blocking: this rank's calls on comm end with BRAID_ERR_ABORTED, its peers lose it. The
+/// handle must still be destroyed.
+braid_result_t braid_comm_abort(braid_comm_t comm);
+/// After BRAID_ERR_PEER_LOST, every survivor calls it: *newcomm joins the survivors, ranked in their old order.
+braid_result_t braid_comm_shrink(braid_comm_t comm, braid_comm_t* newcomm);
 
 // ---- Collectives ----
 // `count` is in elements of `type`. send == recv is in place where braid.hpp allows it. Every rank must make the

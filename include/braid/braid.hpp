@@ -18,10 +18,12 @@
 /// - Buffers passed to a call must stay valid until it returns (blocking) or its Work completes (async).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -89,6 +91,29 @@ class KeyValueStore {
   virtual std::int64_t add(const std::string& key, std::int64_t delta) = 0;
 };
 
+/// Aborts a communicator from another thread, also while it is being created (as ncclCommAbort on a communicator
+/// still initialising): pass it to create() or fromEnvironment(), keep it, and call abort() at any time.
+class AbortHandle {
+ public:
+  AbortHandle() = default;
+  AbortHandle(const AbortHandle&) = delete;
+  AbortHandle& operator=(const AbortHandle&) = delete;
+
+  /// A creation in progress fails with kAborted within ~100 ms; a communicator already made with this handle is
+  /// aborted (Communicator::abort). Thread-safe, idempotent, never blocks.
+  void abort();
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+
+  /// For braid itself: the flag creation waits look at, and the communicator made with the handle (null detaches).
+  const std::atomic<bool>* flag() const { return &aborted_; }
+  void attach(core::CommunicatorImpl* comm);
+
+ private:
+  std::atomic<bool> aborted_{false};
+  std::mutex mu_;
+  core::CommunicatorImpl* comm_ = nullptr;
+};
+
 class Communicator {
  public:
   /// Creates a communicator from the environment its launcher set, the first found of: `braid run` or explicit
@@ -99,10 +124,15 @@ class Communicator {
   /// host at BRAID_PORT). BRAID_ROOT_ADDR, when set, overrides the derived address. Blocks until every rank has
   /// joined or BRAID_TIMEOUT passes.
   static std::unique_ptr<Communicator> fromEnvironment();
+  /// The same, abortable through `abort` from another thread while it runs and afterwards.
+  static std::unique_ptr<Communicator> fromEnvironment(std::shared_ptr<AbortHandle> abort);
   /// Makes a fresh id and starts its rendezvous server in this process (which must outlive the creation).
   static UniqueId uniqueId();
   /// Creates a communicator from an id made by uniqueId() and passed to every rank.
   static std::unique_ptr<Communicator> create(const UniqueId& id, int rank, int size);
+  /// The same, abortable through `abort` from another thread while it runs and afterwards.
+  static std::unique_ptr<Communicator> create(const UniqueId& id, int rank, int size,
+                                              std::shared_ptr<AbortHandle> abort);
   /// Creates a communicator whose ranks find each other through `store` (see KeyValueStore). Every rank passes a
   /// store over the same data, the same `size` and `prefix`, and its own `rank`. braid's keys all start with
   /// "<prefix>/<size>/<n>/", where n numbers the communicators of `size` ranks created under that prefix (a

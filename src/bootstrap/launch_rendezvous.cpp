@@ -98,7 +98,7 @@ void publishRootThroughPmix(LaunchIdentity& id, JobRendezvous& job, const Settin
 }  // namespace
 
 JobRendezvous rendezvousFromEnvironment(const Settings& settings, const Settings::Lookup& env,
-                                        const PmixProbe& pmixProbe) {
+                                        const PmixProbe& pmixProbe, const std::atomic<bool>* cancel) {
   JobRendezvous job;
   job.identity = readLaunchIdentity(settings, env, pmixProbe);
   LaunchIdentity& id = job.identity;
@@ -114,8 +114,8 @@ JobRendezvous rendezvousFromEnvironment(const Settings& settings, const Settings
             strCat("launched by ", id.launcher, ": rank ", id.rank, " of ", id.size, ", local rank ", id.localRank,
                    " of ", id.localSize, "; store at ", id.root.toString(), id.rootViaPmix ? " (via PMIx)" : ""));
   }
-  job.client = std::make_unique<TcpStoreClient>(id.root, id.token, Deadline::after(settings.timeoutSeconds),
-                                                settings.timeoutSeconds);
+  job.client = std::make_unique<TcpStoreClient>(
+      id.root, id.token, Deadline::after(settings.timeoutSeconds).cancellable(cancel), settings.timeoutSeconds);
   return job;
 }
 

@@ -3,6 +3,7 @@
 // connected to it. Communicator::fromEnvironment() is this plus joining the communicator over the store.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "base/config.hpp"
@@ -22,7 +23,8 @@ struct JobRendezvous {
 /// fresh token unless BRAID_TOKEN gives one); every rank, rank 0 included, connects and authenticates within
 /// BRAID_TIMEOUT. Errors are braid::Error: InvalidArgument for the environment, Unavailable for PMIx, Timeout when
 /// rank 0's store never answers.
+/// `cancel`, when given and set from another thread, ends the wait for the store early (AbortHandle).
 JobRendezvous rendezvousFromEnvironment(const Settings& settings, const Settings::Lookup& env = {},
-                                        const PmixProbe& pmixProbe = {});
+                                        const PmixProbe& pmixProbe = {}, const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace braid::bootstrap

@@ -101,7 +101,9 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
     }
     // A peer sends its hello as soon as it connects: one that does not within a few seconds is not a peer, and
     // must not hold up the others.
-    const Deadline helloDeadline = deadline.secondsLeft() > kHelloSeconds ? Deadline::after(kHelloSeconds) : deadline;
+    Deadline helloDeadline = Deadline::after(kHelloSeconds);
+    if (deadline.at() < helloDeadline.at()) helloDeadline = deadline;
+    helloDeadline = helloDeadline.cancellable(deadline.cancelFlag());
     std::string why;
     const auto hello = tcp::helloAsAcceptor(socket, commId, secret, size, streams, helloDeadline, &why);
     if (hello && hello->rank > rank &&

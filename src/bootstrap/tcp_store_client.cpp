@@ -150,7 +150,8 @@ std::string TcpStoreClient::get(const std::string& key, Deadline deadline) {
   const std::uint64_t waitMs =
       deadline.infinite() ? wire::kWaitForever : static_cast<std::uint64_t>(std::ceil(seconds * 1000.0));
   const Deadline replyDeadline =
-      deadline.infinite() ? Deadline::never() : Deadline::after(seconds + kReplyGraceSeconds);
+      (deadline.infinite() ? Deadline::never() : Deadline::after(seconds + kReplyGraceSeconds))
+          .cancellable(deadline.cancelFlag());
   Reply r = request(wire::Op::kGet, strCat("get('", printable(key), "')"), key,
                     encodeI64(static_cast<std::int64_t>(waitMs)), replyDeadline);
   if (r.status == wire::Status::kTimeout) {

@@ -290,6 +290,21 @@ braid_result_t braid_comm_subgroup(braid_comm_t comm, const int* ranks, int nran
   });
 }
 
+braid_result_t braid_comm_abort(braid_comm_t comm) {
+  return guarded([&] { need(comm, "braid_comm_abort").abort(); });
+}
+
+braid_result_t braid_comm_shrink(braid_comm_t comm, braid_comm_t* newcomm) {
+  return guarded([&] {
+    braid::Communicator& c = need(comm, "braid_comm_shrink");
+    needPointer(newcomm, "newcomm (the output pointer)", "braid_comm_shrink");
+    *newcomm = nullptr;
+    auto wrapped = std::make_unique<braid_comm>();
+    wrapped->impl = c.shrink();
+    *newcomm = wrapped.release();
+  });
+}
+
 braid_result_t braid_comm_rank(braid_comm_t comm, int* rank) {
   return guarded([&] {
     braid::Communicator& c = need(comm, "braid_comm_rank");

@@ -47,9 +47,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) {
-        c->engine().allreduce(send, recv, count, type, op, env);
-      });
+      [=](const host::OpEnv& env) { c->engine().allreduce(send, recv, count, type, op, env); });
 }
 
 auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -62,9 +60,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         checkBuffer(send, count, type, "send buffer", ctx);
         if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) {
-        c->engine().reduce(send, recv, count, type, op, root, env);
-      });
+      [=](const host::OpEnv& env) { c->engine().reduce(send, recv, count, type, op, root, env); });
 }
 
 auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
@@ -104,9 +100,7 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         checkBuffer(send, sendCount, type, "send buffer", ctx);
         checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) {
-        c->engine().allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
-      });
+      [=](const host::OpEnv& env) { c->engine().allgatherv(send, sendCount, recv, recvCounts, displs, type, env); });
 }
 
 auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,

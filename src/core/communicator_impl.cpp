@@ -82,6 +82,8 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   cv_.notify_all();
   if (progress_.joinable()) progress_.join();
+  // Detached only now: while the destructor waited for a queued call, the handle could still abort it.
+  if (abortHandle_) abortHandle_->attach(nullptr);
 }
 
 std::int64_t CommunicatorImpl::sequenceNumber() const {
@@ -114,6 +116,11 @@ void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
   if (!brokenFlag_.load(std::memory_order_acquire)) return;  // the common case takes no lock
   std::lock_guard lock(mu_);
   if (!broken_.empty()) fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
+}
+
+void CommunicatorImpl::attachAbortHandle(std::shared_ptr<AbortHandle> handle) {
+  abortHandle_ = std::move(handle);
+  abortHandle_->attach(this);  // aborts at once when the handle fired while this was being made
 }
 
 void CommunicatorImpl::abort() {

@@ -106,6 +106,8 @@ class CommunicatorImpl {
   /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones
   /// too, within a wait slice), makes every later call fail with Aborted, and tells the peers.
   void abort();
+  /// The handle that may abort this communicator from another thread (it was created with it).
+  void attachAbortHandle(std::shared_ptr<AbortHandle> handle);
   /// An environment for calls the communicator makes on its own behalf (shrink), outside the issue order.
   host::OpEnv internalEnv(const char* op) const { return makeEnv(op, -1, CallOptions{}); }
 
@@ -148,6 +150,7 @@ class CommunicatorImpl {
   std::unique_ptr<host::Engine> engine_;
   std::shared_ptr<void> keepAlive_;
   std::shared_ptr<bootstrap::Store> store_;
+  std::shared_ptr<AbortHandle> abortHandle_;
   std::int64_t splits_ = 0;
   std::map<std::vector<int>, std::int64_t> subgroups_;
   bool yieldWhileSpinning_;

@@ -26,6 +26,7 @@ namespace {
 // What the bootstrap leaves behind that must live as long as the communicator.
 struct Rendezvous {
   std::unique_ptr<bootstrap::TcpStoreServer> server;  // rank 0 of an environment-started job
+  std::shared_ptr<AbortHandle> abort;                 // may cancel the creation, and abort what it made
   std::shared_ptr<bootstrap::Store> store;            // a TcpStoreClient, or the caller's store (ExternalStore)
   std::shared_ptr<void> parent;                       // what the parent communicator keeps alive (split, subgroup)
 };
@@ -50,7 +51,7 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
   auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes, settings.tcpSpinMicros,
-                                                    settings.debug == "detail");
+                                                  settings.debug == "detail");
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
 }
 
@@ -67,11 +68,11 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_TRANSPORT=", settings.transport, " is not one of auto, shm, tcp");
   }
   if (!settings.isa.empty()) host::setReduceIsaCap(settings.isa);
-  bootstrap::checkJobToken(settings.token);  // it becomes the TCP mesh's secret
+  std::shared_ptr<AbortHandle> abort = rendezvous->abort;
   if (!settings.debug.empty() && settings.debug != "detail") {
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_DEBUG=", settings.debug, " is not one of: (empty), detail");
   }
-  const Deadline deadline = Deadline::after(settings.timeoutSeconds);
+  const Deadline deadline = Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr);
   const bool tcp = settings.transport == "tcp" ||
                    (settings.transport == "auto" && !allOnOneHost(*rendezvous->store, rank, size, deadline));
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
@@ -84,18 +85,39 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous));
   }
   impl->attachStore(store);
+  if (abort) impl->attachAbortHandle(abort);
   return std::make_unique<Communicator>(std::move(impl));
+}
+
+// Runs a creation; when its abort handle fired meanwhile, whatever the creation failed with becomes Aborted.
+template <typename Make>
+std::unique_ptr<Communicator> abortable(const std::shared_ptr<AbortHandle>& abort, Make&& make) {
+  if (abort && abort->aborted()) fail(ErrorCode::kAborted, {.op = "create"}, "creation aborted before it began");
+  try {
+    return make();
+  } catch (const Error& e) {
+    if (abort && abort->aborted() && e.code() != ErrorCode::kAborted) {
+      fail(ErrorCode::kAborted, {.op = "create"}, "creation aborted (it was at: ", e.message(), ")");
+    }
+    throw;
+  }
 }
 
 }  // namespace
 
-std::unique_ptr<Communicator> Communicator::fromEnvironment() {
-  const Settings settings = Settings::fromEnvironment();
-  bootstrap::JobRendezvous job = bootstrap::rendezvousFromEnvironment(settings);
-  auto rendezvous = std::make_shared<Rendezvous>();
-  rendezvous->server = std::move(job.server);
-  rendezvous->store = std::move(job.client);
-  return join(job.identity.rank, job.identity.size, std::move(rendezvous), settings);
+std::unique_ptr<Communicator> Communicator::fromEnvironment() { return fromEnvironment(nullptr); }
+
+std::unique_ptr<Communicator> Communicator::fromEnvironment(std::shared_ptr<AbortHandle> abort) {
+  return abortable(abort, [&] {
+    const Settings settings = Settings::fromEnvironment();
+    bootstrap::JobRendezvous job =
+        bootstrap::rendezvousFromEnvironment(settings, {}, {}, abort ? abort->flag() : nullptr);
+    auto rendezvous = std::make_shared<Rendezvous>();
+    rendezvous->server = std::move(job.server);
+    rendezvous->store = std::move(job.client);
+    rendezvous->abort = abort;
+    return join(job.identity.rank, job.identity.size, std::move(rendezvous), settings);
+  });
 }
 
 UniqueId Communicator::uniqueId() {
@@ -110,16 +132,25 @@ std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int rank,
   return core::createWithSettings(id, rank, size, Settings::fromEnvironment());
 }
 
-std::unique_ptr<Communicator> core::createWithSettings(const UniqueId& id, int rank, int size,
-                                                       const Settings& settings) {
+std::unique_ptr<Communicator> Communicator::create(const UniqueId& id, int rank, int size,
+                                                   std::shared_ptr<AbortHandle> abort) {
+  return core::createWithSettings(id, rank, size, Settings::fromEnvironment(), std::move(abort));
+}
+
+std::unique_ptr<Communicator> core::createWithSettings(const UniqueId& id, int rank, int size, const Settings& settings,
+                                                       std::shared_ptr<AbortHandle> abort) {
   checkWorld(rank, size);
-  bootstrap::UniqueIdBytes bytes;
-  std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
-  const auto decoded = bootstrap::decodeUniqueId(bytes);
-  auto rendezvous = std::make_shared<Rendezvous>();
-  rendezvous->store = std::make_unique<bootstrap::TcpStoreClient>(
-      decoded.root, decoded.token, Deadline::after(settings.timeoutSeconds), settings.timeoutSeconds);
-  return join(rank, size, std::move(rendezvous), settings);
+  return abortable(abort, [&] {
+    bootstrap::UniqueIdBytes bytes;
+    std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
+    const auto decoded = bootstrap::decodeUniqueId(bytes);
+    auto rendezvous = std::make_shared<Rendezvous>();
+    rendezvous->abort = abort;
+    rendezvous->store = std::make_unique<bootstrap::TcpStoreClient>(
+        decoded.root, decoded.token,
+        Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr), settings.timeoutSeconds);
+    return join(rank, size, std::move(rendezvous), settings);
+  });
 }
 
 std::unique_ptr<Communicator> Communicator::create(std::shared_ptr<KeyValueStore> store, int rank, int size,

@@ -11,7 +11,8 @@
 namespace braid::core {
 
 /// Communicator::create with explicit settings instead of the environment's.
-std::unique_ptr<Communicator> createWithSettings(const UniqueId& id, int rank, int size, const Settings& settings);
+std::unique_ptr<Communicator> createWithSettings(const UniqueId& id, int rank, int size, const Settings& settings,
+                                                 std::shared_ptr<AbortHandle> abort = nullptr);
 
 /// Joins `size` ranks that meet over `store` (whose keys are theirs alone), choosing shm or TCP as any creation
 /// does; `keepAlive` is held as long as the new communicator (the parent's rendezvous server, for a split).

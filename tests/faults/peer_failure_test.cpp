@@ -82,7 +82,9 @@ TEST_P(PeerFailure, EveryOtherRankGetsPeerLostNamingItInTime) {
       },
       60);
   for (int r = 0; r < n; ++r) {
-    if (r != victim) EXPECT_EQ(results[r], "") << "rank " << r << " (" << faultName(fault) << ")";
+    if (r != victim) {
+      EXPECT_EQ(results[r], "") << "rank " << r << " (" << faultName(fault) << ")";
+    }
   }
 }
 
@@ -130,7 +132,9 @@ TEST_P(Shrink, SurvivorsOfAKillFormANewCommunicatorAndAllreduce) {
       },
       60);
   for (int r = 0; r < 4; ++r) {
-    if (r != std::get<1>(GetParam())) EXPECT_EQ(results[r], "") << "rank " << r;
+    if (r != std::get<1>(GetParam())) {
+      EXPECT_EQ(results[r], "") << "rank " << r;
+    }
   }
 }
 
@@ -218,6 +222,58 @@ TEST_P(Abort, BeforeAnyCallAndTwiceIsHarmless) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Faults, Abort, ::testing::Values("shm", "tcp"));
+
+// abort() during creation: one of two ranks never joins; another thread aborts the waiting one's creation.
+TEST(AbortCreation, EndsAWaitingCreationWithAbortedWithinTwoSeconds) {
+  const UniqueId id = Communicator::uniqueId();
+  auto handle = std::make_shared<AbortHandle>();
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(200ms);
+    handle->abort();
+  });
+  const auto start = Clock::now();
+  std::string outcome = "creation did not fail";
+  try {
+    Communicator::create(id, 0, 2, handle);  // rank 1 never comes
+  } catch (const Error& e) {
+    outcome = e.code() == ErrorCode::kAborted ? "" : std::string("expected Aborted: ") + e.what();
+  }
+  aborter.join();
+  EXPECT_EQ(outcome, "");
+  EXPECT_LT(Clock::now() - start, 2200ms);
+  EXPECT_THROW(Communicator::create(id, 0, 2, handle), Error);  // an aborted handle refuses at once
+}
+
+// abort() through the handle after creation aborts the communicator; and while a destructor waits for a queued call
+// stuck on an absent peer, abort() from another thread lets the destruction finish.
+TEST(AbortCreation, TheHandleAbortsWhatItMadeEvenDuringDestruction) {
+  const UniqueId id = Communicator::uniqueId();
+  auto handle0 = std::make_shared<AbortHandle>();
+  std::unique_ptr<Communicator> c0;
+  std::unique_ptr<Communicator> c1;
+  std::thread t1([&] { c1 = Communicator::create(id, 1, 2); });
+  c0 = Communicator::create(id, 0, 2, handle0);
+  t1.join();
+  int x = 1;
+  Work pending = c0->barrierAsync();  // rank 1 never joins: the call blocks rank 0's progress thread
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(200ms);
+    handle0->abort();
+  });
+  const auto start = Clock::now();
+  c0.reset();  // waits for the queued barrier, which the abort ends
+  aborter.join();
+  EXPECT_LT(Clock::now() - start, 2200ms);
+  try {
+    // Its barrier may complete (rank 0 had arrived before it aborted); the call after cannot.
+    c1->barrier();
+    c1->allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+    ADD_FAILURE() << "the peer of an aborted rank should lose it";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kPeerLost) << e.what();
+  }
+  EXPECT_THROW(pending.wait(), Error);
+}
 
 // Calls that disagree fail with Mismatch on every rank, naming both sides; BRAID_DEBUG=detail makes that hold for
 // every pattern (over shared memory every call's first round already compares every rank's call).

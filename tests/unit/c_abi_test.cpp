@@ -640,3 +640,41 @@ TEST(CAbi, ThreeProcessesSplitAndSubgroup) {
 }
 
 }  // namespace
+
+namespace {
+
+// Rank 2 aborts; ranks 0 and 1 lose it, shrink to a communicator of two and allreduce there.
+TEST(CAbi, ThreeProcessesAbortThenShrink) {
+  const auto results = runCRanks(3, [](braid_comm_t comm, int rank, int, std::string& failures) {
+    std::int32_t x = 1;
+    if (braid_allreduce(&x, &x, 1, BRAID_INT32, BRAID_SUM, comm) != BRAID_SUCCESS || x != 3) {
+      failures += "allreduce before the abort";
+      return;
+    }
+    if (rank == 2) {
+      if (braid_comm_abort(comm) != BRAID_SUCCESS) failures += "abort failed";
+      if (braid_barrier(comm) != BRAID_ERR_ABORTED) failures += "a call after abort should be ABORTED";
+      return;
+    }
+    const braid_result_t lost = braid_allreduce(&x, &x, 1, BRAID_INT32, BRAID_SUM, comm);
+    if (lost != BRAID_ERR_PEER_LOST) {
+      failures += std::string("expected PEER_LOST after rank 2 aborted: ") + describeFailure(lost);
+      return;
+    }
+    braid_comm_t two = nullptr;
+    if (braid_comm_shrink(comm, &two) != BRAID_SUCCESS || two == nullptr) {
+      failures += std::string("shrink: ") + braid_last_error();
+      return;
+    }
+    int size = 0;
+    braid_comm_size(two, &size);
+    std::int32_t y = rank + 1;
+    if (size != 2 || braid_allreduce(&y, &y, 1, BRAID_INT32, BRAID_SUM, two) != BRAID_SUCCESS || y != 3) {
+      failures += "allreduce among the survivors";
+    }
+    braid_comm_destroy(two);
+  });
+  EXPECT_EQ(braid::testing::failures(results), "");
+}
+
+}  // namespace

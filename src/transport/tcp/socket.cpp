@@ -34,8 +34,10 @@ std::string errnoText(int err) {
 
 // Milliseconds for poll(): rounded up so that a poll which returns 0 means the deadline really passed.
 int pollTimeoutMs(const Deadline& deadline) {
-  if (deadline.infinite()) return -1;
-  const double ms = std::ceil(deadline.secondsLeft() * 1000.0);
+  const bool cancellable = deadline.cancelFlag() != nullptr;
+  if (deadline.infinite() && !cancellable) return -1;
+  double ms = std::ceil(deadline.secondsLeft() * 1000.0);
+  if (cancellable) ms = std::min(ms, static_cast<double>(Deadline::kCancelSliceMs));  // then look at the flag again
   return ms >= static_cast<double>(INT_MAX) ? INT_MAX : static_cast<int>(ms);
 }
 
