@@ -3,10 +3,11 @@
 #   1. unpacks the .deb files carried in .debs/ (made here by scripts/fetch-gpu-debs.sh) into .debs/root with
 #      dpkg -x (never over /) and points CMake, the compilers and the linker at them;
 #   2. configures and builds braid with CUDA for sm_90 into ${BRAID_BUILD_DIR:-build-gpu-check};
-#   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit and multirank tests.
+#   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
+#   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT.
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
-# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, all (default: all).
+# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, all (default: all).
 # Each stage reuses the build directory, so a session can split the work over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
 # stage failed; every stage runs even after an earlier one failed (except tests without a build).
@@ -88,7 +89,7 @@ if wants build; then
 fi
 
 # ---- 3. The machine, then the tests.
-if wants gpu || wants unit || wants multirank; then
+if wants gpu || wants unit || wants multirank || wants faults; then
   { nvidia-smi && nvidia-smi topo -m; } >"$logs/nvidia-smi.txt" 2>&1
   cat "$logs/nvidia-smi.txt"
   if [ ! -f "$build/CTestTestfile.cmake" ]; then
@@ -133,6 +134,25 @@ if wants unit; then
   fi
 fi
 wants multirank && run_ctest multirank -L multirank -j 4
+wants faults && run_ctest faults -L faults -j 4
+
+# ---- 4. The TCP transport on this host's cores, against Open MPI's TCP path, in one run.
+if wants bench-tcp; then
+  if [ -x "$build/bin/braid" ]; then
+    json=$logs/tcp-$(hostname -s)-$(date +%F).json
+    if BRAID_TRANSPORT=tcp "$build/bin/braid" bench allreduce -b 8 -e 64M -f 4 -n 20 -w 5 --nranks "${TCP_RANKS:-4}" \
+        --compare mpi --json "$json" >"$logs/bench-tcp.txt" 2>&1; then
+      log "bench-tcp: $json"
+      tail -16 "$logs/bench-tcp.txt"
+    else
+      failed+=(bench-tcp)
+      log "bench-tcp FAILED:"
+      tail -20 "$logs/bench-tcp.txt"
+    fi
+  else
+    log "bench-tcp not run: no $build/bin/braid"
+  fi
+fi
 
 if ((${#failed[@]})); then
   log "FAILED: ${failed[*]}"

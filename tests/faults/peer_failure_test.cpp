@@ -163,7 +163,8 @@ class Abort : public ::testing::TestWithParam<std::string> {};
 TEST_P(Abort, FromAnotherThreadEndsTheCallOnEveryRankWithinTwoSeconds) {
   auto results = runProcessesWith(3, faultSettings(GetParam()), [](Communicator& comm) {
     comm.barrier();
-    if (comm.rank() == 1) std::this_thread::sleep_for(300ms);  // ranks 0 and 2 wait for it in the allreduce
+    // Ranks 0 and 2 wait for rank 1 in the allreduce; long enough that rank 0 aborts first however late it starts.
+    if (comm.rank() == 1) std::this_thread::sleep_for(1500ms);
     std::thread aborter;
     if (comm.rank() == 0) {
       aborter = std::thread([&comm] {
