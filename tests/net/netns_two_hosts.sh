@@ -3,7 +3,10 @@
 # rank of PROGRAM (two_host_allreduce) in each, joined by BRAID_ROOT_ADDR=10.77.0.1:PORT; passes when both exit 0.
 # Exits 77 (ctest's SKIP_RETURN_CODE) where it cannot build the bed: not root, no iproute2, no namespaces.
 #
-#   tests/net/netns_two_hosts.sh PROGRAM NETNS_BED_SCRIPT
+#   tests/net/netns_two_hosts.sh PROGRAM NETNS_BED_SCRIPT [cut]
+#
+# With `cut`, once both ranks loop on allreduces, host 1's link goes down: both must end with PeerLost within the
+# heartbeat timeout (2 s here) + 1 s, from heartbeats alone (nothing closes, no packet comes back).
 #
 # The two namespaces are two hosts to braid (hostIdentity() differs) on one kernel: the boot id is the same and
 # /dev/shm is shared, so joining them over shared memory would even work, and hide a broken cross-host path;
@@ -12,9 +15,16 @@
 # transport, which is not built yet" once the choice compared hostIdentity().
 set -uo pipefail
 
-[[ $# -eq 2 ]] || { echo "usage: $0 PROGRAM NETNS_BED_SCRIPT" >&2; exit 2; }
+[[ $# -eq 2 || $# -eq 3 ]] || { echo "usage: $0 PROGRAM NETNS_BED_SCRIPT [cut]" >&2; exit 2; }
 prog="$1"
 bed="$2"
+cut="${3:-}"
+args=()
+extra_env=()
+if [[ $cut == cut ]]; then
+  args=(--then-cut)
+  extra_env=(BRAID_HEARTBEAT_INTERVAL=0.2 BRAID_HEARTBEAT_TIMEOUT=2)
+fi
 skip() {
   echo "SKIP: $*"
   exit 77
@@ -53,9 +63,19 @@ token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 root="10.77.0.1:29500"
 for rank in 0 1; do
   "$bed" run "$rank" -- env BRAID_RANK="$rank" BRAID_WORLD_SIZE=2 BRAID_ROOT_ADDR="$root" BRAID_TOKEN="$token" \
-    BRAID_TIMEOUT=30 "$prog" >"$logs/rank$rank" 2>&1 &
+    BRAID_TIMEOUT=30 "${extra_env[@]}" "$prog" "${args[@]}" >"$logs/rank$rank" 2>&1 &
   pids+=($!)
 done
+
+if [[ $cut == cut ]]; then
+  for _ in $(seq 300); do  # both ranks looping, or give up after 30 s
+    grep -q LOOPING "$logs/rank0" 2>/dev/null && grep -q LOOPING "$logs/rank1" 2>/dev/null && break
+    sleep 0.1
+  done
+  sleep 0.3
+  echo "cutting host 1's link"
+  ip -n "${NETNS_BED_PREFIX}-ns1" link set eth0 down
+fi
 
 status=0
 for rank in 0 1; do
@@ -68,5 +88,11 @@ for rank in 0 1; do
   fi
 done
 pids=()
-[[ $status -eq 0 ]] && echo "PASS: allreduce across two network namespaces"
+if [[ $status -eq 0 ]]; then
+  if [[ $cut == cut ]]; then
+    echo "PASS: a cut link became PeerLost on both hosts within the heartbeat bound"
+  else
+    echo "PASS: allreduce across two network namespaces"
+  fi
+fi
 exit $status

@@ -2,7 +2,11 @@
 // namespace): joins through BRAID_RANK / BRAID_WORLD_SIZE / BRAID_ROOT_ADDR / BRAID_TOKEN, checks that ranks on
 // different hosts were not wired through shared memory, and checks int32 allreduces to the exact sum.
 // Exit status 0 on success; otherwise the error is printed and the status is 1.
+//
+// With --then-cut it goes on allreducing until the link between the hosts is cut (netns_two_hosts.sh cut), and
+// succeeds when that ends in PeerLost within BRAID_HEARTBEAT_TIMEOUT + 1 s of the last call that completed.
 #include <algorithm>
+#include <chrono>
 #include <braid/braid.hpp>
 #include <cstdio>
 #include <cstring>
@@ -49,7 +53,30 @@ int checkAllreduce(braid::Communicator& comm, std::size_t count) {
 
 }  // namespace
 
-int main() {
+// Allreduces until one fails; returns 0 when that failure is PeerLost within the heartbeat timeout + 1 s of the
+// last success (the cut), else 1.
+int loopUntilCut(braid::Communicator& comm) {
+  using Clock = std::chrono::steady_clock;
+  const double bound = comm.impl().settings().heartbeatTimeoutSeconds + 1;
+  std::vector<float> buf(1 << 16, 1.0f);
+  std::printf("rank %d: LOOPING\n", comm.rank());
+  std::fflush(stdout);
+  auto last = Clock::now();
+  try {
+    for (;;) {
+      comm.allreduce(buf.data(), buf.data(), buf.size(), braid::DataType::kFloat32, braid::ReduceKind::kSum);
+      last = Clock::now();
+    }
+  } catch (const braid::Error& e) {
+    const double gap = std::chrono::duration<double>(Clock::now() - last).count();
+    std::printf("rank %d: %.2f s after the last allreduce: %s\n", comm.rank(), gap, e.what());
+    if (e.code() != braid::ErrorCode::kPeerLost) return 1;
+    return gap < bound ? 0 : 1;
+  }
+}
+
+int main(int argc, char** argv) {
+  const bool thenCut = argc > 1 && std::strcmp(argv[1], "--then-cut") == 0;
   try {
     auto comm = braid::Communicator::fromEnvironment();
     const std::string transport = comm->impl().transportName();
@@ -70,7 +97,8 @@ int main() {
       failures += checkAllreduce(*comm, count);
     }
     if (failures == 0) std::printf("rank %d: allreduce sums exact\n", comm->rank());
-    return failures ? 1 : 0;
+    if (failures) return 1;
+    return thenCut ? loopUntilCut(*comm) : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "two_host_allreduce: %s\n", e.what());
     return 1;
