@@ -8,6 +8,7 @@
 #include <latch>
 #include <thread>
 
+#include "algorithms/host/net/net_engine.hpp"
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
 #include "support/matrix.hpp"
@@ -220,6 +221,43 @@ TEST(TcpErrors, KilledPeerIsPeerLostOnEveryRankWithinSeconds) {
       60, "tcp");
   for (int r : {0, 1, 3}) EXPECT_EQ(results[r], "") << "rank " << r;
   EXPECT_NE(results[2], "");  // killed
+}
+
+}  // namespace
+}  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// A broadcast root that runs calls ahead of a late receiver is held back by TCP's flow control once the receiver
+// keeps kStashLimitBytes (64 MiB) aside for it, instead of filling the receiver's memory; then every call completes.
+TEST(TcpFlowControl, ARootRunningAheadIsHeldBackAndEverythingArrives) {
+  constexpr int kCalls = 40;
+  constexpr std::size_t kCount = std::size_t{1} << 20;  // 4 MiB of float per call: 160 MiB in all
+  auto results = runThreads(
+      2,
+      [&](Communicator& comm) {
+        std::vector<float> buf(kCount);
+        if (comm.rank() == 1) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+          auto* net = dynamic_cast<host::NetEngine*>(&comm.impl().engine());
+          require(net != nullptr, "BRAID_TRANSPORT=tcp should give the TCP engine");
+          const std::size_t kept = net->mesh().stashedBytes(0);
+          require(kept <= (std::size_t{65} << 20), "kept " + std::to_string(kept) + " bytes aside for the root");
+          require(kept >= (std::size_t{32} << 20),
+                  "the root should have run ahead: " + std::to_string(kept) + " bytes");
+        }
+        for (int call = 0; call < kCalls; ++call) {
+          if (comm.rank() == 0) std::fill(buf.begin(), buf.end(), static_cast<float>(call));
+          comm.broadcast(buf.data(), buf.size(), DataType::kFloat32, 0);
+          if (comm.rank() == 1 && (buf.front() != call || buf.back() != call)) {
+            throw std::runtime_error("broadcast " + std::to_string(call) + " arrived wrong");
+          }
+        }
+        comm.barrier();
+      },
+      tcpSettings());
+  EXPECT_EQ(failures(results), "");
 }
 
 }  // namespace

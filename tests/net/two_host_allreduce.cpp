@@ -6,8 +6,8 @@
 // With --then-cut it goes on allreducing until the link between the hosts is cut (netns_two_hosts.sh cut), and
 // succeeds when that ends in PeerLost within BRAID_HEARTBEAT_TIMEOUT + 1 s of the last call that completed.
 #include <algorithm>
-#include <chrono>
 #include <braid/braid.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>

@@ -165,6 +165,7 @@ void TcpMesh::post(MeshOp& op) {
   op.posted = true;
   p.posted.emplace(key, &op);
   bindReceive(op);
+  updateReading(op.peer);
   if (op.state.load(std::memory_order_relaxed) == MeshOp::kPending && !p.lost.empty()) {
     failOp(op, ErrorCode::kPeerLost, p.lost);
   }
@@ -334,7 +335,8 @@ void TcpMesh::finishCall(std::int64_t seq) {
   current_.reset();
   floor_ = std::max(floor_, seq + 1);
   notices_.erase(notices_.begin(), notices_.lower_bound(floor_));
-  for (auto& p : peers_) {
+  for (int r = 0; r < size_; ++r) {
+    Peer* p = peers_[static_cast<std::size_t>(r)].get();
     for (auto it = p->stash.begin(); it != p->stash.end();) {
       Stash& st = *it->second;
       if (st.key.kind == FrameKind::kCollective && st.key.key < floor_) {
@@ -343,13 +345,20 @@ void TcpMesh::finishCall(std::int64_t seq) {
           st.op = nullptr;
           ++it;
         } else {
+          for (auto& chunk : st.chunks) p->stashBytes -= chunk.data.size();
           it = p->stash.erase(it);
         }
       } else {
         ++it;
       }
     }
+    if (r != rank_) updateReading(r);
   }
+}
+
+std::size_t TcpMesh::stashedBytes(int p) {
+  std::lock_guard lock(mu_);
+  return peer(p).stashBytes;
 }
 
 // ---- the progress thread ----
@@ -417,7 +426,7 @@ void TcpMesh::heartbeatTick() {
     if (p == rank_) continue;
     Peer& pe = peer(p);
     if (!pe.lost.empty()) continue;
-    if (wePaused) pe.lastHeard = now;
+    if (wePaused || !pe.reading) pe.lastHeard = now;  // a peer held back (kStashLimitBytes) is busy sending
     const double silent = std::chrono::duration<double>(now - pe.lastHeard).count();
     if (options_.heartbeatTimeout > 0 && silent > options_.heartbeatTimeout) {
       failPeer(p, strCat("nothing arrived from peer ", p, " for ", static_cast<long>(silent),

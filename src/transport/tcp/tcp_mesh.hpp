@@ -114,6 +114,8 @@ class TcpMesh {
   /// From any thread, without blocking: tells every peer this rank is gone (they lose it at once), fails this
   /// rank's pending ops with Aborted, and refuses new ones.
   void abort();
+  /// Bytes kept aside for `peer` (messages that arrived before their receive was posted). For tests.
+  std::size_t stashedBytes(int peer);
   /// Peer `peer`'s failure, or "" while it is connected.
   std::string peerFailure(int peer);
 
@@ -122,6 +124,7 @@ class TcpMesh {
   struct Stream;
   struct Stash;
   struct Peer;
+  struct StashChunk;
   struct MatchKey {
     FrameKind kind;
     std::int64_t key;
@@ -158,6 +161,10 @@ class TcpMesh {
   void callMismatch(int peer, const transport::CallDescriptor& theirs);  // the current call differs from a peer's
   void cancel(MeshOp& op);
   void setWriteInterest(Stream& s, bool on);
+  void applyInterest(Stream& s);  // the epoll events a stream is polled for, from its peer's and its own state
+  void updateReading(int peer);   // stop or resume reading a peer as its kept-aside bytes pass the limit
+  void dropChunk(Peer& p, StashChunk& chunk);
+  void eraseStash(Peer& p, const MatchKey& key);
   Peer& peer(int p) { return *peers_[static_cast<std::size_t>(p)]; }
 
   const int rank_;

@@ -29,6 +29,11 @@ inline constexpr std::size_t kDiscardBytes = 64 << 10;
 inline constexpr int kStandAsideMs = 2;
 // A blocked caller wakes at least this often to run its checks (abort, deadline).
 inline constexpr int kSleepSliceMs = 20;
+// Bytes a rank keeps aside for one peer (messages that arrived before their receive was posted) before it stops
+// reading that peer's sockets, so that a peer running calls ahead (a broadcast root) is held back by TCP's own
+// flow control instead of filling this rank's memory. 64 MiB: several large ring segments' worth, far more than
+// ranks in step ever hold.
+inline constexpr std::size_t kStashLimitBytes = std::size_t{64} << 20;
 // The call a notice names when it is about every call (an abort).
 inline constexpr std::int64_t kEveryCall = -1;
 
@@ -50,12 +55,14 @@ struct TcpMesh::OutFrame {
   std::vector<std::byte> owned;  // notice text, or a cancelled send's payload copied out of the caller's buffer
 };
 
+struct TcpMesh::StashChunk {
+  std::uint64_t offset = 0;
+  std::vector<std::byte> data;
+  bool complete = false;
+};
+
 struct TcpMesh::Stash {
-  struct Chunk {
-    std::uint64_t offset = 0;
-    std::vector<std::byte> data;
-    bool complete = false;
-  };
+  using Chunk = StashChunk;
   MatchKey key{};
   transport::CallDescriptor call;
   std::uint64_t messageBytes = 0;
@@ -98,6 +105,8 @@ struct TcpMesh::Peer {
   int lastSuspect = -1;     // and the peer that notice blamed
   std::map<MatchKey, MeshOp*> posted;
   std::map<MatchKey, std::unique_ptr<Stash>> stash;
+  std::size_t stashBytes = 0;  // payload bytes held in `stash`
+  bool reading = true;         // its streams are polled for input (see kStashLimitBytes)
 };
 
 }  // namespace braid::tcp

@@ -34,6 +34,7 @@ void TcpMesh::complete(MeshOp& op) {
   if (op.posted) {
     peer(op.peer).posted.erase(MatchKey{op.kind, op.key, op.step});
     op.posted = false;
+    updateReading(op.peer);
   }
   op.state.store(MeshOp::kDone, std::memory_order_release);
   signalCompletion();
@@ -44,6 +45,7 @@ void TcpMesh::failOp(MeshOp& op, ErrorCode code, std::string text) {
   if (op.posted) {
     peer(op.peer).posted.erase(MatchKey{op.kind, op.key, op.step});
     op.posted = false;
+    updateReading(op.peer);
   }
   for (Stream* s : peer(op.peer).streams) {
     if (s->op == &op) {  // the rest of the frame it was reading is dropped
@@ -129,6 +131,7 @@ void TcpMesh::endStream(Stream& s, const std::string& why) {
     --s.stash->inFlight;
     s.stash->dead = true;
     if (s.stash->op) broken.push_back(s.stash->op);
+    if (s.stash->inFlight == 0) eraseStash(p, s.stash->key);
   }
   s.op = nullptr;
   s.stash = nullptr;

@@ -69,18 +69,46 @@ bool TcpMesh::flush(Stream& s) {
 
 void TcpMesh::setWriteInterest(Stream& s, bool on) {
   if (s.writeInterest == on || s.broken) return;
+  s.writeInterest = on;
+  applyInterest(s);
+}
+
+void TcpMesh::applyInterest(Stream& s) {
+  if (s.broken) return;
   epoll_event ev{};
-  ev.events = EPOLLIN | (on ? EPOLLOUT : 0u);
+  // Hang-ups and errors are reported whatever is asked for, so a peer that dies is seen even while not read.
+  ev.events = (peer(s.peer).reading ? EPOLLIN : 0u) | (s.writeInterest ? EPOLLOUT : 0u);
   ev.data.u64 = s.index;
   ::epoll_ctl(epollFd_, EPOLL_CTL_MOD, s.socket.fd(), &ev);
   ::epoll_ctl(waitEpollFd_, EPOLL_CTL_MOD, s.socket.fd(), &ev);
-  s.writeInterest = on;
+}
+
+void TcpMesh::updateReading(int p) {
+  Peer& pe = peer(p);
+  // Always read when a receive from the peer waits: what it needs may be behind what is kept aside.
+  const bool want = pe.stashBytes < kStashLimitBytes || !pe.posted.empty();
+  if (want == pe.reading) return;
+  pe.reading = want;
+  for (Stream* s : pe.streams) applyInterest(*s);
+}
+
+void TcpMesh::dropChunk(Peer& p, StashChunk& chunk) {
+  p.stashBytes -= chunk.data.size();
+  std::vector<std::byte>().swap(chunk.data);
+}
+
+void TcpMesh::eraseStash(Peer& p, const MatchKey& key) {
+  const auto it = p.stash.find(key);
+  if (it == p.stash.end()) return;
+  for (auto& chunk : it->second->chunks) p.stashBytes -= chunk.data.size();
+  p.stash.erase(it);
 }
 
 bool TcpMesh::readSome(Stream& s) {
   static thread_local std::vector<std::byte> discard(kDiscardBytes);
   std::size_t budget = kReadBudget;
   while (budget > 0 && !s.broken) {
+    if (!s.inPayload && s.headerDone == 0 && !peer(s.peer).reading) return true;  // held back: see kStashLimitBytes
     std::size_t got = 0;
     try {
       if (!s.inPayload) {
@@ -178,10 +206,12 @@ void TcpMesh::onHeader(Stream& s) {
       }
       if (slot->dead) break;
       slot->chunks.push_back({h.offset, std::vector<std::byte>(h.length), false});
+      p.stashBytes += h.length;
       ++slot->inFlight;
       s.stash = slot.get();
       s.chunk = &slot->chunks.back();
       s.target = s.chunk->data.data();
+      updateReading(s.peer);
       break;
     }
   }
@@ -222,11 +252,12 @@ void TcpMesh::onPayloadDone(Stream& s) {
     MeshOp& op = *st.op;
     if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
     op.done += chunk.data.size();
-    chunk.data = {};
+    dropChunk(peer(s.peer), chunk);
     if (st.inFlight == 0) st.dead = true;  // everything it held went to op; later frames go to op directly
     if (op.done == op.bytes) complete(op);
   }
-  if (st.dead && st.inFlight == 0) peer(s.peer).stash.erase(st.key);  // last use of st
+  if (st.dead && st.inFlight == 0) eraseStash(peer(s.peer), st.key);  // last use of st
+  updateReading(s.peer);
 }
 
 void TcpMesh::bindReceive(MeshOp& op) {
@@ -239,18 +270,18 @@ void TcpMesh::bindReceive(MeshOp& op) {
   h.messageBytes = st.messageBytes;
   if (mismatched(op, h)) {
     st.dead = true;
-    if (st.inFlight == 0) p.stash.erase(it);
+    if (st.inFlight == 0) eraseStash(p, it->first);
     return;
   }
   for (auto& chunk : st.chunks) {
     if (!chunk.complete) continue;
     if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
     op.done += chunk.data.size();
-    chunk.data = {};
+    dropChunk(p, chunk);
   }
   const bool zeroByteMessageArrived = op.bytes == 0 && st.inFlight == 0;
   if (st.inFlight == 0) {
-    p.stash.erase(it);
+    eraseStash(p, it->first);
   } else {
     st.op = &op;
   }
