@@ -14,42 +14,57 @@ using namespace std::chrono_literals;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-TEST(Errors, MismatchedCountsFailOnEveryRankNamingBothSides) {
-  auto results = runThreads(3, [](Communicator& comm) {
-    std::vector<float> buf(100, 1.0f);
-    const std::size_t count = comm.rank() == 2 ? 50 : 100;
-    try {
-      comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceKind::kSum);
-    } catch (const Error& e) {
-      require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch, got ") + e.what());
-      require(contains(e.what(), "count 50") && contains(e.what(), "count 100"), e.what());
-      // The communicator stays usable after a mismatch.
-      int x = 1;
-      comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
-      require(x == 3, "allreduce after a mismatch");
-      return;
-    }
-    throw std::runtime_error("mismatched allreduce did not fail");
-  });
+// Thread ranks over the in-memory transport and over TCP: what a caller sees must not depend on the transport.
+class ErrorsOver : public ::testing::TestWithParam<std::string> {
+ protected:
+  Settings settings() const { return GetParam() == "tcp" ? tcpSettings() : testSettings(); }
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, ErrorsOver, ::testing::Values("memory", "tcp"));
+
+TEST_P(ErrorsOver, MismatchedCountsFailOnEveryRankNamingBothSides) {
+  auto results = runThreads(
+      3,
+      [](Communicator& comm) {
+        std::vector<float> buf(100, 1.0f);
+        const std::size_t count = comm.rank() == 2 ? 50 : 100;
+        try {
+          comm.allreduce(buf.data(), buf.data(), count, DataType::kFloat32, ReduceKind::kSum);
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch, got ") + e.what());
+          require(contains(e.what(), "count 50") && contains(e.what(), "count 100"), e.what());
+          // The communicator stays usable after a mismatch.
+          int x = 1;
+          comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+          require(x == 3, "allreduce after a mismatch");
+          return;
+        }
+        throw std::runtime_error("mismatched allreduce did not fail");
+      },
+      settings());
   EXPECT_EQ(failures(results), "");
 }
 
-TEST(Errors, DifferentCollectivesAreNamed) {
-  auto results = runThreads(2, [](Communicator& comm) {
-    int x = 1;
-    try {
-      if (comm.rank() == 0) {
-        comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
-      } else {
-        comm.broadcast(&x, 1, DataType::kInt32, 0);
-      }
-    } catch (const Error& e) {
-      require(e.code() == ErrorCode::kMismatch && contains(e.what(), "allreduce") && contains(e.what(), "broadcast"),
+TEST_P(ErrorsOver, DifferentCollectivesAreNamed) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        int x = 1;
+        try {
+          if (comm.rank() == 0) {
+            comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+          } else {
+            comm.broadcast(&x, 1, DataType::kInt32, 0);
+          }
+        } catch (const Error& e) {
+          require(
+              e.code() == ErrorCode::kMismatch && contains(e.what(), "allreduce") && contains(e.what(), "broadcast"),
               e.what());
-      return;
-    }
-    throw std::runtime_error("allreduce vs broadcast did not fail");
-  });
+          return;
+        }
+        throw std::runtime_error("allreduce vs broadcast did not fail");
+      },
+      settings());
   EXPECT_EQ(failures(results), "");
 }
 
@@ -158,22 +173,25 @@ TEST(Errors, DeadPeerProcessIsPeerLostWithinSeconds) {
   EXPECT_EQ(failures(results), "");
 }
 
-TEST(Errors, ReceiveOfTheWrongSizeIsMismatch) {
-  auto results = runThreads(2, [](Communicator& comm) {
-    std::vector<int> buf(16, 3);
-    if (comm.rank() == 0) {
-      comm.send(buf.data(), 16, DataType::kInt32, 1, 9);
-      return;
-    }
-    try {
-      comm.recv(buf.data(), 8, DataType::kInt32, 0, 9);
-    } catch (const Error& e) {
-      require(e.code() == ErrorCode::kMismatch && contains(e.what(), "64 bytes") && contains(e.what(), "32 bytes"),
-              e.what());
-      return;
-    }
-    throw std::runtime_error("short receive did not fail");
-  });
+TEST_P(ErrorsOver, ReceiveOfTheWrongSizeIsMismatch) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<int> buf(16, 3);
+        if (comm.rank() == 0) {
+          comm.send(buf.data(), 16, DataType::kInt32, 1, 9);
+          return;
+        }
+        try {
+          comm.recv(buf.data(), 8, DataType::kInt32, 0, 9);
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kMismatch && contains(e.what(), "64 bytes") && contains(e.what(), "32 bytes"),
+                  e.what());
+          return;
+        }
+        throw std::runtime_error("short receive did not fail");
+      },
+      settings());
   EXPECT_EQ(failures(results), "");
 }
 
