@@ -69,7 +69,8 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
           : std::vector<std::byte>(reinterpret_cast<const std::byte*>(how.token.data()),
                                    reinterpret_cast<const std::byte*>(how.token.data()) + how.token.size());
 
-  tcp::Socket listener = tcp::listenOn(tcp::Address{how.listenHost, 0}, size * streams + 16);
+  const std::string host = how.listenHost.empty() ? tcp::hostAddressForPeers(how.ifname) : how.listenHost;
+  tcp::Socket listener = tcp::listenOn(tcp::Address{host, 0}, size * streams + 16);
   const tcp::Address mine = listener.localAddress();
   const auto addresses = allGather(store, how.prefix + "/addr", rank, size, mine.toString(), deadline);
 

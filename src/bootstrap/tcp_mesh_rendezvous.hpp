@@ -14,7 +14,8 @@ namespace braid::bootstrap {
 
 struct MeshRendezvous {
   std::string prefix;      // store keys of this communicator ("tcp" for a world, "split/3/..." for others)
-  std::string listenHost;  // the address peers dial: this host's address on the chosen interface
+  std::string listenHost;  // the address peers dial; empty: this host's address on the interface BRAID_IFNAME picks
+  std::string ifname;      // BRAID_IFNAME, for an empty listenHost
   std::string token;       // BRAID_TOKEN: the secret when set; otherwise rank 0 makes one and hands it over the store
   tcp::MeshOptions options;
 };

@@ -42,7 +42,7 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
                                                 const Settings& settings, Deadline deadline) {
   bootstrap::MeshRendezvous how;
   how.prefix = "tcp";
-  how.listenHost = tcp::hostAddressForPeers(settings.ifname);
+  how.ifname = settings.ifname;
   how.token = settings.token;
   how.options.streams = static_cast<int>(settings.tcpStreams);
   how.options.socketBufferBytes = settings.tcpBufferBytes;
