@@ -126,6 +126,9 @@ class Communicator {
   static std::unique_ptr<Communicator> fromEnvironment();
   /// The same, abortable through `abort` from another thread while it runs and afterwards.
   static std::unique_ptr<Communicator> fromEnvironment(std::shared_ptr<AbortHandle> abort);
+  /// True when a launcher started this process as one rank of a job (braid run, torchrun, mpirun, srun, or
+  /// BRAID_RANK set by hand): fromEnvironment() then joins that job.
+  static bool launchedByLauncher();
   /// Makes a fresh id and starts its rendezvous server in this process (which must outlive the creation).
   static UniqueId uniqueId();
   /// Creates a communicator from an id made by uniqueId() and passed to every rank.

@@ -209,12 +209,19 @@ LaunchIdentity fromSlurm(const Settings& settings, const Env& env) {
 
 void checkJobToken(const std::string& token) {
   if (token.empty()) return;
-  const bool hex = std::all_of(token.begin(), token.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  const bool hex =
+      std::all_of(token.begin(), token.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
   if (token.size() < 32 || !hex) {
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_TOKEN must be at least 32 hex digits (128 bits of secret); got ",
          token.size(), " characters", hex ? "" : " that are not all hex digits",
          " (make one with: od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
   }
+}
+
+bool launcherPresent(const Settings& settings, const Settings::Lookup& lookup) {
+  const Env env(lookup);
+  return !settings.rank.empty() || !settings.worldSize.empty() || (env.has("RANK") && env.has("WORLD_SIZE")) ||
+         (env.has("OMPI_COMM_WORLD_RANK") && env.has("OMPI_COMM_WORLD_SIZE")) || env.has("SLURM_PROCID");
 }
 
 LaunchIdentity readLaunchIdentity(const Settings& settings, const Settings::Lookup& lookup,

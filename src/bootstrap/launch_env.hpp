@@ -42,6 +42,10 @@ using PmixProbe = std::function<std::string()>;
 /// BRAID_ROOT_ADDR, when set, overrides the derived root (and its bind address) in every case. BRAID_* values come
 /// from `settings`; the launchers' from `env` (empty: the process environment). `pmixProbe` empty: really try
 /// libpmix. InvalidArgument naming the variable and its value when one is missing or malformed.
+/// True when the environment names this process's rank under one of the launchers readLaunchIdentity knows (the
+/// same test, in the same order), so that fromEnvironment() would join a job rather than fail.
+bool launcherPresent(const Settings& settings, const Settings::Lookup& env = {});
+
 /// BRAID_TOKEN's form: empty, or at least 32 hex digits (a 128-bit secret). InvalidArgument saying which rule broke.
 void checkJobToken(const std::string& token);
 

@@ -120,6 +120,8 @@ std::unique_ptr<Communicator> Communicator::fromEnvironment(std::shared_ptr<Abor
   });
 }
 
+bool Communicator::launchedByLauncher() { return bootstrap::launcherPresent(Settings::fromEnvironment()); }
+
 UniqueId Communicator::uniqueId() {
   const auto bytes = bootstrap::createUniqueId();
   UniqueId id;

@@ -1,6 +1,7 @@
 // braid bench: the sweep measures and verifies every collective, and the command's output is what it promises.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -107,6 +108,22 @@ TEST(BenchCommand, WritesTheTableAndJsonItPromises) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
   }
+}
+
+// Under torchrun's variables (here a job of one rank), braid bench joins the job instead of starting ranks of its own.
+TEST(BenchCommand, JoinsTheJobOfATorchrunStyleLauncher) {
+  const std::string braid = braidBinary();
+  if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
+  const std::string out = ::testing::TempDir() + "bench_torchrun.txt";
+  const int port = 20000 + (::getpid() % 20000);
+  ASSERT_EQ(runShell("env -u BRAID_RANK -u BRAID_WORLD_SIZE -u BRAID_ROOT_ADDR RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "
+                     "LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                     std::to_string(port) + " " + braid + " bench allreduce -b 8 -e 64 -f 8 -n 2 -w 1 --nranks 3 >" +
+                     out + " 2>&1"),
+            0);
+  std::ifstream in(out);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("1 ranks"), std::string::npos) << text;  // the launcher's one rank, not --nranks 3
 }
 
 TEST(BenchCommand, BadArgumentsAreNamedAndFail) {

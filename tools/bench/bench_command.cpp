@@ -1,8 +1,8 @@
 // `braid bench [COLLECTIVE]`: nccl-tests-style sweeps of braid, with Gloo and Open MPI side by side.
 //
-// Started by a launcher (BRAID_RANK etc. set), it is one rank of that job. Otherwise it is the orchestrator: it
-// starts --nranks local ranks of itself (each writes nothing but rank 0's rows), then runs the peers it is asked
-// to compare with, and prints, saves and plots everything together.
+// Started by a launcher (braid run, torchrun, mpirun, srun), it is one rank of that job. Otherwise it is the
+// orchestrator: it starts --nranks local ranks of itself (each writes nothing but rank 0's rows), then runs the peers
+// it is asked to compare with, and prints, saves and plots everything together.
 #include <unistd.h>
 
 #include <chrono>
@@ -39,7 +39,8 @@ struct BenchArgs {
   std::vector<std::string> argv;  // as given, for the JSON's "command" and the ranks' command line
 };
 
-bool inLaunchedJob() { return std::getenv("BRAID_RANK") != nullptr; }
+// Under any launcher braid knows (braid run, torchrun, mpirun, srun), not only braid's own.
+bool inLaunchedJob() { return Communicator::launchedByLauncher(); }
 
 std::size_t bytesArg(const std::string& text, const char* flag) {
   const auto v = parseBytes(text);
