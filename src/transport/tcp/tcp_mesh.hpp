@@ -1,21 +1,26 @@
-// The TCP transport: every pair of ranks joined by `streams` authenticated connections, driven by one epoll
-// progress thread per mesh. Algorithms post messages (MeshOp) and wait for them; they never see a socket.
+// The TCP transport: every pair of ranks joined by `streams` authenticated connections. Algorithms post messages
+// (MeshOp) and wait for them; they never see a socket.
 //
 // Matching. A message is named by (kind, key, step): a collective's (sequence number, message index within the
 // call) or a point-to-point message's (tag, message number for that pair and tag). A receive takes exactly the
 // message of its name, wherever it is: read straight into the receive's buffer when the receive is posted first,
 // else kept aside ("stashed") until it is. Frames of one message may arrive on different streams in any order.
+// At most kStashLimitBytes are kept aside per peer; past that the peer is not read (TCP holds it back) until a
+// receive from it is posted.
 //
-// Checks. Every collective frame carries its call's descriptor; a receive whose sender is in another call, or
-// that sends another number of bytes, fails with Mismatch naming both sides, and its bytes are dropped.
+// Checks. Every collective frame carries its call's descriptor; one that differs from this rank's call (posted for
+// or not) fails the call with Mismatch naming both sides, and its bytes are dropped.
 //
-// Failures. A stream that ends or breaks makes its peer lost: every pending and later message with that peer
-// fails with PeerLost. A rank that fails a call tells every peer with a notice frame for that call's sequence
-// number (notifyFailure), so ranks waiting for it in that call fail at once instead of timing out. Frames of a
-// call that this rank has finished (finishCall) are dropped on arrival: they belong to a call that failed.
+// Failures. A peer is lost when all its streams have ended, when one is out of step, or when nothing (heartbeats
+// included) came from it for the heartbeat timeout: every pending and later message with it fails with PeerLost.
+// A rank that fails a call tells every peer with a notice frame for that call's sequence number (notifyFailure),
+// so ranks waiting for it in that call fail at once instead of timing out. Frames of a call that this rank has
+// finished (finishCall) are dropped on arrival: they belong to a call that failed.
 //
-// Threads. post, wait, notifyFailure and finishCall are for one caller thread at a time (the communicator runs
-// one call at a time); the progress thread only touches what the mesh's lock guards and the ops' atomics.
+// Threads. post, wait, notifyFailure and finishCall are for one caller thread at a time (the communicator runs one
+// call at a time). A waiting caller serves the sockets itself: it polls while it spins, then sleeps in epoll on its
+// own set. The progress thread serves them only while no caller waits, and a ticker sends heartbeats and checks
+// the peers' silence. All of them touch shared state under the mesh's lock, except the ops' atomic states.
 #pragma once
 
 #include <sys/epoll.h>
