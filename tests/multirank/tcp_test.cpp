@@ -48,6 +48,14 @@ TEST(TcpThreads, RingSchedulesWithEveryRankCount) {
   }
 }
 
+// Small allreduces from 4 ranks on run recursive doubling; rank counts that are not powers of two fold ranks in
+// and out of it.
+TEST(TcpThreads, DoublingAllreduceWithFoldedRanks) {
+  for (int n : {5, 6}) {
+    EXPECT_EQ(failures(runThreads(n, matrixBody(Coll::kAllreduce, n), tcpSettings())), "") << n << " ranks";
+  }
+}
+
 class TcpProcesses : public ::testing::TestWithParam<int> {};
 
 TEST_P(TcpProcesses, SampledMatrix) {

@@ -7,8 +7,7 @@
 
 namespace braid::host {
 
-NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros,
-                     bool fingerprint)
+NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros, bool fingerprint)
     : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
 
 void NetEngine::exchangeFingerprints(NetCall& call) {
@@ -22,10 +21,16 @@ void NetEngine::exchangeFingerprints(NetCall& call) {
   call.waitAll();
 }
 
-std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const { return direct(bytes) ? "direct" : "ring"; }
+std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const {
+  return doubling(bytes) ? "doubling" : direct(bytes) ? "direct" : "ring";
+}
 
 std::string NetEngine::explainAllreduce(std::size_t bytes) const {
   if (size() <= 1) return "direct: a single rank copies";
+  if (doubling(bytes)) {
+    return strCat("doubling: ", bytes, " B <= BRAID_DIRECT_MAX_BYTES (", directMaxBytes_, ") over ", size(),
+                  " ranks: log2 n exchanges of the whole buffer cost less than n-1 messages per rank");
+  }
   if (direct(bytes)) {
     return strCat("direct: ", bytes, " B <= BRAID_DIRECT_MAX_BYTES (", directMaxBytes_,
                   "): one message latency, every rank reduces all ", size(), " inputs in rank order");

@@ -2,8 +2,9 @@
 //
 // Algorithms (n ranks, b bytes; "direct" below directMaxBytes, where latency dominates):
 // - allreduce: direct = every rank sends its input to every peer and reduces all n in rank order (one message
-//   latency, n-1 messages); ring = reduce-scatter then allgather around a ring, segments pipelined so that the
-//   reduction of one overlaps the transfer of the next (2(n-1)/n * b per rank on the wire: bandwidth-optimal).
+//   latency, n-1 messages), or from 4 ranks on recursive doubling (log2 n exchanges of the buffer); ring =
+//   reduce-scatter then allgather around a ring, segments pipelined so that the reduction of one overlaps the transfer
+//   of the next (2(n-1)/n * b per rank on the wire: bandwidth-optimal).
 // - reduce: direct to the root, or ring reduce-scatter then every block to the root.
 // - reduce_scatter: ring; allgather(v): direct or ring; broadcast: binomial tree, or a pipelined chain for
 //   large buffers; gather/scatter: direct with the root; alltoall(v): all pairs at once; barrier: dissemination.
@@ -69,6 +70,13 @@ class NetEngine final : public Engine {
   void runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body);
 
   bool direct(std::size_t bytes) const { return bytes <= directMaxBytes_ || size() <= 1; }
+  // From 4 ranks on, small allreduces exchange whole buffers by recursive doubling (log2 n messages each, in
+  // sequence) rather than directly with every peer (n-1 messages at once): per-message costs dominate small
+  // messages over TCP. Measured on the H200 host over loopback (docs/BENCHMARKS.md): 4 ranks, 8 B 34.8 -> 29.0 us,
+  // 32 KiB 82.9 -> 53.6 us; 8 ranks, 8 B 86.6 -> 42.1 us, 32 KiB 258 -> 88 us. With 2 ranks both are one exchange;
+  // with 3, doubling's fold adds two message latencies to direct's one.
+  static constexpr int kDoublingMinRanks = 4;
+  bool doubling(std::size_t bytes) const { return direct(bytes) && size() >= kDoublingMinRanks; }
   /// Reduce-scatter around the ring over `accum` (this rank's contribution, reduced in place): afterwards block
   /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block).
   void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
@@ -85,6 +93,9 @@ class NetEngine final : public Engine {
   void directReduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                     int root);
   std::byte* scratch(std::size_t bytes);
+  /// Recursive doubling: log2(p) exchanges of the whole buffer (ranks past the largest power of two p fold into
+  /// rank - p first and get the result back last).
+  void doublingAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
   /// An empty message to and from every peer: its header carries the call's descriptor, which the mesh checks.
   void exchangeFingerprints(NetCall& call);
 

@@ -5,6 +5,7 @@
 #include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/round_sync.hpp"
+#include "algorithms/patterns/halving_doubling.hpp"
 #include "algorithms/patterns/ring.hpp"
 
 namespace braid::host {
@@ -117,10 +118,52 @@ void NetEngine::directReduce(NetCall& call, const void* send, void* recv, std::s
   reduceSources(recv, sources_.data(), n, count, type, op.kind, n);
 }
 
+void NetEngine::doublingAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type,
+                                  ReduceOp op) {
+  const int n = size();
+  const patterns::HalvingDoubling shape(rank(), n);
+  const std::size_t bytes = count * dataTypeSize(type);
+  std::byte* mine = scratch(2 * bytes);
+  std::byte* theirs = mine + bytes;
+  auto* out = static_cast<std::byte*>(recv);
+  contribute(mine, send, count, type, op);
+  const ReduceKind partialKind = op.kind == ReduceKind::kAvg ? ReduceKind::kSum : op.kind;
+  constexpr std::uint32_t kFoldIn = 0;
+  constexpr std::uint32_t kFoldOut = 0x7fffffffu;
+  if (shape.foldedOut()) {  // ranks p..n-1 hand their input to rank - p and get the result back
+    call.send(shape.foldPartner(), kFoldIn, mine, bytes);
+    call.recv(shape.foldPartner(), kFoldOut, out, bytes);
+    call.waitAll();
+    return;
+  }
+  // Operands in rank order (lower rank's partial first), so that every rank computes the same expression: the
+  // results are bitwise identical everywhere even for operations that are not (min/max of -0 and +0).
+  auto combine = [&](std::byte* dst, bool mineFirst, ReduceKind kind) {
+    const void* srcs[2] = {mineFirst ? mine : theirs, mineFirst ? theirs : mine};
+    if (count > 0) reduceSources(dst, srcs, 2, count, type, kind, n);
+  };
+  const int partner = shape.foldPartner();
+  if (partner >= 0) {
+    call.wait(call.recv(partner, kFoldIn, theirs, bytes));
+    combine(mine, true, partialKind);
+  }
+  for (int k = 0; k < shape.steps(); ++k) {
+    const int peer = shape.rankOfVirtual(shape.virtualRank() ^ (1 << k));
+    call.send(peer, static_cast<std::uint32_t>(1 + k), mine, bytes);
+    call.recv(peer, static_cast<std::uint32_t>(1 + k), theirs, bytes);
+    call.waitAll();  // the send read `mine`, which the reduction now overwrites
+    const bool last = k + 1 == shape.steps();
+    combine(last ? out : mine, rank() < peer, last ? op.kind : partialKind);
+  }
+  if (partner >= 0) call.send(partner, kFoldOut, out, bytes);
+  call.waitAll();
+}
+
 void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                           const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kAllreduce, env.context.seq, type, count, -1, op.kind), env, [&](NetCall& call) {
+    if (doubling(count * esz)) return doublingAllreduce(call, send, recv, count, type, op);
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, -1);
     auto* out = static_cast<std::byte*>(recv);
     contribute(out, send, count, type, op);
