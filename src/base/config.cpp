@@ -80,7 +80,8 @@ const std::vector<KnobRow>& rows() {
        &Settings::rootAddr},
       // 2 streams: one TCP connection rarely fills a fast link (one core runs its kernel-side copies), and a
       // second lets a large message's frames travel while the first stream's are acknowledged.
-      {{"BRAID_TCP_STREAMS", KnobType::kInt, "2", "TCP connections per pair of ranks; a message's frames spread over them"},
+      {{"BRAID_TCP_STREAMS", KnobType::kInt, "2",
+        "TCP connections per pair of ranks; a message's frames spread over them"},
        &Settings::tcpStreams},
       // 4 MiB: a 10 Gbit/s link with 1 ms of round trip holds 1.25 MB in flight; 0 leaves the kernel's autotuning.
       {{"BRAID_TCP_BUFFER_BYTES", KnobType::kBytes, "4M",
@@ -99,7 +100,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_TOKEN", KnobType::kString, "",
         "shared secret of the job: the rendezvous refuses ranks that do not know it (braid run sets a fresh one)"},
        &Settings::token},
-      {{"BRAID_TRANSPORT", KnobType::kString, "auto", "transport between ranks: auto (shm among ranks of one host, else tcp), shm, or tcp (also on one host)"},
+      {{"BRAID_TRANSPORT", KnobType::kString, "auto",
+        "transport between ranks: auto (shm among ranks of one host, else tcp), shm, or tcp (also on one host)"},
        &Settings::transport},
   };
   return kRows;

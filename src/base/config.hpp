@@ -21,22 +21,22 @@ struct KnobInfo {
 
 /// Values of every knob for one communicator, taken from the environment at its creation.
 struct Settings {
-  double timeoutSeconds = 0;       // BRAID_TIMEOUT
-  std::string algo;                // BRAID_ALGO
-  std::size_t directMaxBytes = 0;  // BRAID_DIRECT_MAX_BYTES
-  std::size_t shmSlotBytes = 0;    // BRAID_SHM_SLOT_BYTES
-  std::size_t shmP2pBytes = 0;     // BRAID_SHM_P2P_BYTES
-  long spinMicros = 0;             // BRAID_SPIN_US
-  std::string logLevel;            // BRAID_LOG
-  std::string transport;           // BRAID_TRANSPORT
-  std::string isa;                 // BRAID_CPU_ISA
-  std::string debug;               // BRAID_DEBUG
-  long tcpStreams = 0;             // BRAID_TCP_STREAMS
-  std::size_t tcpBufferBytes = 0;  // BRAID_TCP_BUFFER_BYTES
-  long tcpSpinMicros = 0;          // BRAID_TCP_SPIN_US
+  double timeoutSeconds = 0;            // BRAID_TIMEOUT
+  std::string algo;                     // BRAID_ALGO
+  std::size_t directMaxBytes = 0;       // BRAID_DIRECT_MAX_BYTES
+  std::size_t shmSlotBytes = 0;         // BRAID_SHM_SLOT_BYTES
+  std::size_t shmP2pBytes = 0;          // BRAID_SHM_P2P_BYTES
+  long spinMicros = 0;                  // BRAID_SPIN_US
+  std::string logLevel;                 // BRAID_LOG
+  std::string transport;                // BRAID_TRANSPORT
+  std::string isa;                      // BRAID_CPU_ISA
+  std::string debug;                    // BRAID_DEBUG
+  long tcpStreams = 0;                  // BRAID_TCP_STREAMS
+  std::size_t tcpBufferBytes = 0;       // BRAID_TCP_BUFFER_BYTES
+  long tcpSpinMicros = 0;               // BRAID_TCP_SPIN_US
   double heartbeatIntervalSeconds = 0;  // BRAID_HEARTBEAT_INTERVAL
   double heartbeatTimeoutSeconds = 0;   // BRAID_HEARTBEAT_TIMEOUT
-  std::string ifname;              // BRAID_IFNAME
+  std::string ifname;                   // BRAID_IFNAME
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK
   std::string worldSize;  // BRAID_WORLD_SIZE

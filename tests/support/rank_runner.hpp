@@ -1,5 +1,6 @@
 // Runs a test body on N ranks: as threads of this process (over the in-memory transport, or over TCP when the
-// settings say BRAID_TRANSPORT=tcp), or as forked processes (over shared memory or TCP). Each returns one message per rank, empty when that rank's body finished without throwing.
+// settings say BRAID_TRANSPORT=tcp), or as forked processes (over shared memory or TCP). Each returns one message per
+// rank, empty when that rank's body finished without throwing.
 #pragma once
 
 #include <functional>

@@ -21,21 +21,13 @@
 #include "bootstrap/unique_id.hpp"
 #include "braid/braid.h"
 #include "support/rank_runner.hpp"
+#include "unit/c_abi_support.hpp"
 
 extern "C" int braid_c_header_smoke(braid_unique_id_t* id);
 
 namespace {
 
-// Stops the rendezvous server braid_get_unique_id started in this process.
-void releaseId(const braid_unique_id_t& id) {
-  braid::bootstrap::UniqueIdBytes bytes;
-  std::memcpy(bytes.bytes.data(), id.bytes, sizeof id.bytes);
-  braid::bootstrap::releaseRootServer(bytes);
-}
-
-std::string describeFailure(braid_result_t result) {
-  return std::string(braid_result_string(result)) + ": " + braid_last_error();
-}
+using namespace braid::testing::capi;
 
 // A communicator of one rank, made without forking; destroyed (and its id released) at the end of the test.
 class CAbiSingle : public ::testing::Test {
@@ -54,62 +46,6 @@ class CAbiSingle : public ::testing::Test {
   braid_unique_id_t id_{};
   braid_comm_t comm_ = nullptr;
 };
-
-// ---- Failures collected inside a rank: each check appends a line, the rank reports them all at the end. ----
-
-void expectOk(std::string& failures, braid_result_t result, const char* call) {
-  if (result != BRAID_SUCCESS) failures += std::string(call) + " failed: " + describeFailure(result) + "\n";
-}
-
-template <typename T, typename Expected>
-void expectAll(std::string& failures, const char* what, const std::vector<T>& got, Expected expected) {
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const T want = expected(i);
-    if (!(got[i] == want)) {
-      failures += std::string(what) + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
-                  ", expected " + std::to_string(want) + "\n";
-      return;
-    }
-  }
-}
-
-// A child's report to its parent: best effort, the exit status tells failure apart anyway.
-void report(int fd, const std::string& failures) {
-  std::size_t done = 0;
-  while (done < failures.size()) {
-    const ssize_t n = ::write(fd, failures.data() + done, failures.size() - done);
-    if (n <= 0) return;
-    done += static_cast<std::size_t>(n);
-  }
-}
-
-using RankBody = std::function<void(braid_comm_t comm, int rank, int size, std::string& failures)>;
-
-// Forks `ranks` children; each creates its communicator from one id made here with braid_get_unique_id, runs
-// `body`, and reports its failures through a pipe. Returns one message per rank, empty when that rank passed.
-std::vector<std::string> runCRanks(int ranks, const RankBody& body, double timeoutSeconds = 120) {
-  braid_unique_id_t id;
-  if (braid_get_unique_id(&id) != BRAID_SUCCESS) return {std::string("braid_get_unique_id: ") + braid_last_error()};
-  auto results = braid::testing::forkRanks(
-      ranks,
-      [&](int r) {
-        ::setenv("BRAID_TIMEOUT", "60", /*overwrite=*/0);  // a hang fails fast
-        std::string failures;
-        braid_comm_t comm = nullptr;
-        const braid_result_t result = braid_comm_init(&comm, &id, r, ranks);
-        if (result != BRAID_SUCCESS) return "braid_comm_init: " + describeFailure(result);
-        try {
-          body(comm, r, ranks, failures);
-        } catch (const std::exception& e) {
-          failures += std::string("exception in the test body: ") + e.what();
-        }
-        expectOk(failures, braid_comm_destroy(comm), "braid_comm_destroy");
-        return failures;
-      },
-      timeoutSeconds);
-  releaseId(id);
-  return results;
-}
 
 // Runs `body` in a forked child (for tests that change the environment) and returns what it reported.
 std::string inChild(const std::function<void(std::string& failures)>& body) {
@@ -600,81 +536,3 @@ TEST(CAbi, ThreeProcessesRefusalOnOneRankFailsThePeersFast) {
       30);
   EXPECT_EQ(braid::testing::failures(results), "");
 }
-
-namespace {
-
-TEST(CAbi, ThreeProcessesSplitAndSubgroup) {
-  const auto results = runCRanks(3, [](braid_comm_t comm, int rank, int, std::string& failures) {
-    braid_comm_t half = nullptr;
-    if (braid_comm_split(comm, rank == 1 ? BRAID_NO_COLOR : 0, -rank, &half) != BRAID_SUCCESS) {
-      failures += std::string("split: ") + braid_last_error();
-      return;
-    }
-    if (rank == 1) {
-      if (half != nullptr) failures += "BRAID_NO_COLOR gave a communicator";
-    } else {
-      int newRank = -1;
-      std::int32_t x = rank;
-      braid_comm_rank(half, &newRank);
-      if (newRank != (rank == 2 ? 0 : 1)) failures += "split rank " + std::to_string(newRank);
-      if (braid_allreduce(&x, &x, 1, BRAID_INT32, BRAID_SUM, half) != BRAID_SUCCESS || x != 2) {
-        failures += "allreduce in the split";
-      }
-      braid_comm_destroy(half);
-      const int members[] = {2, 0};
-      braid_comm_t group = nullptr;
-      if (braid_comm_subgroup(comm, members, 2, &group) != BRAID_SUCCESS || group == nullptr) {
-        failures += std::string("subgroup: ") + braid_last_error();
-        return;
-      }
-      if (braid_barrier(group) != BRAID_SUCCESS) failures += "barrier in the subgroup";
-      braid_comm_destroy(group);
-    }
-    braid_comm_t none = nullptr;
-    const int notMe[] = {(rank + 1) % 3};
-    if (braid_comm_subgroup(comm, notMe, 1, &none) != BRAID_ERR_INVALID_ARGUMENT || none != nullptr) {
-      failures += "a subgroup without the caller should be refused";
-    }
-  });
-  EXPECT_EQ(braid::testing::failures(results), "");
-}
-
-}  // namespace
-
-namespace {
-
-// Rank 2 aborts; ranks 0 and 1 lose it, shrink to a communicator of two and allreduce there.
-TEST(CAbi, ThreeProcessesAbortThenShrink) {
-  const auto results = runCRanks(3, [](braid_comm_t comm, int rank, int, std::string& failures) {
-    std::int32_t x = 1;
-    if (braid_allreduce(&x, &x, 1, BRAID_INT32, BRAID_SUM, comm) != BRAID_SUCCESS || x != 3) {
-      failures += "allreduce before the abort";
-      return;
-    }
-    if (rank == 2) {
-      if (braid_comm_abort(comm) != BRAID_SUCCESS) failures += "abort failed";
-      if (braid_barrier(comm) != BRAID_ERR_ABORTED) failures += "a call after abort should be ABORTED";
-      return;
-    }
-    const braid_result_t lost = braid_allreduce(&x, &x, 1, BRAID_INT32, BRAID_SUM, comm);
-    if (lost != BRAID_ERR_PEER_LOST) {
-      failures += std::string("expected PEER_LOST after rank 2 aborted: ") + describeFailure(lost);
-      return;
-    }
-    braid_comm_t two = nullptr;
-    if (braid_comm_shrink(comm, &two) != BRAID_SUCCESS || two == nullptr) {
-      failures += std::string("shrink: ") + braid_last_error();
-      return;
-    }
-    int size = 0;
-    braid_comm_size(two, &size);
-    std::int32_t y = rank + 1;
-    if (size != 2 || braid_allreduce(&y, &y, 1, BRAID_INT32, BRAID_SUM, two) != BRAID_SUCCESS || y != 3) {
-      failures += "allreduce among the survivors";
-    }
-    braid_comm_destroy(two);
-  });
-  EXPECT_EQ(braid::testing::failures(results), "");
-}
-
-}  // namespace

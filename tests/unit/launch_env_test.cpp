@@ -41,10 +41,14 @@ std::string errorOf(
   return "";
 }
 
-const Vars kBraidRun = {{"BRAID_RANK", "1"},       {"BRAID_WORLD_SIZE", "4"},
-                        {"BRAID_LOCAL_RANK", "1"}, {"BRAID_ROOT_ADDR", "127.0.0.1:4000"},
-                        {"BRAID_TOKEN", "00112233445566778899aabbccddeeff"}, {"RANK", "1"},
-                        {"WORLD_SIZE", "4"},       {"MASTER_ADDR", "127.0.0.1"},
+const Vars kBraidRun = {{"BRAID_RANK", "1"},
+                        {"BRAID_WORLD_SIZE", "4"},
+                        {"BRAID_LOCAL_RANK", "1"},
+                        {"BRAID_ROOT_ADDR", "127.0.0.1:4000"},
+                        {"BRAID_TOKEN", "00112233445566778899aabbccddeeff"},
+                        {"RANK", "1"},
+                        {"WORLD_SIZE", "4"},
+                        {"MASTER_ADDR", "127.0.0.1"},
                         {"MASTER_PORT", "3999"}};
 
 const Vars kTorchrun = {{"RANK", "5"},
@@ -154,7 +158,8 @@ TEST(LaunchEnv, Srun) {
   EXPECT_EQ(id.bind, (tcp::Address{"0.0.0.0", 29517}));
   EXPECT_EQ(id.token, "slurm-811.0");
   EXPECT_EQ(identityOf(with(kSrun, {{"BRAID_PORT", "6000"}})).root.port, 6000);
-  EXPECT_EQ(identityOf(with(kSrun, {{"BRAID_TOKEN", "00112233445566778899aabbccddeeff"}})).token, "00112233445566778899aabbccddeeff");
+  EXPECT_EQ(identityOf(with(kSrun, {{"BRAID_TOKEN", "00112233445566778899aabbccddeeff"}})).token,
+            "00112233445566778899aabbccddeeff");
   // Uneven tasks per node: node 2 of "2(x2),1" has one task.
   EXPECT_EQ(identityOf(with(kSrun, {{"SLURM_NODEID", "2"},
                                     {"SLURM_LOCALID", "0"},

@@ -316,9 +316,18 @@ std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& optio
       // outnumber cores and float, like braid's own; root is allowed, as containers run as root.
       const char* transport = std::getenv("BRAID_TRANSPORT");
       const bool overTcp = transport && std::string(transport) == "tcp";
-      std::vector<std::string> argv = {
-          mpirun,  "-n",  std::to_string(ranks), "--oversubscribe", "--bind-to", "none", "--mca", "pml", "ob1",
-          "--mca", "btl", overTcp ? "self,tcp" : "self,vader"};
+      std::vector<std::string> argv = {mpirun,
+                                       "-n",
+                                       std::to_string(ranks),
+                                       "--oversubscribe",
+                                       "--bind-to",
+                                       "none",
+                                       "--mca",
+                                       "pml",
+                                       "ob1",
+                                       "--mca",
+                                       "btl",
+                                       overTcp ? "self,tcp" : "self,vader"};
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.push_back(driver);
       argv.insert(argv.end(), flags.begin(), flags.end());
