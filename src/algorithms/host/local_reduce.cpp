@@ -1,4 +1,5 @@
 // Reducing collectives over local rounds: allreduce (direct, rsag), reduce, reduce-scatter.
+#include "algorithms/host/contribution.hpp"
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
@@ -12,16 +13,6 @@ namespace {
 
 // Block boundaries of the reduce-scatter phase fall on 64-byte multiples so each rank's kernel starts aligned.
 std::size_t alignElements(std::size_t elementBytes) { return 64 / elementBytes; }
-
-// Copies this rank's contribution into its slot, applying a premul-sum scale on the way (the copy is needed
-// anyway, so the scale costs no extra pass).
-void contribute(std::byte* dst, const std::byte* src, std::size_t count, DataType type, ReduceOp op) {
-  if (op.kind == ReduceKind::kPremulSum && op.scale != 1.0) {
-    scaleCopy(dst, src, count, type, op.scale);
-  } else {
-    copyBytes(dst, src, count * dataTypeSize(type));
-  }
-}
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/net/segments.hpp"
 #include "algorithms/host/round_sync.hpp"
 #include "algorithms/patterns/ring.hpp"
 #include "algorithms/patterns/tree.hpp"
@@ -10,15 +11,6 @@
 namespace braid::host {
 
 namespace {
-
-// As in net_reduce.cpp: the pipelining unit of ring and chain schedules.
-constexpr std::size_t kSegmentBytes = tcp::kMaxFramePayload;
-
-patterns::Block segmentOf(const patterns::Block& block, std::size_t index, std::size_t segElems) {
-  const std::size_t off = index * segElems;
-  if (off >= block.count) return {block.end(), 0};
-  return {block.offset + off, std::min(segElems, block.count - off)};
-}
 
 bool overlaps(const void* a, std::size_t aBytes, const void* b, std::size_t bBytes) {
   const auto* x = static_cast<const std::byte*>(a);
@@ -36,10 +28,9 @@ void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& bloc
     return;
   }
   const patterns::Ring ring(rank(), n);
-  std::size_t maxBlock = 0;
-  for (int b = 0; b < n; ++b) maxBlock = std::max(maxBlock, blocks(b).count);
-  const std::size_t segElems = std::max<std::size_t>(1, kSegmentBytes / esz);
-  const std::size_t nseg = std::max<std::size_t>(1, patterns::chunkCount(maxBlock, segElems));
+  const Segmentation seg = segmentationOf(blocks, n, esz);
+  const std::size_t segElems = seg.elems;
+  const std::size_t nseg = seg.perBlock;
   const int steps = ring.steps();
   auto stepId = [&](int t, std::size_t j) { return stepBase + static_cast<std::uint32_t>(t * nseg + j); };
   // Every block lands in its own place, so all receives are posted at once.

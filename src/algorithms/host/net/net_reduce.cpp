@@ -1,8 +1,10 @@
 // Reducing collectives over the TCP mesh: allreduce, reduce, reduce-scatter (see net_engine.hpp).
 #include <algorithm>
 
+#include "algorithms/host/contribution.hpp"
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/net/segments.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/round_sync.hpp"
 #include "algorithms/patterns/halving_doubling.hpp"
@@ -12,26 +14,8 @@ namespace braid::host {
 
 namespace {
 
-// Segment of a ring step: the unit that is sent, received and reduced, so the reduction of one overlaps the
-// transfer of the next. One frame's payload: smaller segments cost a message each, larger ones delay the overlap.
-constexpr std::size_t kSegmentBytes = tcp::kMaxFramePayload;
 // Steps of the allgather phase are numbered from here, after any reduce-scatter phase of the same call.
 constexpr std::uint32_t kSecondPhase = 0x80000000u;
-
-// This rank's input as it enters the reduction: premul-sum scales it here, on the copy that is needed anyway.
-void contribute(std::byte* dst, const void* src, std::size_t count, DataType type, ReduceOp op) {
-  if (op.kind == ReduceKind::kPremulSum && op.scale != 1.0) {
-    scaleCopy(dst, src, count, type, op.scale);
-  } else if (dst != src) {
-    copyBytes(dst, src, count * dataTypeSize(type));
-  }
-}
-
-patterns::Block segmentOf(const patterns::Block& block, std::size_t index, std::size_t segElems) {
-  const std::size_t off = index * segElems;
-  if (off >= block.count) return {block.end(), 0};
-  return {block.offset + off, std::min(segElems, block.count - off)};
-}
 
 }  // namespace
 
@@ -54,10 +38,10 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
     return;
   }
   const patterns::Ring ring(rank(), n);
-  std::size_t maxBlock = 0;
-  for (int b = 0; b < n; ++b) maxBlock = std::max(maxBlock, blocks(b).count);
-  const std::size_t segElems = std::max<std::size_t>(1, kSegmentBytes / esz);
-  const std::size_t nseg = std::max<std::size_t>(1, patterns::chunkCount(maxBlock, segElems));
+  const Segmentation seg = segmentationOf(blocks, n, esz);
+  const std::size_t maxBlock = seg.maxBlock;
+  const std::size_t segElems = seg.elems;
+  const std::size_t nseg = seg.perBlock;
   std::byte* tmp = scratch(2 * maxBlock * esz);
   const ReduceKind partialKind = op.kind == ReduceKind::kAvg ? ReduceKind::kSum : op.kind;
   const int steps = ring.steps();
