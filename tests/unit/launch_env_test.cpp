@@ -9,19 +9,13 @@
 
 #include "base/error.hpp"
 #include "bootstrap/slurm_hostlist.hpp"
+#include "support/env_lookup.hpp"
 
 namespace braid::bootstrap {
 namespace {
 
-using Vars = std::map<std::string, std::string>;
-
-Settings::Lookup lookupOf(const Vars& vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::lookupOf;
+using testing::Vars;
 
 // Settings and launcher variables from one map, as a real environment would hold them.
 LaunchIdentity identityOf(

@@ -11,20 +11,14 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "support/env_lookup.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace braid::bootstrap {
 namespace {
 
-using Vars = std::map<std::string, std::string>;
-
-Settings::Lookup lookupOf(const Vars& vars) {
-  return [vars](const std::string& name) -> std::optional<std::string> {
-    auto it = vars.find(name);
-    if (it == vars.end()) return std::nullopt;
-    return it->second;
-  };
-}
+using testing::lookupOf;
+using testing::Vars;
 
 std::uint16_t freePort() {
   tcp::Socket s = tcp::listenOn({"127.0.0.1", 0}, 1);
