@@ -92,15 +92,21 @@ LaunchIdentity fromBraid(const Settings& settings) {
   return id;
 }
 
+// A launcher's four variables: rank and size (required), local rank and size (optional, -1 when absent).
+void readRanks(LaunchIdentity& id, const Env& env, const char* rank, const char* size, const char* localRank,
+               const char* localSize) {
+  id.size = parseInt(env.get(size), size, 1);
+  id.rank = parseInt(env.get(rank), rank, 0);
+  checkBelow(id.rank, rank, id.size, size);
+  id.localRank = optionalInt(env, localRank, 0);
+  id.localSize = optionalInt(env, localSize, 1);
+  checkBelow(id.localRank, localRank, id.localSize, localSize);
+}
+
 LaunchIdentity fromTorchrun(const Settings& settings, const Env& env) {
   LaunchIdentity id;
   id.launcher = "torchrun";
-  id.size = parseInt(env.get("WORLD_SIZE"), "WORLD_SIZE", 1);
-  id.rank = parseInt(env.get("RANK"), "RANK", 0);
-  checkBelow(id.rank, "RANK", id.size, "WORLD_SIZE");
-  id.localRank = optionalInt(env, "LOCAL_RANK", 0);
-  id.localSize = optionalInt(env, "LOCAL_WORLD_SIZE", 1);
-  checkBelow(id.localRank, "LOCAL_RANK", id.localSize, "LOCAL_WORLD_SIZE");
+  readRanks(id, env, "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE");
   if (!applyRootOverride(settings, id)) {
     const std::string hint = " (torchrun sets it; or set BRAID_ROOT_ADDR=HOST:PORT)";
     const std::string host = bareHost(required(env, "MASTER_ADDR", hint));
@@ -121,12 +127,8 @@ LaunchIdentity fromTorchrun(const Settings& settings, const Env& env) {
 LaunchIdentity fromMpirun(const Settings& settings, const Env& env, const PmixProbe& pmixProbe) {
   LaunchIdentity id;
   id.launcher = "mpirun";
-  id.size = parseInt(env.get("OMPI_COMM_WORLD_SIZE"), "OMPI_COMM_WORLD_SIZE", 1);
-  id.rank = parseInt(env.get("OMPI_COMM_WORLD_RANK"), "OMPI_COMM_WORLD_RANK", 0);
-  checkBelow(id.rank, "OMPI_COMM_WORLD_RANK", id.size, "OMPI_COMM_WORLD_SIZE");
-  id.localRank = optionalInt(env, "OMPI_COMM_WORLD_LOCAL_RANK", 0);
-  id.localSize = optionalInt(env, "OMPI_COMM_WORLD_LOCAL_SIZE", 1);
-  checkBelow(id.localRank, "OMPI_COMM_WORLD_LOCAL_RANK", id.localSize, "OMPI_COMM_WORLD_LOCAL_SIZE");
+  readRanks(id, env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+            "OMPI_COMM_WORLD_LOCAL_SIZE");
   id.token = settings.token;
   if (applyRootOverride(settings, id)) return id;
   std::string why;

@@ -69,8 +69,7 @@ void publishRootThroughPmix(LaunchIdentity& id, JobRendezvous& job, const Settin
     // PMIx only shows the value to the job's own processes, so a random token there is a real secret.
     if (id.token.empty()) id.token = randomToken();
     try {
-      job.server = std::make_unique<TcpStoreServer>();
-      job.server->start({tcp::hostAddressForPeers(settings.ifname), 0}, id.token);
+      job.server = serveStoreHere(settings.ifname, id.token);
     } catch (const Error& e) {
       try {
         pmix::shareFromRankZero(0, strCat(kError, e.message()), timeoutSeconds);

@@ -91,6 +91,10 @@ class TcpStoreServer {
   int ownerPid_ = -1;
 };
 
+/// A store server on an ephemeral port of this host's address on the interface BRAID_IFNAME (`ifname`) picks:
+/// for a rendezvous whose address travels another way (PMIx, a surviving communicator).
+std::unique_ptr<TcpStoreServer> serveStoreHere(const std::string& ifname, const std::string& token);
+
 /// One connection to a TcpStoreServer. Thread-safe: concurrent calls take turns on the one connection (a get
 /// that waits holds the turn, so threads that must not wait behind it should use their own client).
 /// After a transport failure or a client-side timeout the connection is out of step and every later call

@@ -466,4 +466,10 @@ void TcpStoreServer::stop() {
   wakeFd_ = -1;
 }
 
+std::unique_ptr<TcpStoreServer> serveStoreHere(const std::string& ifname, const std::string& token) {
+  auto server = std::make_unique<TcpStoreServer>();
+  server->start(tcp::Address{tcp::hostAddressForPeers(ifname), 0}, token);
+  return server;
+}
+
 }  // namespace braid::bootstrap

@@ -17,7 +17,6 @@
 #include "braid/braid.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/create.hpp"
-#include "transport/tcp/socket.hpp"
 
 namespace braid {
 
@@ -73,8 +72,7 @@ std::unique_ptr<Communicator> Communicator::shrink() {
   std::array<char, kAddressBytes> where{};
   if (me == newRoot) {
     const std::string token = bootstrap::randomToken() + bootstrap::randomToken();
-    keep->server = std::make_unique<bootstrap::TcpStoreServer>();
-    keep->server->start(tcp::Address{tcp::hostAddressForPeers(impl.settings().ifname), 0}, token);
+    keep->server = bootstrap::serveStoreHere(impl.settings().ifname, token);
     const std::string text = keep->server->address().toString() + "\n" + token;
     std::memcpy(where.data(), text.data(), std::min(text.size(), where.size() - 1));
     for (int p : survivors) {
