@@ -27,6 +27,7 @@ std::string canonicalDtype(const std::string& name) {
   if (n == "double" || n == "fp64") return "float64";
   if (n == "half" || n == "fp16") return "float16";
   if (n == "int") return "int32";
+  if (n == "bf16") return "bfloat16";
   return n;
 }
 
@@ -157,7 +158,7 @@ DriverArgs parseDriverArgs(int argc, char** argv) {
 std::size_t dtypeBytes(const std::string& dtype) {
   if (dtype == "float32" || dtype == "int32") return 4;
   if (dtype == "float64") return 8;
-  if (dtype == "float16") return 2;
+  if (dtype == "float16" || dtype == "bfloat16") return 2;
   return 0;
 }
 

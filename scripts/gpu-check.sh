@@ -4,10 +4,12 @@
 #      dpkg -x (never over /) and points CMake, the compilers and the linker at them;
 #   2. configures and builds braid with CUDA for sm_90 into ${BRAID_BUILD_DIR:-build-gpu-check};
 #   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
-#   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT.
+#   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
+#   5. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT.
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
-# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, all (default: all).
+# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, bench-device, all
+# (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
 # Each stage reuses the build directory, so a session can split the work over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
 # stage failed; every stage runs even after an earlier one failed (except tests without a build).
@@ -122,7 +124,11 @@ run_ctest() {  # label, ctest arguments...
 }
 
 # The GPU tests first: they are what this machine is for. Several at once: each holds ~0.2 GB of GPU memory.
-wants gpu && run_ctest gpu -L gpu -j 8
+if [ -n "${GPU_TESTS:-}" ]; then
+  wants gpu && run_ctest gpu -L gpu -j 4 -R "$GPU_TESTS"
+else
+  wants gpu && run_ctest gpu -L gpu -j 4
+fi
 # The install test (label unit) packages rather than computes, and needs pkg-config: it runs on its own line of
 # the summary, and only where pkg-config exists.
 if wants unit; then
@@ -151,6 +157,28 @@ if wants bench-tcp; then
     fi
   else
     log "bench-tcp not run: no $build/bin/braid"
+  fi
+fi
+
+# ---- 5. Device buffers: braid's kernels and NCCL in one run per collective (NVLS off: a shared host).
+if wants bench-device; then
+  if [ -x "$build/bin/braid-bench-device" ]; then
+    export NCCL_NVLS_ENABLE=0
+    for spec in ${DEVICE_BENCH:-allreduce:float32 allreduce:bfloat16 allgather:float32 reducescatter:float32}; do
+      coll=${spec%%:*} dtype=${spec##*:}
+      json=$logs/nvlink-$coll-$dtype-$(date +%F).json
+      if "$build/bin/braid-bench-device" --nranks "${DEVICE_RANKS:-2}" --collective "$coll" -d "$dtype" \
+          -b "${DEVICE_MIN:-8}" -e "${DEVICE_MAX:-1G}" -f "${DEVICE_FACTOR:-2}" -n "${DEVICE_ITERS:-20}" -w 5 --reps 3 --json "$json" \
+          >"$logs/bench-device-$coll-$dtype.txt" 2>&1; then
+        log "bench-device $coll $dtype: $json"
+      else
+        failed+=("bench-device $coll $dtype")
+        log "bench-device $coll $dtype FAILED:"
+        tail -20 "$logs/bench-device-$coll-$dtype.txt"
+      fi
+    done
+  else
+    log "bench-device not run: no $build/bin/braid-bench-device"
   fi
 fi
 

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,14 @@ struct WorkState;
 /// Options of one call. The timeout defaults to BRAID_TIMEOUT.
 struct CallOptions {
   std::chrono::milliseconds timeout{0};  ///< 0 = the communicator's default (BRAID_TIMEOUT)
+  /// The CUDA stream (cudaStream_t) the call is ordered on.
+  /// - Device (or managed) buffers: the operation is queued on this stream after the work already on it, and the
+  ///   call returns without waiting for it (as NCCL's calls do); later work on the stream sees the result. Null is
+  ///   the default stream; cudaStreamPerThread and cudaStreamLegacy work too. The NVLink kernels may be captured
+  ///   into a CUDA graph.
+  /// - Host buffers: when a stream is given, the operation starts after the work queued on it so far and the call
+  ///   returns with the result in place. Null means no stream (no CUDA call is made for host buffers then).
+  CUstream_st* stream = nullptr;
 };
 
 /// Completion handle of an asynchronous call.
@@ -216,6 +225,10 @@ class Communicator {
   /// running or queued fail with kAborted within milliseconds, later calls fail with kAborted, and the peers lose
   /// this rank (their waits on it fail with kPeerLost). The object must still be destroyed.
   void abort();
+  /// A failure of device work that ran after its call returned, as ncclCommGetAsyncError reports it: a GPU kernel
+  /// of this communicator gave up waiting for a peer (kPeerLost when the peer's process died, kTimeout after
+  /// BRAID_TIMEOUT, kAborted after abort()). The next call raises it too. Any thread, never blocks.
+  std::optional<Error> asyncError() const;
 
   // New communicators from this one. Each has its own sequence numbers and its own transport (shared memory when
   // its ranks share a host, else TCP), and may outlive this one.

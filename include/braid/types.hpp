@@ -7,6 +7,10 @@
 #include <stdexcept>
 #include <string>
 
+/// The CUDA runtime's stream type: cudaStream_t is CUstream_st*, so callers pass their cudaStream_t (or
+/// at::cuda::CUDAStream::stream()) to braid without braid's headers including CUDA's.
+struct CUstream_st;
+
 namespace braid {
 
 /// Element type of a buffer. The numbering is part of the C ABI (braid.h) and never changes.

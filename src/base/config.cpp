@@ -26,8 +26,18 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_WORLD_SIZE", KnobType::kString, "", "number of ranks in the job (set by the launcher)"},
        &Settings::worldSize},
       {{"BRAID_ALGO", KnobType::kString, "",
-        "force an algorithm: direct (latency) or rsag (reduce-scatter + allgather); empty lets braid choose"},
+        "force algorithms: host allreduce direct or rsag (reduce-scatter + allgather); GPU allreduce oneshot, twoshot "
+        "or staged (through host memory); comma-separated, one per path; empty lets braid choose"},
        &Settings::algo},
+      // 0: the table in tuning/device_selector.cpp sizes each kernel's grid.
+      {{"BRAID_CUDA_BLOCKS", KnobType::kInt, "0",
+        "thread blocks of every GPU collective kernel (1-64); 0 lets braid choose by size"},
+       &Settings::cudaBlocks},
+      // 64 MiB: two parities of (ranks + 1) slots; with 2 ranks a slot is ~10 MiB, so a round's synchronisation
+      // (a few microseconds) is noise against moving it over NVLink (~30 us at 350 GB/s).
+      {{"BRAID_CUDA_WORKSPACE_BYTES", KnobType::kBytes, "64M",
+        "GPU memory each rank shares with its peers for the collective kernels (inboxes and flags)"},
+       &Settings::cudaWorkspaceBytes},
       {{"BRAID_CPU_ISA", KnobType::kString, "",
         "cap the CPU reduction kernels' instruction set: generic, avx2 or avx512; empty picks the best present"},
        &Settings::isa},

@@ -37,6 +37,8 @@ struct Settings {
   double heartbeatIntervalSeconds = 0;  // BRAID_HEARTBEAT_INTERVAL
   double heartbeatTimeoutSeconds = 0;   // BRAID_HEARTBEAT_TIMEOUT
   std::string ifname;                   // BRAID_IFNAME
+  long cudaBlocks = 0;                  // BRAID_CUDA_BLOCKS
+  std::size_t cudaWorkspaceBytes = 0;   // BRAID_CUDA_WORKSPACE_BYTES
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK
   std::string worldSize;  // BRAID_WORLD_SIZE

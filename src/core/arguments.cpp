@@ -19,14 +19,6 @@ void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* 
   if (ptr == nullptr && count != 0) {
     fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
   }
-  if (count != 0) {
-    const MemoryKind kind = classifyPointer(ptr);
-    if (kind != MemoryKind::kHost) {
-      // Refuse rather than touch GPU memory from the CPU (a crash, or silently slow for managed memory).
-      fail(ErrorCode::kUnavailable, ctx, name, " is ", memoryKindName(kind),
-           " memory; this build of braid moves host buffers only (the CUDA path is not built yet)");
-    }
-  }
 }
 
 void checkRank(int value, int size, const char* name, const ErrorContext& ctx) {

@@ -5,12 +5,14 @@
 #include "braid/braid.hpp"
 #include "core/arguments.hpp"
 #include "core/communicator_impl.hpp"
+#include "core/memory_kind.hpp"
 
 namespace braid {
 
 using core::checkBuffer;
 using core::checkPerRank;
 using core::checkRank;
+using core::checkRoute;
 using core::checkType;
 using core::times;
 using Sizes = std::vector<std::size_t>;
@@ -22,6 +24,7 @@ int Communicator::rank() const { return impl_->rank(); }
 int Communicator::size() const { return impl_->size(); }
 std::int64_t Communicator::sequenceNumber() const { return impl_->sequenceNumber(); }
 void Communicator::abort() { impl_->abort(); }
+std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }
 
 namespace {
 
@@ -40,56 +43,66 @@ void checkReduction(const ErrorContext& ctx, DataType type, ReduceOp op) {
 
 auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
                    ReduceOp op) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "allreduce",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkReduction(ctx, type, op);
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().allreduce(send, recv, count, type, op, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).allreduce(send, recv, count, type, op, env); });
 }
 
 auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                 int root) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {c->rank() == root ? recv : nullptr, "recv buffer"}});
   return makeCall(
       "reduce",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkReduction(ctx, type, op);
         checkBuffer(send, count, type, "send buffer", ctx);
         if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().reduce(send, recv, count, type, op, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).reduce(send, recv, count, type, op, root, env); });
 }
 
 auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
+  const core::Route route = core::routeOf({{buf, "buffer"}});
   return makeCall(
       "broadcast",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkType(type, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkBuffer(buf, count, type, "buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().broadcast(buf, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).broadcast(buf, count, type, root, env); });
 }
 
 auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "allgather",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkType(type, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().allgather(send, recv, count, type, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); });
 }
 
 auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv,
                     const Sizes& recvCounts, const Sizes& displs, DataType type) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "allgatherv",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkType(type, ctx);
         checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
         checkPerRank(displs, c->size(), "displs", ctx);
@@ -100,38 +113,44 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         checkBuffer(send, sendCount, type, "send buffer", ctx);
         checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().allgatherv(send, sendCount, recv, recvCounts, displs, type, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).allgatherv(send, sendCount, recv, recvCounts, displs, type, env); });
 }
 
 auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,
                        ReduceOp op) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "reduce_scatter",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkReduction(ctx, type, op);
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().reduceScatter(send, recv, recvCount, type, op, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); });
 }
 
 auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "alltoall",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkType(type, ctx);
         const std::size_t total = times(count, c->size(), "buffers", ctx);
         checkBuffer(send, total, type, "send buffer", ctx);
         checkBuffer(recv, total, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().alltoall(send, recv, count, type, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).alltoall(send, recv, count, type, env); });
 }
 
 auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls,
                    void* recv, const Sizes& recvCounts, const Sizes& recvDispls, DataType type) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "alltoallv",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkType(type, ctx);
         checkPerRank(sendCounts, c->size(), "sendCounts", ctx);
         checkPerRank(sendDispls, c->size(), "sendDispls", ctx);
@@ -146,14 +165,16 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
         }
       },
       [=](const host::OpEnv& env) {
-        c->engine().alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
+        c->engineFor(route, env).alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
       });
 }
 
 auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  const core::Route route = core::routeOf({{send, "send buffer"}, {c->rank() == root ? recv : nullptr, "recv buffer"}});
   return makeCall(
       "gather",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkType(type, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
@@ -161,13 +182,15 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
           checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
         }
       },
-      [=](const host::OpEnv& env) { c->engine().gather(send, recv, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); });
 }
 
 auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  const core::Route route = core::routeOf({{c->rank() == root ? send : nullptr, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "scatter",
       [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkType(type, ctx);
         if (c->rank() == root) {
@@ -175,25 +198,28 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
         }
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engine().scatter(send, recv, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); });
 }
 
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
-      "barrier", [](const ErrorContext&) {}, [=](const host::OpEnv& env) { c->engine().barrier(env); });
+      "barrier", [](const ErrorContext&) {}, [=](const host::OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
 }
 
 auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
+  core::Route route;
+  for (const auto& op : *ops) core::addToRoute(route, {op.count > 0 ? op.buffer : nullptr, "a p2p buffer"});
   return makeCall(
       "p2p",
-      [c, ops](const ErrorContext& ctx) {
+      [c, ops, route](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
         for (const auto& op : *ops) {
           checkType(op.type, ctx);
           checkRank(op.peer, c->size(), "peer", ctx);
           checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);
         }
       },
-      [c, ops](const host::OpEnv& env) { c->engine().pointToPoint(*ops, env); },
+      [c, ops, route](const host::OpEnv& env) { c->engineFor(route, env).pointToPoint(*ops, env); },
       /*collective=*/false);
 }
 

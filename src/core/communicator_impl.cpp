@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
@@ -86,6 +87,25 @@ CommunicatorImpl::~CommunicatorImpl() {
   if (abortHandle_) abortHandle_->attach(nullptr);
 }
 
+host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv& env) {
+  if (!route.device) {
+    device::waitForStream(env);
+    return *engine_;
+  }
+  if (!deviceEngine_) {
+    // GPU kernels reach only the GPUs of this host: a communicator over TCP stages its device buffers.
+    deviceEngine_ = device::makeDeviceEngine(*engine_, rank_, size_, settings_, localGroup() != nullptr);
+    deviceEngineView_.store(deviceEngine_.get(), std::memory_order_release);
+  }
+  return *deviceEngine_;
+}
+
+std::optional<Error> CommunicatorImpl::asyncError() const {
+  const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire);
+  return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1})
+                : std::nullopt;
+}
+
 std::int64_t CommunicatorImpl::sequenceNumber() const {
   std::lock_guard lock(mu_);
   return nextSeq_;
@@ -109,6 +129,7 @@ host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const Ca
   env.spinMicros = yieldWhileSpinning_ ? std::min(settings_.spinMicros, 5L) : settings_.spinMicros;
   env.yieldWhileSpinning = yieldWhileSpinning_;
   env.aborted = &aborted_;
+  env.stream = opts.stream;
   return env;
 }
 
@@ -132,6 +153,7 @@ void CommunicatorImpl::abort() {
     brokenFlag_.store(true, std::memory_order_release);
   }
   engine_->abort();
+  if (host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
   cv_.notify_all();
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "base/config.hpp"
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
+#include "core/memory_kind.hpp"
 #include "transport/local_group.hpp"
 
 namespace braid::core {
@@ -103,6 +105,11 @@ class CommunicatorImpl {
   }
 
   host::Engine& engine() { return *engine_; }
+  /// The engine for a call whose buffers took `route`: the host engine (after the call's stream, when it has
+  /// one) or the device engine, made at the first call on GPU memory.
+  host::Engine& engineFor(const Route& route, const host::OpEnv& env);
+  /// What a GPU kernel of this communicator reported after its call returned (ncclCommGetAsyncError).
+  std::optional<Error> asyncError() const;
   /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones
   /// too, within a wait slice), makes every later call fail with Aborted, and tells the peers.
   void abort();
@@ -148,6 +155,8 @@ class CommunicatorImpl {
   const int size_;
   const Settings settings_;
   std::unique_ptr<host::Engine> engine_;
+  std::unique_ptr<host::Engine> deviceEngine_;    // made by the first call on device buffers (in issue order)
+  std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   std::shared_ptr<bootstrap::Store> store_;
   std::shared_ptr<AbortHandle> abortHandle_;

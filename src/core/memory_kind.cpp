@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <mutex>
 
+#include "base/error.hpp"
+
 namespace braid::core {
 
 namespace {
@@ -67,10 +69,46 @@ MemoryKind classifyPointer(const void* ptr) {
   CacheEntry& entry = cache[granule % kCacheEntries];
   if (entry.granule == granule) return entry.kind;
   const MemoryKind kind = ask(d, ptr);
-  // Only host answers are cached: device memory can be freed and its granule reused for other device memory of
-  // another kind (managed), which the next call must see.
-  if (kind == MemoryKind::kHost) entry = CacheEntry{granule, kind};
+  // Every answer is cached: a granule the driver uses for GPU memory (device or managed) stays in its reserved
+  // range, so it never becomes host memory; device and managed memory both go to the device path, so a granule
+  // freed as one and reused as the other routes the same (only an error message would name the older kind).
+  // Asking costs ~1 us per pointer: as much as a small GPU collective's whole host side.
+  entry = CacheEntry{granule, kind};
   return kind;
+}
+
+void addToRoute(Route& route, NamedBuffer buffer) {
+  if (buffer.ptr == nullptr || route.conflictName != nullptr) return;
+  const MemoryKind kind = classifyPointer(buffer.ptr);
+  const bool gpu = kind != MemoryKind::kHost;
+  if (route.firstName == nullptr) {
+    route.firstName = buffer.name;
+    route.firstKind = kind;
+    route.device = gpu;
+  } else if (gpu != route.device) {
+    route.conflictName = buffer.name;
+    route.conflictKind = kind;
+  }
+}
+
+Route routeOf(std::initializer_list<NamedBuffer> buffers) {
+  Route route;
+  for (const NamedBuffer& b : buffers) addToRoute(route, b);
+  return route;
+}
+
+void checkRoute(const Route& route, const ErrorContext& ctx) {
+  if (route.conflictName != nullptr) {
+    fail(ErrorCode::kInvalidArgument, ctx, route.firstName, " is ", memoryKindName(route.firstKind), " memory but ",
+         route.conflictName, " is ", memoryKindName(route.conflictKind),
+         " memory: the buffers of one call must all be host memory or all GPU memory (device or managed)");
+  }
+#if !BRAID_WITH_CUDA
+  if (route.device) {
+    fail(ErrorCode::kUnavailable, ctx, route.firstName, " is ", memoryKindName(route.firstKind),
+         " memory; this braid was built without CUDA (BRAID_WITH_CUDA=OFF) and moves host buffers only");
+  }
+#endif
 }
 
 const char* memoryKindName(MemoryKind kind) {

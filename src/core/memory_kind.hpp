@@ -2,11 +2,37 @@
 // needs no driver and no GPU). Without a driver every pointer is host memory.
 #pragma once
 
+#include <initializer_list>
+
+#include "braid/types.hpp"
+
 namespace braid::core {
 
 enum class MemoryKind { kHost, kDevice, kManaged };
 
 MemoryKind classifyPointer(const void* ptr);
 const char* memoryKindName(MemoryKind kind);
+
+/// Where one call's buffers live, which decides the engine that runs it: host memory goes to the host engine,
+/// device and managed memory (which the GPU reaches alike) to the device engine. A call mixing host memory with
+/// GPU memory is refused (conflict names the two buffers).
+struct Route {
+  bool device = false;
+  const char* firstName = nullptr;
+  MemoryKind firstKind = MemoryKind::kHost;
+  const char* conflictName = nullptr;
+  MemoryKind conflictKind = MemoryKind::kHost;
+};
+
+struct NamedBuffer {
+  const void* ptr;  // null: not used by this rank (a non-root's recv, a zero count)
+  const char* name;
+};
+
+Route routeOf(std::initializer_list<NamedBuffer> buffers);
+/// Adds one more buffer to a route being built (point-to-point groups).
+void addToRoute(Route& route, NamedBuffer buffer);
+/// InvalidArgument naming both buffers and kinds for a mix; Unavailable for GPU memory in a build without CUDA.
+void checkRoute(const Route& route, const ErrorContext& ctx);
 
 }  // namespace braid::core

@@ -79,6 +79,7 @@ std::string LocalFabric::peerFailure(int peer) {
   if (abortFlag(peer).load(std::memory_order_acquire) != 0) return strCat("peer ", peer, " aborted its communicator");
   if (!group_->peerAlive(peer)) return strCat("peer ", peer, "'s process exited");
   if (heartbeatTimeout_ <= 0) return "";
+  const std::lock_guard lock(seenMu_);
   const auto now = std::chrono::steady_clock::now();
   if (seen_.empty()) seen_.assign(static_cast<std::size_t>(size_), Seen{0, now});
   Seen& s = seen_[static_cast<std::size_t>(peer)];

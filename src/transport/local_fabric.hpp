@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,7 +95,7 @@ class LocalFabric {
   /// Peers whose counter stands still for longer than this are reported stopped (0: never).
   void setHeartbeatTimeout(double seconds) { heartbeatTimeout_ = seconds; }
   /// Why `peer` can no longer take part ("" while it can): its process exited, or its heartbeat stopped for longer
-  /// than the heartbeat timeout (the process is stopped, frozen or swapped out). For the thread running calls.
+  /// than the heartbeat timeout (the process is stopped, frozen or swapped out). Any thread.
   std::string peerFailure(int peer);
 
  private:
@@ -115,6 +116,7 @@ class LocalFabric {
     std::uint32_t value = 0;
     std::chrono::steady_clock::time_point at;
   };
+  std::mutex seenMu_;       // the thread running calls and the device path's watchdog both ask
   std::vector<Seen> seen_;  // each peer's heartbeat as last observed, and when it last moved
 };
 

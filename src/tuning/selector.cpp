@@ -4,12 +4,44 @@
 
 namespace braid::tuning {
 
-Choice chooseLocalReduce(std::size_t bytes, int ranks, const Settings& settings) {
-  if (!settings.algo.empty()) {
-    if (settings.algo == "direct") return {LocalReduceAlgorithm::kDirect, Reason::kForced};
-    if (settings.algo == "rsag") return {LocalReduceAlgorithm::kRsag, Reason::kForced};
-    fail(ErrorCode::kInvalidArgument, {}, "BRAID_ALGO='", settings.algo, "' is not an algorithm (direct, rsag)");
+namespace {
+
+struct Named {
+  const char* name;
+  Path path;
+};
+constexpr Named kAlgorithms[] = {{"direct", Path::kHost},   {"rsag", Path::kHost},    {"oneshot", Path::kDevice},
+                                 {"twoshot", Path::kDevice}, {"staged", Path::kDevice}};
+
+}  // namespace
+
+std::string forcedAlgorithm(const Settings& settings, Path path) {
+  std::string found;
+  std::size_t start = 0;
+  while (start <= settings.algo.size() && !settings.algo.empty()) {
+    const std::size_t comma = settings.algo.find(',', start);
+    const std::string name =
+        settings.algo.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    bool known = false;
+    for (const Named& a : kAlgorithms) {
+      if (name != a.name) continue;
+      known = true;
+      if (a.path == path) found = name;
+    }
+    if (!known) {
+      fail(ErrorCode::kInvalidArgument, {}, "BRAID_ALGO='", settings.algo, "': '", name,
+           "' is not an algorithm (direct, rsag, oneshot, twoshot, staged)");
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
   }
+  return found;
+}
+
+Choice chooseLocalReduce(std::size_t bytes, int ranks, const Settings& settings) {
+  const std::string forced = forcedAlgorithm(settings, Path::kHost);
+  if (forced == "direct") return {LocalReduceAlgorithm::kDirect, Reason::kForced};
+  if (forced == "rsag") return {LocalReduceAlgorithm::kRsag, Reason::kForced};
   // With two ranks both algorithms read each input once more than they write it; direct needs half the rounds.
   if (ranks <= 2) return {LocalReduceAlgorithm::kDirect, Reason::kTwoRanks};
   if (bytes <= settings.directMaxBytes) return {LocalReduceAlgorithm::kDirect, Reason::kSmall};

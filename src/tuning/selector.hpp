@@ -10,6 +10,11 @@
 
 namespace braid::tuning {
 
+/// Which calls an algorithm name applies to: host buffers or device buffers.
+enum class Path { kHost, kDevice };
+/// The algorithm BRAID_ALGO forces on `path` ("" when none); InvalidArgument for a name braid does not know.
+std::string forcedAlgorithm(const Settings& settings, Path path);
+
 enum class LocalReduceAlgorithm { kDirect, kRsag };
 
 enum class Reason { kForced, kTwoRanks, kSmall, kLarge };

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,6 +54,9 @@ class Engine {
   virtual void abort() = 0;
   /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
   virtual std::string peerFailure(int peer) = 0;
+  /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as
+  /// ncclCommGetAsyncError reports it; none for engines whose calls finish before they return. Any thread.
+  virtual std::optional<Error> asyncError(const ErrorContext& /*ctx*/) const { return std::nullopt; }
 };
 
 }  // namespace braid::host

@@ -21,6 +21,8 @@ struct OpEnv {
   std::function<void()> check;
   /// Set once the communicator is aborted (Communicator::abort, from any thread): waits end with Aborted.
   const std::atomic<bool>* aborted = nullptr;
+  /// The call's CUDA stream (CallOptions::stream): device work is ordered on it, host work after it.
+  CUstream_st* stream = nullptr;
 };
 
 /// What every wait runs between its sleeps: Aborted when the communicator was aborted, then env.check.

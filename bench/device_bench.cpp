@@ -1,0 +1,459 @@
+// braid-bench-device: collectives on GPU buffers, braid and NCCL side by side in one run with one method
+// (nccl-tests'): rank r of N is a process on GPU r % GPUs; per size, warm-up calls, then --reps loops of -n
+// back-to-back calls on one stream timed with CUDA events, the slowest rank's time per call, the median loop.
+// NCCL is libnccl.so.2 loaded at run time (BRAID_NCCL_LIBRARY, the loader's path, the CUDA toolkit or the torch
+// wheel), so braid builds and runs where there is none. Results are checked exactly after the timed loops.
+//
+// Usage: braid-bench-device [driver flags, see braid-bench-mpi --help] --nranks N [--impl braid,nccl]
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "base/half.hpp"
+#include "bench/bench_json.hpp"
+#include "bench/driver_args.hpp"
+#include "braid/braid.hpp"
+
+namespace {
+
+constexpr const char* kProgram = "braid-bench-device";
+using braid::tools::BenchOptions;
+using braid::tools::BenchRow;
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// ---- NCCL through dlopen: the few entry points the sweep calls, declared from NCCL's stable ABI (nccl.h, 2.x) so
+// that no NCCL header is needed to build.
+using ncclResult_t = int;
+constexpr ncclResult_t ncclSuccess = 0;
+struct ncclComm;
+using ncclComm_t = ncclComm*;
+struct ncclUniqueId {
+  char internal[128];
+};
+enum ncclDataType_t { ncclInt32 = 2, ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9 };
+enum ncclRedOp_t { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 };
+
+struct Nccl {
+  ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
+  ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
+  ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
+  ncclResult_t (*allReduce)(const void*, void*, std::size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                            cudaStream_t) = nullptr;
+  ncclResult_t (*allGather)(const void*, void*, std::size_t, ncclDataType_t, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*reduceScatter)(const void*, void*, std::size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
+                                cudaStream_t) = nullptr;
+  ncclResult_t (*broadcast)(const void*, void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*reduce)(const void*, void*, std::size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
+                         cudaStream_t) = nullptr;
+  ncclResult_t (*send)(const void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*recv)(void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
+  ncclResult_t (*groupStart)() = nullptr;
+  ncclResult_t (*groupEnd)() = nullptr;
+  const char* (*errorString)(ncclResult_t) = nullptr;
+  ncclResult_t (*getVersion)(int*) = nullptr;
+  std::string path;
+};
+
+Nccl loadNccl() {
+  std::vector<std::string> candidates;
+  if (const char* env = std::getenv("BRAID_NCCL_LIBRARY")) candidates.emplace_back(env);
+  candidates.insert(candidates.end(), {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"});
+  for (const char* py : {"3.13", "3.12", "3.11", "3.10"}) {
+    for (const char* dir : {"/usr/local/lib/python", "/usr/lib/python"}) {
+      candidates.push_back(std::string(dir) + py + "/dist-packages/nvidia/nccl/lib/libnccl.so.2");
+    }
+  }
+  for (const auto& c : candidates) {
+    void* lib = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!lib) continue;
+    Nccl n;
+    n.path = c;
+    auto get = [&](auto& fn, const char* name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+      if (!fn) throw std::runtime_error(c + " has no " + name);
+    };
+    get(n.getUniqueId, "ncclGetUniqueId");
+    get(n.commInitRank, "ncclCommInitRank");
+    get(n.commDestroy, "ncclCommDestroy");
+    get(n.allReduce, "ncclAllReduce");
+    get(n.allGather, "ncclAllGather");
+    get(n.reduceScatter, "ncclReduceScatter");
+    get(n.broadcast, "ncclBroadcast");
+    get(n.reduce, "ncclReduce");
+    get(n.send, "ncclSend");
+    get(n.recv, "ncclRecv");
+    get(n.groupStart, "ncclGroupStart");
+    get(n.groupEnd, "ncclGroupEnd");
+    get(n.errorString, "ncclGetErrorString");
+    get(n.getVersion, "ncclGetVersion");
+    return n;
+  }
+  throw std::runtime_error("no libnccl.so.2 found (set BRAID_NCCL_LIBRARY)");
+}
+
+void checkNccl(const Nccl& n, ncclResult_t r, const char* what) {
+  if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + n.errorString(r));
+}
+
+ncclDataType_t ncclType(const std::string& dtype) {
+  if (dtype == "float32") return ncclFloat32;
+  if (dtype == "bfloat16") return ncclBfloat16;
+  if (dtype == "float16") return ncclFloat16;
+  if (dtype == "float64") return ncclFloat64;
+  return ncclInt32;
+}
+ncclRedOp_t ncclOp(const std::string& op) {
+  if (op == "prod") return ncclProd;
+  if (op == "min") return ncclMin;
+  if (op == "max") return ncclMax;
+  return ncclSum;
+}
+braid::DataType braidType(const std::string& dtype) {
+  if (dtype == "float32") return braid::DataType::kFloat32;
+  if (dtype == "bfloat16") return braid::DataType::kBFloat16;
+  if (dtype == "float16") return braid::DataType::kFloat16;
+  if (dtype == "float64") return braid::DataType::kFloat64;
+  return braid::DataType::kInt32;
+}
+braid::ReduceOp braidOp(const std::string& op) {
+  if (op == "prod") return braid::ReduceKind::kProd;
+  if (op == "min") return braid::ReduceKind::kMin;
+  if (op == "max") return braid::ReduceKind::kMax;
+  return braid::ReduceKind::kSum;
+}
+
+// Host images of the inputs and results as raw element bits (2, 4 or 8 bytes).
+std::vector<std::byte> encode(const std::string& dtype, const std::vector<double>& values) {
+  const std::size_t esz = braid::bench::dtypeBytes(dtype);
+  std::vector<std::byte> out(values.size() * esz);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const double v = values[i];
+    if (dtype == "float64") {
+      std::memcpy(out.data() + i * 8, &v, 8);
+    } else if (dtype == "int32") {
+      const std::int32_t x = static_cast<std::int32_t>(v);
+      std::memcpy(out.data() + i * 4, &x, 4);
+    } else {
+      const float f = static_cast<float>(v);
+      if (dtype == "float32") {
+        std::memcpy(out.data() + i * 4, &f, 4);
+      } else {
+        std::uint32_t bits = 0;
+        std::memcpy(&bits, &f, 4);
+        // Exact inputs are small integers: bfloat16 is float32's top half exactly.
+        const std::uint16_t h = dtype == "bfloat16" ? static_cast<std::uint16_t>(bits >> 16) : braid::floatToHalf(f);
+        std::memcpy(out.data() + i * 2, &h, 2);
+      }
+    }
+  }
+  return out;
+}
+
+// One implementation's call for one size: the buffers are device memory of the largest size.
+using Call = std::function<void(cudaStream_t)>;
+
+struct Setup {
+  BenchOptions o;
+  int n = 0, me = 0;
+  std::size_t count = 0;  // elements of the largest buffer of this size
+  std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+};
+
+// Fills the device buffers with the exact inputs of this size (driver_args' scheme) and returns the host image of
+// the expected result region and where it lives on the device.
+void fill(const Setup& s, cudaStream_t stream) {
+  std::vector<double> sendV(s.count, 0), recvV(s.count, 0);
+  braid::bench::fillSize(s.o, s.n, s.me, s.count, sendV.data(), recvV.data(), [](double v) { return v; });
+  const auto a = encode(s.o.dtype, sendV), b = encode(s.o.dtype, recvV);
+  check(cudaMemcpyAsync(s.send, a.data(), a.size(), cudaMemcpyHostToDevice, stream), "fill send");
+  check(cudaMemcpyAsync(s.recv, b.data(), b.size(), cudaMemcpyHostToDevice, stream), "fill recv");
+  check(cudaStreamSynchronize(stream), "fill");
+}
+
+long wrongElements(const Setup& s, cudaStream_t stream) {
+  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
+  std::vector<std::byte> got(s.count * esz);
+  check(cudaMemcpyAsync(got.data(), s.recv, got.size(), cudaMemcpyDeviceToHost, stream), "result");
+  check(cudaStreamSynchronize(stream), "result");
+  std::vector<double> probe(1);
+  // countWrong compares T-typed elements: run it on the encoded bits through a per-size element type.
+  long wrong = 0;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<T> out(s.count);
+    std::memcpy(out.data(), got.data(), got.size());
+    wrong = braid::bench::countWrong(s.o, s.n, s.me, s.count, out.data(), [&](double v) {
+      T t{};
+      const auto bytes = encode(s.o.dtype, {v});
+      std::memcpy(&t, bytes.data(), sizeof(T));
+      return t;
+    });
+  };
+  if (esz == 2) run(std::uint16_t{});
+  else if (esz == 4) run(std::uint32_t{});
+  else run(std::uint64_t{});
+  return wrong;
+}
+
+// The device memory a call reads and writes: in place uses recv for both (the driver scheme's convention).
+Call braidCall(braid::Communicator& c, const Setup& s) {
+  const std::string& coll = s.o.collective;
+  const auto t = braidType(s.o.dtype);
+  const auto op = braidOp(s.o.op);
+  const std::size_t n = static_cast<std::size_t>(s.n);
+  const std::size_t block = braid::bench::overBlocks(coll) ? s.count / n : s.count;
+  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
+  std::byte* in = s.o.inplace ? s.recv : s.send;
+  std::byte* out = s.recv;
+  const int root = s.o.root;
+  if (coll == "allreduce") return [=, &c](cudaStream_t st) { c.allreduce(in, out, s.count, t, op, {.stream = st}); };
+  if (coll == "reduce") return [=, &c](cudaStream_t st) { c.reduce(in, out, s.count, t, op, root, {.stream = st}); };
+  if (coll == "reducescatter") {
+    std::byte* o2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.recv;
+    return [=, &c](cudaStream_t st) { c.reduceScatter(in, o2, block, t, op, {.stream = st}); };
+  }
+  if (coll == "allgather") {
+    std::byte* i2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.send;
+    return [=, &c](cudaStream_t st) { c.allgather(i2, out, block, t, {.stream = st}); };
+  }
+  if (coll == "broadcast") return [=, &c](cudaStream_t st) { c.broadcast(out, s.count, t, root, {.stream = st}); };
+  if (coll == "alltoall") return [=, &c](cudaStream_t st) { c.alltoall(in, out, block, t, {.stream = st}); };
+  throw std::invalid_argument(std::string(kProgram) + ": no device sweep of " + coll);
+}
+
+Call ncclCall(const Nccl& nc, ncclComm_t comm, const Setup& s) {
+  const std::string& coll = s.o.collective;
+  const auto t = ncclType(s.o.dtype);
+  const auto op = ncclOp(s.o.op);
+  const std::size_t n = static_cast<std::size_t>(s.n);
+  const std::size_t block = braid::bench::overBlocks(coll) ? s.count / n : s.count;
+  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
+  std::byte* in = s.o.inplace ? s.recv : s.send;
+  std::byte* out = s.recv;
+  const int root = s.o.root;
+  const Nccl* p = &nc;
+  auto ok = [p](ncclResult_t r) { checkNccl(*p, r, "nccl call"); };
+  if (coll == "allreduce") return [=](cudaStream_t st) { ok(p->allReduce(in, out, s.count, t, op, comm, st)); };
+  if (coll == "reduce") return [=](cudaStream_t st) { ok(p->reduce(in, out, s.count, t, op, root, comm, st)); };
+  if (coll == "reducescatter") {
+    std::byte* o2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.recv;
+    return [=](cudaStream_t st) { ok(p->reduceScatter(in, o2, block, t, op, comm, st)); };
+  }
+  if (coll == "allgather") {
+    std::byte* i2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.send;
+    return [=](cudaStream_t st) { ok(p->allGather(i2, out, block, t, comm, st)); };
+  }
+  if (coll == "broadcast") return [=](cudaStream_t st) { ok(p->broadcast(out, out, s.count, t, root, comm, st)); };
+  if (coll == "alltoall") {
+    return [=](cudaStream_t st) {
+      ok(p->groupStart());
+      for (std::size_t r = 0; r < n; ++r) {
+        ok(p->send(in + r * block * esz, block, t, static_cast<int>(r), comm, st));
+        ok(p->recv(out + r * block * esz, block, t, static_cast<int>(r), comm, st));
+      }
+      ok(p->groupEnd());
+    };
+  }
+  throw std::invalid_argument(std::string(kProgram) + ": no device sweep of " + coll);
+}
+
+// nccl-tests' loops, timed on the stream with events; the slowest rank's time per call of the median loop.
+double timeCalls(const BenchOptions& o, const Call& call, cudaStream_t stream, braid::Communicator& host) {
+  for (int i = 0; i < o.warmup; ++i) call(stream);
+  check(cudaStreamSynchronize(stream), "warm-up");
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  std::vector<double> loops;
+  for (int rep = 0; rep < std::max(o.repetitions, 3); ++rep) {
+    host.barrier();
+    check(cudaEventRecord(start, stream), "record");
+    for (int i = 0; i < o.iterations; ++i) call(stream);
+    check(cudaEventRecord(stop, stream), "record");
+    check(cudaEventSynchronize(stop), "sync");
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
+    double seconds = ms / 1e3 / std::max(o.iterations, 1);
+    host.allreduce(&seconds, &seconds, 1, braid::DataType::kFloat64, braid::ReduceKind::kMax);
+    loops.push_back(seconds);
+  }
+  (void)cudaEventDestroy(start);
+  (void)cudaEventDestroy(stop);
+  std::sort(loops.begin(), loops.end());
+  return loops[loops.size() / 2];
+}
+
+int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
+            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls) {
+  check(cudaSetDevice(me % gpus), "cudaSetDevice");
+  auto comm = braid::Communicator::create(id, me, n);
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  const BenchOptions& o = args.options;
+  const auto sizes = braid::bench::driverSizes(o, n);
+  const std::size_t esz = braid::bench::dtypeBytes(o.dtype);
+  const std::size_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  Setup s;
+  s.o = o;
+  s.n = n;
+  s.me = me;
+  check(cudaMalloc(reinterpret_cast<void**>(&s.send), largest + 256), "cudaMalloc");
+  check(cudaMalloc(reinterpret_cast<void**>(&s.recv), largest + 256), "cudaMalloc");
+  Nccl nccl;
+  ncclComm_t ncomm = nullptr;
+  std::vector<BenchRow> rows;
+  for (const auto& impl : impls) {
+    if (impl == "nccl") {
+      nccl = loadNccl();
+      checkNccl(nccl, nccl.commInitRank(&ncomm, n, ncclId, me), "ncclCommInitRank");
+    }
+    for (std::size_t bytes : sizes) {
+      s.count = bytes / esz;
+      const Call call = impl == "nccl" ? ncclCall(nccl, ncomm, s) : braidCall(*comm, s);
+      fill(s, stream);
+      const double seconds = timeCalls(o, call, stream, *comm);
+      long wrong = -1;
+      if (o.check) {
+        fill(s, stream);
+        call(stream);
+        wrong = wrongElements(s, stream);
+        comm->allreduce(&wrong, &wrong, 1, braid::DataType::kInt64, braid::ReduceKind::kSum);
+      }
+      BenchRow row = braid::bench::makeRow(impl, o, n, bytes, seconds, wrong);
+      row.mem = "device";
+      if (me == 0) braid::bench::printRow(row);
+      rows.push_back(row);
+    }
+    if (ncomm) checkNccl(nccl, nccl.commDestroy(ncomm), "ncclCommDestroy");
+    ncomm = nullptr;
+  }
+  if (me == 0 && !args.jsonPath.empty()) {
+    int version = 0;
+    if (!nccl.path.empty()) nccl.getVersion(&version);
+    braid::tools::writeResults(args.jsonPath,
+                               {{"impl", "braid+nccl"}, {"mem", "device"}, {"nccl", nccl.path},
+                                {"nccl_version", version}},
+                               rows);
+  }
+  const auto asyncError = comm->asyncError();
+  if (asyncError) throw *asyncError;
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int n = 2;
+  std::vector<std::string> impls = {"braid", "nccl"};
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--nranks" && i + 1 < argc) {
+      n = std::atoi(argv[++i]);
+    } else if (a == "--impl" && i + 1 < argc) {
+      impls.clear();
+      std::string list = argv[++i];
+      for (std::size_t p = 0; p <= list.size();) {
+        const std::size_t c = list.find(',', p);
+        impls.push_back(list.substr(p, c == std::string::npos ? std::string::npos : c - p));
+        if (c == std::string::npos) break;
+        p = c + 1;
+      }
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  braid::bench::DriverArgs args;
+  try {
+    args = braid::bench::parseDriverArgs(static_cast<int>(rest.size()), rest.data());
+    if (args.options.dtype != "float32" && args.options.dtype != "bfloat16" && args.options.dtype != "float16" &&
+        args.options.dtype != "float64" && args.options.dtype != "int32") {
+      throw std::invalid_argument("dtype " + args.options.dtype + " (float32, bfloat16, float16, float64, int32)");
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n%s", kProgram, e.what(), braid::bench::driverUsage(kProgram).c_str());
+    return 2;
+  }
+  if (args.help) {
+    std::printf("%s  plus --nranks N --impl braid,nccl\n", braid::bench::driverUsage(kProgram).c_str());
+    return 0;
+  }
+  // The GPU count, asked in a child: this process forks the ranks and must not hold a CUDA context itself.
+  int gpus = 0;
+  {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int c = 0;
+      ::_exit(cudaGetDeviceCount(&c) == cudaSuccess ? std::min(c, 100) : 0);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    gpus = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
+  }
+  if (gpus == 0) {
+    std::fprintf(stderr, "%s: no CUDA device\n", kProgram);
+    return 1;
+  }
+  // NCCL's id names the bootstrap root that ncclGetUniqueId starts in its caller: rank 0 makes it and hands it to
+  // the others through pipes.
+  const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();
+  std::vector<std::array<int, 2>> pipes(static_cast<std::size_t>(n));
+  for (auto& p : pipes) {
+    if (::pipe(p.data()) != 0) return 1;
+  }
+  if (args.options.minBytes == 0) args.options.minBytes = 8;
+  std::printf("# %s: %d ranks on %d GPU(s), %s %s %s\n", kProgram, n, gpus, args.options.collective.c_str(),
+              args.options.dtype.c_str(), args.options.op.c_str());
+  std::fflush(stdout);
+  const braid::UniqueId id = braid::Communicator::uniqueId();
+  std::vector<pid_t> pids;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int rc = 1;
+      try {
+        ncclUniqueId ncclId{};
+        if (withNccl && r == 0) {
+          Nccl nc = loadNccl();
+          checkNccl(nc, nc.getUniqueId(&ncclId), "ncclGetUniqueId");
+          for (int q = 1; q < n; ++q) {
+            if (::write(pipes[q][1], &ncclId, sizeof ncclId) != static_cast<ssize_t>(sizeof ncclId)) {
+              throw std::runtime_error("cannot pass the NCCL id");
+            }
+          }
+        } else if (withNccl) {
+          if (::read(pipes[r][0], &ncclId, sizeof ncclId) != static_cast<ssize_t>(sizeof ncclId)) {
+            throw std::runtime_error("no NCCL id from rank 0");
+          }
+        }
+        rc = runRank(id, ncclId, n, r, gpus, args, impls);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
+      }
+      std::fflush(stdout);
+      ::_exit(rc);
+    }
+    pids.push_back(pid);
+  }
+  int failed = 0;
+  for (pid_t pid : pids) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return failed == 0 ? 0 : 1;
+}

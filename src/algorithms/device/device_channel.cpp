@@ -1,0 +1,261 @@
+#include "algorithms/device/device_channel.hpp"
+
+#include <cuda_runtime_api.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <random>
+#include <utility>
+
+#include "base/error.hpp"
+#include "base/logging.hpp"
+#include "cuda/runtime/cuda_check.hpp"
+#include "transport/cuda_ipc/fd_mailbox.hpp"
+
+namespace braid::device {
+
+namespace {
+
+using cuda::kernels::Channel;
+using cuda::kernels::kFlagStride;
+using cuda::kernels::kMaxDeviceRanks;
+using cuda::kernels::kProbeOffset;
+
+// What each rank tells the others at every step of the connection; `ok` and `why` say whether its step worked.
+struct Hello {
+  std::uint32_t ok;
+  std::int32_t device;
+  std::uint64_t nonce;
+  std::uint64_t bytes;
+  std::int32_t fd;
+  std::int32_t pid;
+  std::array<char, 16> uuid;
+  std::array<char, 160> why;
+};
+
+void setWhy(Hello& h, const std::string& text) {
+  h.ok = 0;
+  std::snprintf(h.why.data(), h.why.size(), "%s", text.c_str());
+}
+
+// Every rank's hello; the first failure (by rank) in `why`, empty when all succeeded.
+std::vector<Hello> exchange(host::Engine& host, const Hello& mine, int size, const host::OpEnv& env, std::string* why) {
+  std::vector<Hello> all(static_cast<std::size_t>(size));
+  host.allgather(&mine, all.data(), sizeof(Hello), DataType::kUint8, env);
+  why->clear();
+  for (int r = 0; r < size && why->empty(); ++r) {
+    if (!all[static_cast<std::size_t>(r)].ok) *why = strCat("rank ", r, ": ", all[static_cast<std::size_t>(r)].why.data());
+  }
+  return all;
+}
+
+// The local ordinal of the GPU with this UUID, or -1 when it is not visible here.
+int ordinalOf(const std::array<char, 16>& uuid) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) return -1;
+  for (int d = 0; d < count; ++d) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d) == cudaSuccess && std::memcmp(prop.uuid.bytes, uuid.data(), 16) == 0) {
+      return d;
+    }
+  }
+  return -1;
+}
+
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FdCloser(FdCloser&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  FdCloser& operator=(FdCloser&&) = delete;
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int rank, int size, int device,
+                                                      std::size_t slotBytes, const host::OpEnv& callEnv,
+                                                      std::string* why) {
+  host::OpEnv env = callEnv;
+  env.context.op = strCat(callEnv.context.op, " (cuda_ipc setup)");
+  std::unique_ptr<DeviceChannel> ch(new DeviceChannel());
+  ch->device_ = device;
+  Hello mine{};
+  mine.ok = 1;
+  mine.device = device;
+  mine.pid = static_cast<std::int32_t>(::getpid());
+  mine.fd = -1;
+  mine.nonce = std::random_device{}() | (static_cast<std::uint64_t>(std::random_device{}()) << 32);
+  if (size > kMaxDeviceRanks) setWhy(mine, strCat(size, " ranks: a channel connects at most ", kMaxDeviceRanks));
+
+  // 1. This rank's workspace and control words.
+  const std::size_t bytes = cuda::kernels::workspaceBytes(size, slotBytes);
+  if (mine.ok) {
+    try {
+      cudaDeviceProp prop{};
+      cuda::checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
+      std::memcpy(mine.uuid.data(), prop.uuid.bytes, 16);
+      ch->own_ = cuda::VmmAllocation::create(bytes, device);
+      cuda::checkCuda(cudaMemset(ch->own_.data(), 0, bytes), "cudaMemset(workspace)");
+      cuda::checkCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize(workspace)");
+      void* control = nullptr;
+      cuda::checkCuda(cudaHostAlloc(&control, sizeof(ChannelControl), cudaHostAllocMapped | cudaHostAllocPortable),
+                      "cudaHostAlloc(channel control)");
+      ch->control_ = static_cast<ChannelControl*>(control);
+      std::memset(ch->control_, 0, sizeof(ChannelControl));
+      mine.fd = ch->own_.exportFd();
+      mine.bytes = ch->own_.bytes();
+    } catch (const Error& e) {
+      setWhy(mine, e.message());
+    }
+  }
+  const FdCloser closeExported(mine.fd);  // after the last exchange below: same-process peers import this number
+  std::vector<Hello> all = exchange(host, mine, size, env, why);
+  if (!why->empty()) return nullptr;
+
+  // 2. Every peer's workspace, mapped here: same-process peers' fds are valid as they are, other processes send
+  // theirs through a Unix socket.
+  Hello step = mine;
+  ch->peers_.resize(static_cast<std::size_t>(size));
+  ch->channel_.ws[rank] = static_cast<std::byte*>(ch->own_.data());
+  bool anyRemote = false;
+  for (const Hello& h : all) anyRemote |= h.pid != mine.pid;
+  std::unique_ptr<transport::FdMailbox> mailbox;
+  if (anyRemote) {
+    try {
+      mailbox = std::make_unique<transport::FdMailbox>(all[0].nonce, rank);
+    } catch (const Error& e) {
+      setWhy(step, e.message());
+    }
+    exchange(host, step, size, env, why);  // every mailbox is bound before anyone sends
+    if (!why->empty()) return nullptr;
+  }
+  bool nvlink = true;
+  try {
+    std::vector<int> fds(static_cast<std::size_t>(size), -1);
+    for (int p = 0; p < size; ++p) {
+      const Hello& h = all[static_cast<std::size_t>(p)];
+      if (p == rank) continue;
+      if (h.pid == mine.pid) fds[static_cast<std::size_t>(p)] = h.fd;
+      else mailbox->send(p, mine.fd, mine.bytes);
+    }
+    std::vector<FdCloser> received;
+    received.reserve(static_cast<std::size_t>(size));
+    for (int p = 0; p < size; ++p) {
+      if (p == rank || all[static_cast<std::size_t>(p)].pid == mine.pid) continue;
+      const transport::FdMailbox::Letter letter = mailbox->receive(env.timeoutSeconds);
+      received.emplace_back(letter.fd);
+      if (letter.from < 0 || letter.from >= size || letter.from == rank) {
+        fail(ErrorCode::kInternal, env.context, "CUDA IPC handle from unknown rank ", letter.from);
+      }
+      fds[static_cast<std::size_t>(letter.from)] = letter.fd;
+    }
+    for (int p = 0; p < size; ++p) {
+      if (p == rank) continue;
+      const Hello& h = all[static_cast<std::size_t>(p)];
+      const int theirs = ordinalOf(h.uuid);
+      if (theirs >= 0 && theirs != device) {
+        int can = 0;
+        cuda::checkCuda(cudaDeviceCanAccessPeer(&can, device, theirs), "cudaDeviceCanAccessPeer");
+        if (!can) fail(ErrorCode::kUnavailable, env.context, "GPU ", device, " cannot access GPU ", theirs, " (P2P)");
+        int nvlinkPerf = 0;
+        // The performance rank of the link: 0 for NVLink between the two, higher through PCIe switches.
+        (void)cudaDeviceGetP2PAttribute(&nvlinkPerf, cudaDevP2PAttrPerformanceRank, device, theirs);
+        nvlink &= nvlinkPerf == 0;
+      } else if (theirs < 0) {
+        nvlink = false;  // not visible here: the probe decides whether it works at all
+      }
+      ch->peers_[static_cast<std::size_t>(p)] =
+          cuda::VmmAllocation::import(fds[static_cast<std::size_t>(p)], static_cast<std::size_t>(h.bytes), device);
+      ch->channel_.ws[p] = static_cast<std::byte*>(ch->peers_[static_cast<std::size_t>(p)].data());
+    }
+  } catch (const Error& e) {
+    setWhy(step, e.message());
+  }
+  exchange(host, step, size, env, why);
+  if (!why->empty()) return nullptr;
+  mailbox.reset();
+
+  ch->control_->abortFlag = 0;
+  ch->channel_.error = &ch->control_->error;
+  ch->channel_.abortFlag = &ch->control_->abortFlag;
+  ch->channel_.slotBytes = slotBytes;
+  ch->channel_.rank = rank;
+  ch->channel_.nranks = size;
+  ch->nvlink_ = nvlink;
+
+  // 3. The probe: every rank writes each peer's probe word over the link and reads it back; after a barrier each
+  // rank checks the words its peers wrote into its own memory.
+  const std::uint32_t nonce = static_cast<std::uint32_t>(all[0].nonce);
+  try {
+    cudaStream_t stream = nullptr;
+    cuda::checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate(probe)");
+    void* args[] = {&ch->channel_, const_cast<std::uint32_t*>(&nonce)};
+    const cudaError_t launched = cudaLaunchKernel(cuda::kernels::probeKernel(), dim3(1), dim3(32), args, 0, stream);
+    const cudaError_t synced = launched == cudaSuccess ? cudaStreamSynchronize(stream) : launched;
+    (void)cudaStreamDestroy(stream);
+    if (synced != cudaSuccess) (void)cudaGetLastError();
+    cuda::checkCuda(synced, "the P2P probe kernel");
+  } catch (const Error& e) {
+    setWhy(step, e.message());
+  }
+  exchange(host, step, size, env, why);
+  if (!why->empty()) return nullptr;
+  try {
+    std::vector<std::uint64_t> words(static_cast<std::size_t>(size) * kFlagStride / 8);
+    cuda::checkCuda(cudaMemcpy(words.data(), ch->channel_.ws[rank] + kProbeOffset, words.size() * 8,
+                               cudaMemcpyDeviceToHost),
+                    "cudaMemcpy(probe words)");
+    auto expected = [&](int writer, int target) {
+      return (static_cast<std::uint64_t>(nonce) << 32) | (static_cast<std::uint64_t>(writer) << 8) |
+             static_cast<std::uint64_t>(target);
+    };
+    const std::size_t perSlot = kFlagStride / 8;
+    for (int p = 0; p < size; ++p) {
+      if (p == rank) continue;
+      if (words[static_cast<std::size_t>(p) * perSlot] != expected(p, rank)) {
+        fail(ErrorCode::kUnavailable, env.context, "P2P probe: the word rank ", p, " wrote into GPU ", device,
+             "'s memory did not arrive (P2P reported but not working)");
+      }
+      if (words[static_cast<std::size_t>(rank) * perSlot + static_cast<std::size_t>(p)] != expected(rank, p)) {
+        fail(ErrorCode::kUnavailable, env.context, "P2P probe: a word written into rank ", p,
+             "'s GPU memory read back wrong");
+      }
+    }
+  } catch (const Error& e) {
+    setWhy(step, e.message());
+  }
+  exchange(host, step, size, env, why);
+  if (!why->empty()) return nullptr;
+  return ch;
+}
+
+DeviceChannel::~DeviceChannel() {
+  if (control_ != nullptr) (void)cudaFreeHost(control_);
+}
+
+cuda::kernels::KernelError DeviceChannel::lastError() const {
+  cuda::kernels::KernelError e{};
+  const volatile cuda::kernels::KernelError* src = &control_->error;
+  e.code = src->code;
+  if (e.code != 0) {
+    e.peer = src->peer;
+    e.block = src->block;
+    e.phase = src->phase;
+    e.round = src->round;
+  }
+  return e;
+}
+
+void DeviceChannel::raiseAbort() {
+  if (control_ != nullptr) *const_cast<volatile std::uint32_t*>(&control_->abortFlag) = 1;
+}
+
+}  // namespace braid::device

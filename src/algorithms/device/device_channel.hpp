@@ -1,0 +1,58 @@
+// The channel the collective kernels talk through: one workspace per rank (cuMem memory exported as a POSIX fd),
+// every peer's workspace mapped into this process, pinned host words the kernels report failures in, and a probe
+// that proves each mapping really carries stores before any collective trusts it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/host/engine.hpp"
+#include "cuda/kernels/collective_kernels.hpp"
+#include "cuda/runtime/vmm_allocation.hpp"
+
+namespace braid::device {
+
+/// Host-mapped pinned words shared with the kernels.
+struct ChannelControl {
+  std::uint32_t abortFlag;
+  std::uint32_t pad;
+  cuda::kernels::KernelError error;
+};
+
+class DeviceChannel {
+ public:
+  /// Collective over `host`: every rank of the communicator calls it within the same call, with its device bound
+  /// (`device`). Returns the channel, or null on every rank alike when any rank cannot use one, with the reason
+  /// in `why` ("rank 1: no P2P between GPU 0 and GPU 1", ...).
+  static std::unique_ptr<DeviceChannel> connect(host::Engine& host, int rank, int size, int device,
+                                                std::size_t slotBytes, const host::OpEnv& env, std::string* why);
+  ~DeviceChannel();
+  DeviceChannel(const DeviceChannel&) = delete;
+  DeviceChannel& operator=(const DeviceChannel&) = delete;
+
+  /// The kernels' view (timeoutNs is filled in per call).
+  const cuda::kernels::Channel& channel() const { return channel_; }
+  int device() const { return device_; }
+  std::size_t slotBytes() const { return channel_.slotBytes; }
+  /// Whether every peer's GPU is reached over NVLink (else PCIe or the same GPU).
+  bool nvlink() const { return nvlink_; }
+  /// What the kernels reported; code 0 while nothing failed. Read without synchronising.
+  cuda::kernels::KernelError lastError() const;
+  /// Makes every wait of this channel's kernels give up (they record kAborted). Any thread, never blocks.
+  void raiseAbort();
+
+ private:
+  DeviceChannel() = default;
+
+  int device_ = -1;
+  bool nvlink_ = false;
+  cuda::VmmAllocation own_;
+  std::vector<cuda::VmmAllocation> peers_;
+  ChannelControl* control_ = nullptr;
+  cuda::kernels::Channel channel_{};
+};
+
+}  // namespace braid::device

@@ -1,0 +1,383 @@
+#include "algorithms/device/device_engine.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+
+#include "base/data_type.hpp"
+#include "base/elementwise_op.hpp"
+#include "base/error.hpp"
+#include "base/logging.hpp"
+#include "cuda/runtime/cuda_check.hpp"
+#include "cuda/runtime/device_reduce.hpp"
+#include "tuning/device_selector.hpp"
+
+namespace braid::device {
+
+namespace {
+
+using cuda::checkCuda;
+using cuda::kernels::CollectiveKind;
+using cuda::kernels::CollectiveParams;
+using cuda::kernels::DeviceOp;
+using cuda::kernels::KernelFailure;
+
+cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
+
+// Makes `device` current for the scope of one call, when the calling thread has another one current.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    if (device < 0) return;
+    checkCuda(cudaGetDevice(&previous_), "cudaGetDevice");
+    if (previous_ != device) {
+      checkCuda(cudaSetDevice(device), "cudaSetDevice(the communicator's device)");
+    } else {
+      previous_ = -1;
+    }
+  }
+  ~DeviceScope() {
+    if (previous_ >= 0) (void)cudaSetDevice(previous_);
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  int previous_ = -1;
+};
+
+bool capturing(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
+}  // namespace
+
+std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
+                                               bool oneHost) {
+  if (!oneHost) return std::make_unique<StagingEngine>(host, size);
+  return std::make_unique<DeviceEngine>(host, rank, size, settings);
+}
+
+DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings)
+    : host_(host), staging_(host, size), rank_(rank), size_(size), settings_(settings) {}
+
+DeviceEngine::~DeviceEngine() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (watchdog_.joinable()) watchdog_.join();
+  if (channel_ && haveLast_) {
+    // The workspace must outlive this rank's queued kernels. The caller's stream may be gone by now, so wait for
+    // the device; the kernels end by themselves (every wait is bounded), but a peer that is gone could hold them
+    // until the timeout: after a grace period, make them give up.
+    DeviceScope scope(device_);
+    std::atomic<bool> idle{false};
+    std::thread waiter([&] {
+      (void)cudaSetDevice(device_);
+      (void)cudaDeviceSynchronize();
+      idle.store(true);
+    });
+    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!idle.load()) {
+      if (std::chrono::steady_clock::now() > grace) channel_->raiseAbort();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    waiter.join();
+    (void)cudaGetLastError();
+  }
+  if (join_ != nullptr) (void)cudaEventDestroy(join_);
+  if (scratch_ != nullptr) (void)cudaFree(scratch_);
+  channel_.reset();
+}
+
+const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
+
+std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
+  const auto choice =
+      tuning::chooseDeviceAllreduce(bytes, size_, channel_ && channel_->nvlink(), channel_ != nullptr, settings_);
+  if (choice.algorithm == tuning::DeviceAlgorithm::kStaged) return staging_.allreduceAlgorithm(bytes);
+  return strCat("cuda_ipc/", tuning::deviceAlgorithmName(choice.algorithm));
+}
+
+std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
+  const bool nvlink = channel_ && channel_->nvlink();
+  const auto choice = tuning::chooseDeviceAllreduce(bytes, size_, nvlink, channel_ != nullptr, settings_);
+  std::string text = tuning::explainDeviceAllreduce(choice, bytes, size_, nvlink);
+  if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
+  return text;
+}
+
+bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
+  if (!tried_) {
+    tried_ = true;
+    checkCuda(cudaGetDevice(&device_), "cudaGetDevice");
+    std::size_t slot = settings_.cudaWorkspaceBytes / (2 * static_cast<std::size_t>(size_ + 1));
+    slot = slot / 4096 * 4096;
+    if (slot < 64 * 1024) {
+      noChannelWhy_ = strCat("BRAID_CUDA_WORKSPACE_BYTES=", settings_.cudaWorkspaceBytes, " is too small");
+    } else {
+      channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, env, &noChannelWhy_);
+    }
+    if (channel_) {
+      logLine(LogLevel::kInfo, rank_,
+              strCat("cuda_ipc: GPU ", device_, " joined ", size_, " GPUs over ",
+                     channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots"));
+      cudaEvent_t join = nullptr;
+      checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");
+      join_ = join;
+      watchdog_ = std::thread([this] { watch(); });
+    } else {
+      logLine(LogLevel::kWarn, rank_,
+              strCat("cuda_ipc unavailable, device buffers are staged through host memory: ", noChannelWhy_));
+    }
+  }
+  if (!channel_) return false;
+  if (auto error = asyncError(env.context)) throw *error;
+  return true;
+}
+
+std::optional<Error> DeviceEngine::asyncError(const ErrorContext& ctx) const {
+  if (!channel_) return std::nullopt;
+  const cuda::kernels::KernelError e = channel_->lastError();
+  if (e.code == 0) return std::nullopt;
+  const std::string where = strCat("a GPU kernel of this communicator gave up waiting for rank ", e.peer, " (flag ",
+                                   e.phase == 0 ? 'A' : 'B', " of round ", e.round, ", block ", e.block, ")");
+  ErrorContext context = ctx;
+  context.peer = e.peer;
+  if (static_cast<KernelFailure>(e.code) == KernelFailure::kTimeout) {
+    return Error(ErrorCode::kTimeout, strCat(where, ": no signal within ", settings_.timeoutSeconds, " s"), context);
+  }
+  std::lock_guard lock(mu_);
+  if (!lostWhy_.empty()) return Error(ErrorCode::kPeerLost, strCat(where, ": ", lostWhy_), context);
+  return Error(ErrorCode::kAborted, strCat(where, ": the communicator was aborted"), context);
+}
+
+void DeviceEngine::abort() {
+  host_.abort();
+  {
+    std::lock_guard lock(mu_);
+    aborted_ = true;
+  }
+  if (channel_) channel_->raiseAbort();
+}
+
+// Kernels cannot see a peer process die; the host can (its exit, its heartbeat, its abort). This thread looks
+// every 50 ms and makes the kernels give up at once when one is gone.
+void DeviceEngine::watch() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(50));
+    if (stopping_ || !lostWhy_.empty()) continue;
+    lock.unlock();
+    std::string why;
+    for (int p = 0; p < size_ && why.empty(); ++p) {
+      if (p != rank_) why = host_.peerFailure(p);
+    }
+    lock.lock();
+    if (!why.empty()) {
+      lostWhy_ = why;
+      channel_->raiseAbort();
+    }
+  }
+}
+
+void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
+                          const char* algorithm) {
+  p.ch = channel_->channel();
+  p.ch.timeoutNs = static_cast<std::uint64_t>(std::min(env.timeoutSeconds, 1e9) * 1e9);
+  const std::size_t lanes = 16 / unitBytes;
+  const std::size_t slotUnits = channel_->slotBytes() / unitBytes / lanes * lanes;
+  p.roundUnits = p.kind == CollectiveKind::kAllreduceTwoShot ? slotUnits * static_cast<std::size_t>(size_) : slotUnits;
+  p.rounds = static_cast<std::uint32_t>((p.count + p.roundUnits - 1) / p.roundUnits);
+  std::size_t windowBytes = std::min(p.count, p.roundUnits) * unitBytes;
+  if (p.kind == CollectiveKind::kAllreduceTwoShot) windowBytes /= static_cast<std::size_t>(size_);
+  const int blocks = tuning::deviceBlocks(windowBytes, cuda::kernels::kMaxCollectiveBlocks, settings_);
+
+  cudaStream_t stream = streamOf(env);
+  // One communicator's kernels must run one after another (each waits for its peers' same kernel): a call on
+  // another stream than the previous one waits for it.
+  if (haveLast_ && env.stream != lastStream_ && !capturing(stream) &&
+      !capturing(reinterpret_cast<cudaStream_t>(lastStream_))) {
+    checkCuda(cudaEventRecord(join_, reinterpret_cast<cudaStream_t>(lastStream_)),
+              "cudaEventRecord(previous call)");
+    checkCuda(cudaStreamWaitEvent(stream, join_, 0), "cudaStreamWaitEvent");
+  }
+  if (logEnabled(LogLevel::kInfo) && logged_.insert(strCat(env.context.op, "/", algorithm)).second) {
+    logLine(LogLevel::kInfo, rank_,
+            strCat(env.context.op, " on device buffers: cuda_ipc/", algorithm, ", ", blocks, " blocks, ", p.rounds,
+                   " round(s) of up to ", windowBytes, " B per block group (first call; later ones log nothing)"));
+  }
+  void* args[] = {&p};
+  const cudaError_t status =
+      cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(cuda::kernels::kCollectiveThreads), args, 0,
+                       stream);
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  checkCuda(status, strCat("cudaLaunchKernel(", env.context.op, " ", algorithm, ")").c_str());
+  lastStream_ = env.stream;
+  haveLast_ = true;
+}
+
+const void* DeviceEngine::premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
+                                        const host::OpEnv& env) {
+  if (op.kind != ReduceKind::kPremulSum || op.scale == 1.0) return src;
+  const std::size_t bytes = count * dataTypeSize(type);
+  if (dst == nullptr) {
+    if (scratchBytes_ < bytes) {
+      // Freeing waits for the device: rare (the scratch only grows), and earlier calls may still read it.
+      if (scratch_ != nullptr) checkCuda(cudaFree(scratch_), "cudaFree(scratch)");
+      scratch_ = nullptr;
+      scratchBytes_ = 0;
+      checkCuda(cudaMalloc(&scratch_, bytes), "cudaMalloc(premul scratch)");
+      scratchBytes_ = bytes;
+    }
+    dst = scratch_;
+  }
+  cuda::scaleCopyOnDevice(dst, src, count, type, op.scale, streamOf(env));
+  return dst;
+}
+
+// ---- The collectives. Counts are the same on every rank (checked by core/ or a matching precondition), so
+// every rank takes the same path.
+
+void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                             const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
+  const std::size_t bytes = count * dataTypeSize(type);
+  const auto choice = tuning::chooseDeviceAllreduce(bytes, size_, channel_->nvlink(), true, settings_);
+  if (choice.algorithm == tuning::DeviceAlgorithm::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
+  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
+  CollectiveParams p{};
+  p.send = premultiplied(send, recv, count, type, op, env);
+  p.recv = recv;
+  p.count = count;
+  p.avgDivisor = size_;
+  p.kind = choice.algorithm == tuning::DeviceAlgorithm::kOneShot ? CollectiveKind::kAllreduceOneShot
+                                                                  : CollectiveKind::kAllreduceTwoShot;
+  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env,
+         tuning::deviceAlgorithmName(choice.algorithm));
+}
+
+void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                          const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.reduce(send, recv, count, type, op, root, env);
+  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce"));
+  CollectiveParams p{};
+  p.send = premultiplied(send, rank_ == root ? recv : nullptr, count, type, op, env);
+  p.recv = recv;
+  p.count = count;
+  p.root = root;
+  p.avgDivisor = size_;
+  p.kind = CollectiveKind::kReduce;
+  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env, "reduce");
+}
+
+void DeviceEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                                 const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (recvCount == 0) return;
+  if (!kernelsReady(env)) return staging_.reduceScatter(send, recv, recvCount, type, op, env);
+  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce_scatter"));
+  CollectiveParams p{};
+  p.send = premultiplied(send, nullptr, recvCount * static_cast<std::size_t>(size_), type, op, env);
+  p.recv = recv;
+  p.count = recvCount;
+  p.avgDivisor = size_;
+  p.kind = CollectiveKind::kReduceScatter;
+  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env, "reduce_scatter");
+}
+
+namespace {
+
+CollectiveParams copying(CollectiveKind kind, const void* send, void* recv, std::size_t count, DataType type,
+                         int root) {
+  CollectiveParams p{};
+  p.kind = kind;
+  p.send = send;
+  p.recv = recv;
+  p.count = count * dataTypeSize(type);
+  p.root = root;
+  p.avgDivisor = 1;
+  return p;
+}
+
+}  // namespace
+
+void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.broadcast(buf, count, type, root, env);
+  launch(copying(CollectiveKind::kBroadcast, buf, buf, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
+         env, "broadcast");
+}
+
+void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, DataType type,
+                             const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.allgather(send, recv, count, type, env);
+  launch(copying(CollectiveKind::kAllgather, send, recv, count, type, 0), cuda::kernels::copyingCollectiveKernel(), 1,
+         env, "allgather");
+}
+
+void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+                          const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.gather(send, recv, count, type, root, env);
+  launch(copying(CollectiveKind::kGather, send, recv, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
+         env, "gather");
+}
+
+void DeviceEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+                           const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.scatter(send, recv, count, type, root, env);
+  launch(copying(CollectiveKind::kScatter, send, recv, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
+         env, "scatter");
+}
+
+void DeviceEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (count == 0) return;
+  if (!kernelsReady(env)) return staging_.alltoall(send, recv, count, type, env);
+  launch(copying(CollectiveKind::kAlltoall, send, recv, count, type, 0), cuda::kernels::copyingCollectiveKernel(), 1,
+         env, "alltoall");
+}
+
+// Per-rank counts differ between ranks, so these go through the host engine, whose rounds carry them.
+void DeviceEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
+                              const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
+                              DataType type, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  staging_.allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
+}
+
+void DeviceEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                             const std::vector<std::size_t>& sendDispls, void* recv,
+                             const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
+                             DataType type, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  staging_.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
+}
+
+void DeviceEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  staging_.pointToPoint(ops, env);
+}
+
+}  // namespace braid::device

@@ -1,0 +1,103 @@
+// Collectives on device buffers between the GPUs of one host: braid's kernels over a DeviceChannel (cuda_ipc),
+// queued on the call's stream without waiting for them; the staging engine (through the host engine) where the
+// kernels cannot run or do not cover a call. The channel is connected by the first call on device buffers, which
+// every rank makes (collectives are called in the same order everywhere), on the device current at that call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "algorithms/device/device_channel.hpp"
+#include "algorithms/device/staging.hpp"
+#include "algorithms/host/engine.hpp"
+#include "base/config.hpp"
+#include "cuda/kernels/collective_kernels.hpp"
+
+namespace braid::device {
+
+class DeviceEngine final : public host::Engine {
+ public:
+  /// `host` carries the connection's setup and the staged calls; it outlives this engine.
+  DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings);
+  ~DeviceEngine() override;
+
+  const char* transportName() const override;
+  std::string allreduceAlgorithm(std::size_t bytes) const override;
+  std::string explainAllreduce(std::size_t bytes) const override;
+
+  void barrier(const host::OpEnv& env) override { staging_.barrier(env); }
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const host::OpEnv& env) override;
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              const host::OpEnv& env) override;
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     const host::OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
+                  const std::vector<std::size_t>& displs, DataType type, const host::OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+              const host::OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+               const host::OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
+                 const std::vector<std::size_t>& recvDispls, DataType type, const host::OpEnv& env) override;
+  void pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) override;
+  void reject(const host::OpEnv& env) override { host_.reject(env); }
+  void abort() override;
+  std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
+
+  /// The failure a kernel of this communicator recorded (ncclCommGetAsyncError), if any. Any thread.
+  std::optional<Error> asyncError(const ErrorContext& ctx) const;
+  /// The device the communicator bound at its first device call (-1 before).
+  int device() const { return device_; }
+
+ private:
+  /// Connects the channel at the first call and checks for an earlier kernel failure; false: stage this call.
+  bool kernelsReady(const host::OpEnv& env);
+  /// Fills in the channel, the rounds and the grid, orders the call after this communicator's previous one, and
+  /// launches `kernel` on the call's stream.
+  void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes,
+              const host::OpEnv& env, const char* algorithm);
+  /// Scales `count` elements of src by op's pre-multiplier into device scratch memory (or dst when given); returns
+  /// where the scaled copy is.
+  const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
+                            const host::OpEnv& env);
+  void watch();
+
+  host::Engine& host_;
+  StagingEngine staging_;
+  const int rank_;
+  const int size_;
+  const Settings settings_;
+  int device_ = -1;
+  bool tried_ = false;
+  std::string noChannelWhy_;
+  std::unique_ptr<DeviceChannel> channel_;
+
+  CUstream_st* lastStream_ = nullptr;
+  bool haveLast_ = false;
+  cudaEvent_t join_ = nullptr;
+  void* scratch_ = nullptr;
+  std::size_t scratchBytes_ = 0;
+  std::set<std::string> logged_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  bool aborted_ = false;
+  std::string lostWhy_;  // why the watchdog raised the abort flag
+  std::thread watchdog_;
+};
+
+}  // namespace braid::device

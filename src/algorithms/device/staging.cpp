@@ -1,0 +1,217 @@
+#include "algorithms/device/staging.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <bit>
+
+#include "base/data_type.hpp"
+#include "base/error.hpp"
+#include "cuda/runtime/cuda_check.hpp"
+
+namespace braid::device {
+
+namespace {
+
+cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
+
+std::size_t extentBytes(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
+                        DataType type) {
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
+  }
+  return end * dataTypeSize(type);
+}
+
+}  // namespace
+
+void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env) {
+  if (bytes == 0) return;
+  cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, streamOf(env)), "cudaMemcpyAsync(staging)");
+  cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
+}
+
+void waitForStream(const host::OpEnv& env) {
+  if (env.stream != nullptr) {
+    cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(the call's stream)");
+  }
+}
+
+StagingEngine::~StagingEngine() {
+  for (std::byte* b : buffers_) {
+    if (b != nullptr) (void)cudaFreeHost(b);
+  }
+}
+
+std::byte* StagingEngine::buffer(int which, std::size_t bytes) {
+  if (capacity_[which] < bytes) {
+    if (buffers_[which] != nullptr) (void)cudaFreeHost(buffers_[which]);
+    buffers_[which] = nullptr;
+    capacity_[which] = 0;
+    void* p = nullptr;
+    // Rounded up so that a sweep of growing sizes reallocates a few times, not every call.
+    const std::size_t rounded = std::max<std::size_t>(std::bit_ceil(bytes), 1u << 20);
+    cuda::checkCuda(cudaHostAlloc(&p, rounded, cudaHostAllocDefault), "cudaHostAlloc(staging buffer)");
+    buffers_[which] = static_cast<std::byte*>(p);
+    capacity_[which] = rounded;
+  }
+  return buffers_[which];
+}
+
+std::string StagingEngine::allreduceAlgorithm(std::size_t bytes) const {
+  return strCat("staged+", host_.allreduceAlgorithm(bytes));
+}
+
+std::string StagingEngine::explainAllreduce(std::size_t bytes) const {
+  return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes));
+}
+
+void StagingEngine::barrier(const host::OpEnv& env) {
+  waitForStream(env);
+  host_.barrier(env);
+}
+
+// The pattern of every collective: inputs in, host collective, outputs out. In place stays in place: when send
+// and recv are the same device buffer, so are their host copies.
+void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                              const host::OpEnv& env) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  std::byte* in = buffer(0, bytes);
+  std::byte* out = send == recv ? in : buffer(1, bytes);
+  copyAndWait(in, send, bytes, env);
+  host_.allreduce(in, out, count, type, op, env);
+  copyAndWait(recv, out, bytes, env);
+}
+
+void StagingEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                           const host::OpEnv& env) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  std::byte* in = buffer(0, bytes);
+  std::byte* out = send == recv ? in : buffer(1, bytes);
+  copyAndWait(in, send, bytes, env);
+  const bool rooted = recv != nullptr;
+  host_.reduce(in, rooted ? out : nullptr, count, type, op, root, env);
+  if (rooted) copyAndWait(recv, out, bytes, env);
+}
+
+void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                                  const host::OpEnv& env) {
+  const std::size_t bytes = recvCount * dataTypeSize(type);
+  // send holds one block per rank; in place means recv is this rank's block of send.
+  std::byte* in = buffer(0, bytes * size_);
+  const std::ptrdiff_t offset = static_cast<const std::byte*>(recv) - static_cast<const std::byte*>(send);
+  const bool inPlace = offset >= 0 && static_cast<std::size_t>(offset) < bytes * size_;
+  std::byte* out = inPlace ? in + offset : buffer(1, bytes);
+  copyAndWait(in, send, bytes * size_, env);
+  host_.reduceScatter(in, out, recvCount, type, op, env);
+  copyAndWait(recv, out, bytes, env);
+}
+
+void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  std::byte* b = buffer(0, bytes);
+  if (env.context.rank == root) copyAndWait(b, buf, bytes, env);
+  host_.broadcast(b, count, type, root, env);
+  if (env.context.rank != root) copyAndWait(buf, b, bytes, env);
+}
+
+void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type,
+                              const host::OpEnv& env) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  const std::size_t total = bytes * size_;
+  std::byte* out = buffer(1, total);
+  const std::byte* mine = out + bytes * static_cast<std::size_t>(env.context.rank);
+  const bool inPlace = send == static_cast<const std::byte*>(recv) + (mine - out);
+  std::byte* in = inPlace ? const_cast<std::byte*>(mine) : buffer(0, bytes);
+  copyAndWait(in, send, bytes, env);
+  host_.allgather(in, out, count, type, env);
+  copyAndWait(recv, out, total, env);
+}
+
+void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
+                               const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
+                               DataType type, const host::OpEnv& env) {
+  const std::size_t bytes = sendCount * dataTypeSize(type);
+  const std::size_t total = extentBytes(recvCounts, displs, type);
+  std::byte* in = buffer(0, bytes);
+  std::byte* out = buffer(1, total);
+  copyAndWait(in, send, bytes, env);
+  copyAndWait(out, recv, total, env);  // elements outside every block stay as they were
+  host_.allgatherv(in, sendCount, out, recvCounts, displs, type, env);
+  copyAndWait(recv, out, total, env);
+}
+
+void StagingEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+                           const host::OpEnv& env) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  const std::size_t total = bytes * size_;
+  const bool isRoot = env.context.rank == root;
+  std::byte* in = buffer(0, bytes);
+  std::byte* out = isRoot ? buffer(1, total) : nullptr;
+  copyAndWait(in, send, bytes, env);
+  host_.gather(in, out, count, type, root, env);
+  if (isRoot) copyAndWait(recv, out, total, env);
+}
+
+void StagingEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+                            const host::OpEnv& env) {
+  const std::size_t bytes = count * dataTypeSize(type);
+  const std::size_t total = bytes * size_;
+  const bool isRoot = env.context.rank == root;
+  std::byte* in = isRoot ? buffer(0, total) : nullptr;
+  std::byte* out = buffer(1, bytes);
+  if (isRoot) copyAndWait(in, send, total, env);
+  host_.scatter(in, out, count, type, root, env);
+  copyAndWait(recv, out, bytes, env);
+}
+
+void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type,
+                             const host::OpEnv& env) {
+  const std::size_t total = count * dataTypeSize(type) * size_;
+  std::byte* in = buffer(0, total);
+  std::byte* out = send == recv ? in : buffer(1, total);
+  copyAndWait(in, send, total, env);
+  host_.alltoall(in, out, count, type, env);
+  copyAndWait(recv, out, total, env);
+}
+
+void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                              const std::vector<std::size_t>& sendDispls, void* recv,
+                              const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
+                              DataType type, const host::OpEnv& env) {
+  const std::size_t inBytes = extentBytes(sendCounts, sendDispls, type);
+  const std::size_t outBytes = extentBytes(recvCounts, recvDispls, type);
+  std::byte* in = buffer(0, inBytes);
+  std::byte* out = buffer(1, outBytes);
+  copyAndWait(in, send, inBytes, env);
+  copyAndWait(out, recv, outBytes, env);
+  host_.alltoallv(in, sendCounts, sendDispls, out, recvCounts, recvDispls, type, env);
+  copyAndWait(recv, out, outBytes, env);
+}
+
+void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) {
+  // One host copy per operation, laid out back to back in one staging buffer.
+  std::vector<std::size_t> offsets(ops.size());
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    offsets[i] = total;
+    total += (ops[i].count * dataTypeSize(ops[i].type) + 15) / 16 * 16;
+  }
+  std::byte* staging = buffer(0, total);
+  std::vector<P2pOp> staged(ops.begin(), ops.end());
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    staged[i].buffer = staging + offsets[i];
+    if (ops[i].kind == P2pOp::Kind::kSend) {
+      copyAndWait(staged[i].buffer, ops[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
+    }
+  }
+  host_.pointToPoint(staged, env);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].kind == P2pOp::Kind::kRecv) {
+      copyAndWait(ops[i].buffer, staged[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
+    }
+  }
+}
+
+}  // namespace braid::device

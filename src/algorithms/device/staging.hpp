@@ -1,0 +1,63 @@
+// Device buffers through a host engine: the inputs are copied to pinned host memory, the host collective runs on
+// the copies, and the results are copied back, all ordered on the call's stream. The path for device buffers where
+// braid's kernels cannot run (no working P2P between the GPUs, ranks on other hosts, more ranks than a channel
+// connects) and for the calls the kernels do not cover (allgatherv, alltoallv, point-to-point). The call returns
+// when the results are in place: later work on the stream sees them.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include "algorithms/device/device_engine_factory.hpp"
+#include "algorithms/host/engine.hpp"
+
+namespace braid::device {
+
+/// A stream-ordered copy between host and device memory, waited for (the pinned staging buffer is reused).
+void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env);
+
+class StagingEngine final : public host::Engine {
+ public:
+  StagingEngine(host::Engine& host, int size) : host_(host), size_(static_cast<std::size_t>(size)) {}
+  ~StagingEngine() override;
+
+  const char* transportName() const override { return host_.transportName(); }
+  std::string allreduceAlgorithm(std::size_t bytes) const override;
+  std::string explainAllreduce(std::size_t bytes) const override;
+
+  void barrier(const host::OpEnv& env) override;
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const host::OpEnv& env) override;
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              const host::OpEnv& env) override;
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     const host::OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
+                  const std::vector<std::size_t>& displs, DataType type, const host::OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+              const host::OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+               const host::OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
+                 const std::vector<std::size_t>& recvDispls, DataType type, const host::OpEnv& env) override;
+  void pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) override;
+  void reject(const host::OpEnv& env) override { host_.reject(env); }
+  void abort() override { host_.abort(); }
+  std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
+
+ private:
+  /// Pinned host buffer `which` (0: inputs, 1: outputs) of at least `bytes`.
+  std::byte* buffer(int which, std::size_t bytes);
+
+  host::Engine& host_;
+  const std::size_t size_;
+  std::byte* buffers_[2] = {nullptr, nullptr};
+  std::size_t capacity_[2] = {0, 0};
+};
+
+}  // namespace braid::device

@@ -1,0 +1,15 @@
+// The device path of a braid built without CUDA: device buffers are refused, streams are never touched.
+#if !BRAID_WITH_CUDA
+#include "algorithms/device/device_engine_factory.hpp"
+#include "base/error.hpp"
+
+namespace braid::device {
+
+std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool) {
+  fail(ErrorCode::kUnavailable, {}, "device buffers need a braid built with CUDA (BRAID_WITH_CUDA=ON)");
+}
+
+void waitForStream(const host::OpEnv&) {}
+
+}  // namespace braid::device
+#endif

@@ -1,0 +1,106 @@
+// Flags between the blocks of peer GPUs: release stores and acquire loads at system scope, and bounded waits.
+// A wait gives up when the host raises the channel's abort flag, when another block of the grid gave up, or after
+// the channel's timeout; it then records why in host-mapped memory (first failure wins) and the kernel returns.
+// Device code only: this header includes nothing from braid's host side.
+#pragma once
+
+#include <cstdint>
+
+#include "cuda/kernels/collective_kernels.hpp"
+
+namespace braid::cuda::device {
+
+using kernels::Channel;
+using kernels::KernelError;
+using kernels::KernelFailure;
+using kernels::WorkspaceState;
+
+__device__ __forceinline__ std::uint64_t loadAcquireSys(const std::uint64_t* p) {
+  std::uint64_t v;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void storeReleaseSys(std::uint64_t* p, std::uint64_t v) {
+  asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+__device__ __forceinline__ std::uint32_t loadVolatile(const std::uint32_t* p) {
+  return *const_cast<const volatile std::uint32_t*>(p);
+}
+
+/// Nanoseconds of the GPU's global timer (the same clock on every SM).
+__device__ __forceinline__ std::uint64_t globalTimerNs() {
+  std::uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+__device__ __forceinline__ std::uint64_t* flagAt(std::byte* ws, int phase, int sender, int block) {
+  return reinterpret_cast<std::uint64_t*>(ws + kernels::flagOffset(phase, sender, block));
+}
+
+__device__ __forceinline__ WorkspaceState* stateOf(const Channel& ch) {
+  return reinterpret_cast<WorkspaceState*>(ch.ws[ch.rank] + kernels::kStateOffset);
+}
+
+/// Records the first failure of this channel's kernels and tells the grid's other blocks to stop waiting.
+__device__ __forceinline__ void recordFailure(const Channel& ch, KernelFailure why, int peer, int phase,
+                                              std::uint64_t round) {
+  WorkspaceState* state = stateOf(ch);
+  atomicExch(&state->failed, 1u);
+  if (atomicCAS_system(&ch.error->code, 0u, static_cast<std::uint32_t>(why)) == 0u) {
+    ch.error->peer = peer;
+    ch.error->block = blockIdx.x;
+    ch.error->phase = static_cast<std::uint32_t>(phase);
+    ch.error->round = round;
+    __threadfence_system();
+  }
+}
+
+/// Spins until *flag >= value. Every 256 polls it looks at the abort flag (host memory, ~1 us over PCIe), the
+/// grid's failed word and the clock; false when it gave up (the failure is recorded).
+__device__ __forceinline__ bool waitFlag(const Channel& ch, const std::uint64_t* flag, std::uint64_t value, int peer,
+                                         int phase, std::uint64_t round) {
+  if (loadAcquireSys(flag) >= value) return true;
+  const std::uint64_t start = globalTimerNs();
+  const WorkspaceState* state = stateOf(ch);
+  for (std::uint32_t polls = 1;; ++polls) {
+    if (loadAcquireSys(flag) >= value) return true;
+    if ((polls & 255u) == 0) {
+      if (loadVolatile(ch.abortFlag) != 0) {
+        recordFailure(ch, KernelFailure::kAborted, peer, phase, round);
+        return false;
+      }
+      if (loadVolatile(&state->failed) != 0) return false;
+      if (globalTimerNs() - start > ch.timeoutNs) {
+        recordFailure(ch, KernelFailure::kTimeout, peer, phase, round);
+        return false;
+      }
+    }
+  }
+}
+
+/// Raises flag `phase` of this block at every rank in `targets` (a bit per rank) to `value`. Call after a
+/// __syncthreads() that follows the block's writes: the release store at system scope by thread `target` orders
+/// them (cumulatively, through the barrier) before the flag.
+__device__ __forceinline__ void signalPeers(const Channel& ch, int phase, std::uint32_t targets, std::uint64_t value) {
+  const int t = static_cast<int>(threadIdx.x);
+  if (t < ch.nranks && t != ch.rank && ((targets >> t) & 1u)) {
+    storeReleaseSys(flagAt(ch.ws[t], phase, ch.rank, blockIdx.x), value);
+  }
+}
+
+/// Waits until every rank in `senders` raised flag `phase` of this block to `value`, then synchronises the block
+/// (so every thread may read what they wrote). False on every thread when any wait gave up.
+__device__ __forceinline__ bool waitPeers(const Channel& ch, int phase, std::uint32_t senders, std::uint64_t value,
+                                          std::uint64_t round) {
+  const int t = static_cast<int>(threadIdx.x);
+  bool ok = true;
+  if (t < ch.nranks && t != ch.rank && ((senders >> t) & 1u)) {
+    ok = waitFlag(ch, flagAt(ch.ws[ch.rank], phase, t, blockIdx.x), value, t, phase, round);
+  }
+  return __syncthreads_or(ok ? 0 : 1) == 0;
+}
+
+}  // namespace braid::cuda::device

@@ -1,0 +1,387 @@
+// The collective kernels' templates (protocol in collective_kernels.hpp), shared by collective_kernels.cu (the
+// copying kernel, the probe and the (type, op) dispatch) and collective_instances_*.cu (the reducing kernels,
+// split by element width so that nvcc compiles them in parallel).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/device/packed.cuh"
+#include "cuda/device/reduce_ops.cuh"
+#include "cuda/device/signals.cuh"
+#include "cuda/kernels/collective_kernels.hpp"
+
+namespace braid::cuda::kernels::detail {
+
+using device::Elem;
+using device::isPackAligned;
+using device::Pack;
+using device::signalPeers;
+using device::stateOf;
+using device::storePack;
+using device::waitPeers;
+
+inline constexpr int kPhaseA = 0;
+inline constexpr int kPhaseB = 1;
+
+/// This block's piece [lo, hi) of a window of `len` units: the window of `span` units cut in equal pieces, rounded
+/// up to `align` units (so every piece starts 16 bytes into the window's alignment), then clipped to `len`.
+/// A kernel cuts every round by the same span (its first window): a block then owns the same inbox bytes in every
+/// round, so a block that runs ahead into round t+2 never writes bytes that a peer's other block still reads in
+/// round t (blocks wait only for their own twins).
+struct Piece {
+  std::size_t lo;
+  std::size_t hi;
+  __device__ std::size_t size() const { return hi - lo; }
+  /// The piece clipped to a part of `partLen` units (a shard shorter than the others).
+  __device__ std::size_t sizeWithin(std::size_t partLen) const { return partLen > lo ? min(hi, partLen) - lo : 0; }
+};
+
+__device__ __forceinline__ Piece pieceOf(std::size_t span, std::size_t len, std::size_t align) {
+  std::size_t per = (span + gridDim.x - 1) / gridDim.x;
+  per = (per + align - 1) / align * align;
+  const std::size_t lo = static_cast<std::size_t>(blockIdx.x) * per;
+  return {min(len, lo), min(len, lo + per)};
+}
+
+__device__ __forceinline__ std::byte* slotOf(const Channel& ch, int owner, int parity, int slot) {
+  return ch.ws[owner] + slotOffset(parity, slot, ch.nranks, ch.slotBytes);
+}
+
+__device__ __forceinline__ std::uint32_t allPeers(const Channel& ch) {
+  return ((1u << ch.nranks) - 1u) & ~(1u << ch.rank);
+}
+
+// ---- Data movement of one block: its threads stride over the block's piece.
+
+// Every load here bypasses L1 (ld.global.cg): inboxes are rewritten by peers every other round, and a line of the
+// previous use still in this SM's L1 would be read instead of the new data (L1 is not coherent with NVLink stores;
+// L2, where they land, is).
+__device__ __forceinline__ uint4 loadCg(const uint4* p) { return __ldcg(p); }
+template <typename Bits>
+__device__ __forceinline__ Pack<Bits> loadPackCg(const Bits* p) {
+  Pack<Bits> pack;
+  pack.raw = __ldcg(reinterpret_cast<const uint4*>(p));
+  return pack;
+}
+template <typename T>
+__device__ __forceinline__ T loadElementCg(const T* p) {
+  if constexpr (sizeof(T) == 1) {
+    return static_cast<T>(__ldcg(reinterpret_cast<const unsigned char*>(p)));
+  } else if constexpr (sizeof(T) == 2) {
+    return static_cast<T>(__ldcg(reinterpret_cast<const unsigned short*>(p)));
+  } else if constexpr (sizeof(T) == 4) {
+    return static_cast<T>(__ldcg(reinterpret_cast<const unsigned int*>(p)));
+  } else {
+    return static_cast<T>(__ldcg(reinterpret_cast<const unsigned long long*>(p)));
+  }
+}
+
+/// Copies `bytes` from src to each of `ndst` destinations, reading the source once: 16 bytes per access, four in
+/// flight per thread, when every pointer is 16-byte aligned; else 4 or 1 bytes at a time.
+__device__ __forceinline__ void copyToMany(std::byte* const* dst, int ndst, const std::byte* src, std::size_t bytes) {
+  if (bytes == 0 || ndst == 0) return;
+  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(src);
+  for (int d = 0; d < ndst; ++d) bits |= reinterpret_cast<std::uintptr_t>(dst[d]);
+  const std::size_t tid = threadIdx.x;
+  const std::size_t stride = blockDim.x;
+  std::size_t done = 0;
+  if (bits % 16 == 0) {
+    constexpr int kUnroll = 4;
+    const uint4* s = reinterpret_cast<const uint4*>(src);
+    const std::size_t packs = bytes / 16;
+    std::size_t k = tid;
+    for (; k + (kUnroll - 1) * stride < packs; k += kUnroll * stride) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) v[u] = loadCg(s + k + u * stride);
+      for (int d = 0; d < ndst; ++d) {
+        uint4* o = reinterpret_cast<uint4*>(dst[d]);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) o[k + u * stride] = v[u];
+      }
+    }
+    for (; k < packs; k += stride) {
+      const uint4 v = loadCg(s + k);
+      for (int d = 0; d < ndst; ++d) reinterpret_cast<uint4*>(dst[d])[k] = v;
+    }
+    done = packs * 16;
+  } else if (bits % 4 == 0) {
+    const std::uint32_t* s = reinterpret_cast<const std::uint32_t*>(src);
+    const std::size_t words = bytes / 4;
+    for (std::size_t k = tid; k < words; k += stride) {
+      const std::uint32_t v = loadElementCg(s + k);
+      for (int d = 0; d < ndst; ++d) reinterpret_cast<std::uint32_t*>(dst[d])[k] = v;
+    }
+    done = words * 4;
+  }
+  for (std::size_t k = done + tid; k < bytes; k += stride) {
+    const std::byte v = static_cast<std::byte>(loadElementCg(reinterpret_cast<const unsigned char*>(src) + k));
+    for (int d = 0; d < ndst; ++d) dst[d][k] = v;
+  }
+}
+
+__device__ __forceinline__ void copyBytes(std::byte* dst, const std::byte* src, std::size_t bytes) {
+  if (dst != src) copyToMany(&dst, 1, src, bytes);
+}
+
+/// dst[i] (and dst2[i] when not null) = op over srcs[0..nsrcs) of element i, folded in source order: every rank
+/// reduces the same sources in the same order with the same code, so every rank gets the same bits.
+template <typename T, typename Op>
+__device__ __forceinline__ void reduceRange(typename Elem<T>::Bits* dst, typename Elem<T>::Bits* dst2,
+                                            const typename Elem<T>::Bits* const* srcs, int nsrcs, std::size_t count,
+                                            int avgDivisor) {
+  using E = Elem<T>;
+  using Bits = typename E::Bits;
+  using Acc = typename E::Acc;
+  using P = Pack<Bits>;
+  constexpr int kLanes = P::kLanes;
+  std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(dst) | reinterpret_cast<std::uintptr_t>(dst2);
+  for (int s = 0; s < nsrcs; ++s) bits |= reinterpret_cast<std::uintptr_t>(srcs[s]);
+  const std::size_t packs = bits % 16 == 0 ? count / kLanes : 0;
+  const std::size_t tid = threadIdx.x;
+  const std::size_t stride = blockDim.x;
+  for (std::size_t k = tid; k < packs; k += stride) {
+    const std::size_t i = k * kLanes;
+    P in[kMaxDeviceRanks];
+#pragma unroll
+    for (int s = 0; s < kMaxDeviceRanks; ++s) {
+      if (s < nsrcs) in[s] = loadPackCg(srcs[s] + i);
+    }
+    P out;
+#pragma unroll
+    for (int j = 0; j < kLanes; ++j) {
+      Acc a = E::load(in[0].lane[j]);
+#pragma unroll
+      for (int s = 1; s < kMaxDeviceRanks; ++s) {
+        if (s < nsrcs) a = Op::combine(a, E::load(in[s].lane[j]));
+      }
+      out.lane[j] = E::store(Op::finish(a, avgDivisor));
+    }
+    storePack(dst + i, out);
+    if (dst2 != nullptr) storePack(dst2 + i, out);
+  }
+  for (std::size_t i = packs * kLanes + tid; i < count; i += stride) {
+    Acc a = E::load(loadElementCg(srcs[0] + i));
+    for (int s = 1; s < nsrcs; ++s) a = Op::combine(a, E::load(loadElementCg(srcs[s] + i)));
+    const Bits out = E::store(Op::finish(a, avgDivisor));
+    dst[i] = out;
+    if (dst2 != nullptr) dst2[i] = out;
+  }
+}
+
+// ---- Kernel start and end: the round counter lives in the rank's own workspace, so that a graph replay reads
+// the current value instead of one baked into its parameters.
+
+/// The first round of this kernel, or ~0 when an earlier kernel of this channel failed (then nothing runs: the
+/// host reports that failure).
+__device__ __forceinline__ std::uint64_t startRounds(const Channel& ch) {
+  __shared__ std::uint64_t base;
+  if (threadIdx.x == 0) {
+    const WorkspaceState* state = stateOf(ch);
+    base = device::loadVolatile(&state->failed) != 0 ? ~std::uint64_t{0} : state->round;
+  }
+  __syncthreads();
+  return base;
+}
+
+/// The last block to finish advances the round counter (the next kernel on the stream starts after this one
+/// ends, so every block of it reads the new value).
+__device__ __forceinline__ void finishRounds(const Channel& ch, std::uint64_t base, std::uint32_t rounds, bool ok) {
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  WorkspaceState* state = stateOf(ch);
+  __threadfence();
+  if (atomicAdd(&state->done, 1u) == gridDim.x - 1) {
+    state->done = 0;
+    if (ok && device::loadVolatile(&state->failed) == 0) state->round = base + rounds;
+    __threadfence();
+  }
+}
+
+/// Where round r of a collective stands.
+struct Round {
+  std::uint64_t number;  // global round number t
+  int parity;            // which half of the inboxes
+  std::uint64_t flag;    // the flag value of this round: t + 1
+  std::size_t w0;        // window start, in units
+  std::size_t len;       // window length, in units
+  std::size_t span;      // the kernel's first window: how every round is cut into pieces
+};
+
+__device__ __forceinline__ Round roundAt(const CollectiveParams& p, std::uint64_t base, std::uint32_t r) {
+  const std::uint64_t t = base + r;
+  const std::size_t w0 = static_cast<std::size_t>(r) * p.roundUnits;
+  return {t, static_cast<int>(t & 1u), t + 1, w0, min(p.roundUnits, p.count - w0), min(p.roundUnits, p.count)};
+}
+
+// ---- The reducing kinds, in elements of T.
+
+template <typename T, typename Op>
+__device__ bool reducingRound(const CollectiveParams& p, const Round& r) {
+  using Bits = typename Elem<T>::Bits;
+  constexpr std::size_t kLanes = 16 / sizeof(Bits);
+  constexpr std::size_t kSize = sizeof(Bits);
+  const Channel& ch = p.ch;
+  const int n = ch.nranks;
+  const int me = ch.rank;
+  const std::uint32_t peers = allPeers(ch);
+  const Bits* send = static_cast<const Bits*>(p.send);
+  Bits* recv = static_cast<Bits*>(p.recv);
+  const Bits* srcs[kMaxDeviceRanks];
+  auto inbox = [&](int owner, int sender) { return reinterpret_cast<Bits*>(slotOf(ch, owner, r.parity, sender)); };
+  auto bytesOf = [&](const Bits* x) { return reinterpret_cast<const std::byte*>(x); };
+
+  switch (p.kind) {
+    case CollectiveKind::kAllreduceOneShot: {
+      const Piece piece = pieceOf(r.span, r.len, kLanes);
+      const Bits* mine = send + r.w0 + piece.lo;
+      std::byte* dsts[kMaxDeviceRanks];
+      int nd = 0;
+      for (int q = 0; q < n; ++q) {
+        if (q != me) dsts[nd++] = reinterpret_cast<std::byte*>(inbox(q, me) + piece.lo);
+      }
+      copyToMany(dsts, nd, bytesOf(mine), piece.size() * kSize);
+      __syncthreads();
+      signalPeers(ch, kPhaseA, peers, r.flag);
+      if (!waitPeers(ch, kPhaseA, peers, r.flag, r.number)) return false;
+      for (int q = 0; q < n; ++q) srcs[q] = q == me ? mine : inbox(me, q) + piece.lo;
+      reduceRange<T, Op>(recv + r.w0 + piece.lo, nullptr, srcs, n, piece.size(), p.avgDivisor);
+      return true;
+    }
+    case CollectiveKind::kAllreduceTwoShot: {
+      // The window in n shards of `shard` units (the last ones may be short or empty); this block's piece of
+      // every shard sits at the same offset [lo, hi) within it.
+      const std::size_t shard = ((r.span + n - 1) / n + kLanes - 1) / kLanes * kLanes;
+      const Piece piece = pieceOf(shard, shard, kLanes);
+      auto shardLen = [&](int q) {
+        const std::size_t start = static_cast<std::size_t>(q) * shard;
+        return r.len > start ? min(shard, r.len - start) : std::size_t{0};
+      };
+      auto at = [&](const Bits* base, int q) { return base + r.w0 + static_cast<std::size_t>(q) * shard + piece.lo; };
+      for (int q = 0; q < n; ++q) {
+        if (q == me) continue;
+        std::byte* dst = reinterpret_cast<std::byte*>(inbox(q, me) + piece.lo);
+        copyToMany(&dst, 1, bytesOf(at(send, q)), piece.sizeWithin(shardLen(q)) * kSize);
+      }
+      __syncthreads();
+      signalPeers(ch, kPhaseA, peers, r.flag);
+      if (!waitPeers(ch, kPhaseA, peers, r.flag, r.number)) return false;
+      for (int q = 0; q < n; ++q) srcs[q] = q == me ? at(send, me) : inbox(me, q) + piece.lo;
+      Bits* outbox = reinterpret_cast<Bits*>(slotOf(ch, me, r.parity, n)) + piece.lo;
+      reduceRange<T, Op>(recv + (at(send, me) - send), outbox, srcs, n, piece.sizeWithin(shardLen(me)),
+                         p.avgDivisor);
+      __syncthreads();
+      signalPeers(ch, kPhaseB, peers, r.flag);
+      if (!waitPeers(ch, kPhaseB, peers, r.flag, r.number)) return false;
+      for (int q = 0; q < n; ++q) {
+        if (q == me) continue;
+        const Bits* theirs = reinterpret_cast<const Bits*>(slotOf(ch, q, r.parity, n)) + piece.lo;
+        copyBytes(reinterpret_cast<std::byte*>(recv + (at(send, q) - send)), bytesOf(theirs),
+                  piece.sizeWithin(shardLen(q)) * kSize);
+      }
+      return true;
+    }
+    case CollectiveKind::kReduceScatter: {
+      const Piece piece = pieceOf(r.span, r.len, kLanes);
+      auto block = [&](int q) { return send + static_cast<std::size_t>(q) * p.count + r.w0 + piece.lo; };
+      for (int q = 0; q < n; ++q) {
+        if (q == me) continue;
+        std::byte* dst = reinterpret_cast<std::byte*>(inbox(q, me) + piece.lo);
+        copyToMany(&dst, 1, bytesOf(block(q)), piece.size() * kSize);
+      }
+      __syncthreads();
+      signalPeers(ch, kPhaseA, peers, r.flag);
+      if (!waitPeers(ch, kPhaseA, peers, r.flag, r.number)) return false;
+      for (int q = 0; q < n; ++q) srcs[q] = q == me ? block(me) : inbox(me, q) + piece.lo;
+      reduceRange<T, Op>(recv + r.w0 + piece.lo, nullptr, srcs, n, piece.size(), p.avgDivisor);
+      return true;
+    }
+    case CollectiveKind::kReduce: {
+      const Piece piece = pieceOf(r.span, r.len, kLanes);
+      const Bits* mine = send + r.w0 + piece.lo;
+      const std::uint32_t rootBit = 1u << p.root;
+      if (me != p.root) {
+        std::byte* dst = reinterpret_cast<std::byte*>(inbox(p.root, me) + piece.lo);
+        copyToMany(&dst, 1, bytesOf(mine), piece.size() * kSize);
+        __syncthreads();
+        signalPeers(ch, kPhaseA, rootBit, r.flag);
+        return waitPeers(ch, kPhaseB, rootBit, r.flag, r.number);
+      }
+      if (!waitPeers(ch, kPhaseA, peers, r.flag, r.number)) return false;
+      for (int q = 0; q < n; ++q) srcs[q] = q == me ? mine : inbox(me, q) + piece.lo;
+      reduceRange<T, Op>(recv + r.w0 + piece.lo, nullptr, srcs, n, piece.size(), p.avgDivisor);
+      __syncthreads();
+      signalPeers(ch, kPhaseB, peers, r.flag);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kCollectiveThreads) reducingCollectiveKernel(const CollectiveParams p) {
+  const std::uint64_t base = startRounds(p.ch);
+  if (base == ~std::uint64_t{0}) return;
+  bool ok = true;
+  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = reducingRound<T, Op>(p, roundAt(p, base, r));
+  finishRounds(p.ch, base, p.rounds, ok);
+}
+
+// ---- Lookup of the reducing kernels, as reduce_kernels.cuh does for the plain reductions.
+
+template <typename T, template <typename> class Op>
+const void* reducingKernelAddress() {
+  using Acc = typename Elem<T>::Acc;
+  return reinterpret_cast<const void*>(&reducingCollectiveKernel<T, Op<Acc>>);
+}
+
+template <typename T>
+const void* reducingKernelForType(DeviceOp op) {
+  constexpr bool kBool = std::is_same_v<T, device::Bool8>;
+  constexpr bool kInteger = std::is_integral_v<typename Elem<T>::Acc> && !kBool;
+  if constexpr (kBool || kInteger) {
+    switch (op) {
+      case DeviceOp::kBand:
+        return reducingKernelAddress<T, device::BandOp>();
+      case DeviceOp::kBor:
+        return reducingKernelAddress<T, device::BorOp>();
+      case DeviceOp::kBxor:
+        return reducingKernelAddress<T, device::BxorOp>();
+      default:
+        break;
+    }
+  }
+  if constexpr (!kBool) {
+    switch (op) {
+      case DeviceOp::kSum:
+        return reducingKernelAddress<T, device::SumOp>();
+      case DeviceOp::kProd:
+        return reducingKernelAddress<T, device::ProdOp>();
+      case DeviceOp::kMin:
+        return reducingKernelAddress<T, device::MinOp>();
+      case DeviceOp::kMax:
+        return reducingKernelAddress<T, device::MaxOp>();
+      case DeviceOp::kAvg:
+        return reducingKernelAddress<T, device::AvgOp>();
+      default:
+        break;
+    }
+  }
+  return nullptr;
+}
+
+extern template const void* reducingKernelForType<device::Bool8>(DeviceOp);
+extern template const void* reducingKernelForType<std::int8_t>(DeviceOp);
+extern template const void* reducingKernelForType<std::uint8_t>(DeviceOp);
+extern template const void* reducingKernelForType<std::int32_t>(DeviceOp);
+extern template const void* reducingKernelForType<std::uint32_t>(DeviceOp);
+extern template const void* reducingKernelForType<std::int64_t>(DeviceOp);
+extern template const void* reducingKernelForType<std::uint64_t>(DeviceOp);
+extern template const void* reducingKernelForType<__half>(DeviceOp);
+extern template const void* reducingKernelForType<__nv_bfloat16>(DeviceOp);
+extern template const void* reducingKernelForType<float>(DeviceOp);
+extern template const void* reducingKernelForType<double>(DeviceOp);
+
+}  // namespace braid::cuda::kernels::detail

@@ -1,0 +1,147 @@
+// The collective kernels' launch interface: the workspace layout every rank shares, the plain-data channel a
+// kernel reaches its peers through, and the parameter block of one collective. Shared by the kernels
+// (collective_kernels.cuh) and the host launcher (cuda/runtime/device_collectives.cpp); compiles with the host
+// compiler and nvcc alike. Kernels own no memory and do no bootstrap: transport/cuda_ipc maps the workspaces,
+// algorithms/device fills these structs.
+//
+// How one collective runs (every kind, see collective_kernels.cuh):
+//   - the data moves in rounds; a round handles a window of each rank's block, at most slotBytes per sender;
+//   - a producer pushes (16-byte stores over NVLink/PCIe) its part of the window into the consumer's inbox for
+//     that producer, then raises flag A at the consumer; the consumer waits for A, then reduces or copies out of
+//     its own inboxes (local reads only);
+//   - flag B: two-shot allreduce publishes its reduced shard (peers pull it from the outbox), one-to-many and
+//     many-to-one kinds acknowledge the round to the root;
+//   - every block works on its own piece of the window and waits only for the same block of its peers.
+// Buffer reuse: in every round each rank hears (directly or through the root) from every peer, so when a rank
+// starts round t its peers have finished round t-2; inboxes alternate between two parities by round number.
+// Flags hold round + 1, only ever increase, and are compared with >=, so they are never reset.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "braid/types.hpp"
+#include "cuda/kernels/reduce_kernels.hpp"
+
+// Layout arithmetic both sides compute: host and device functions under nvcc, plain functions elsewhere.
+#ifdef __CUDACC__
+#define BRAID_HOST_DEVICE __host__ __device__
+#else
+#define BRAID_HOST_DEVICE
+#endif
+
+namespace braid::cuda::kernels {
+
+/// Ranks one channel connects (the GPUs of one NVLink box).
+inline constexpr int kMaxDeviceRanks = 8;
+/// Blocks of one collective kernel. Each waits for the same block of its peers, so all must be resident at
+/// once: 64 is under half an H100/H200's 132 SMs at one 512-thread block per SM.
+inline constexpr int kMaxCollectiveBlocks = 64;
+/// One flag per 128-byte line: peers writing neighbouring flags never share a line.
+inline constexpr std::size_t kFlagStride = 128;
+inline constexpr int kFlagPhases = 2;  // A: data pushed; B: shard published / round acknowledged
+inline constexpr std::size_t kFlagsBytes =
+    static_cast<std::size_t>(kFlagPhases) * kMaxDeviceRanks * kMaxCollectiveBlocks * kFlagStride;
+inline constexpr std::size_t kStateOffset = kFlagsBytes;
+/// The P2P probe: peer p writes its word at kProbeOffset + p * kFlagStride.
+inline constexpr std::size_t kProbeOffset = kStateOffset + 4096;
+inline constexpr std::size_t kDataOffset = 256 * 1024;
+static_assert(kProbeOffset + kMaxDeviceRanks * kFlagStride <= kDataOffset, "control area fits before the data");
+
+/// Byte offset of flag (phase, sender, block) in the workspace of the rank that waits on it.
+BRAID_HOST_DEVICE constexpr std::size_t flagOffset(int phase, int sender, int block) {
+  return ((static_cast<std::size_t>(phase) * kMaxDeviceRanks + static_cast<std::size_t>(sender)) *
+              kMaxCollectiveBlocks +
+          static_cast<std::size_t>(block)) *
+         kFlagStride;
+}
+/// Byte offset of a data slot: slots 0..nranks-1 are inboxes (slot s is written by rank s), slot nranks is the
+/// owner's outbox (written by the owner, read by peers). Two parities alternate by round.
+BRAID_HOST_DEVICE constexpr std::size_t slotOffset(int parity, int slot, int nranks, std::size_t slotBytes) {
+  return kDataOffset + (static_cast<std::size_t>(parity) * static_cast<std::size_t>(nranks + 1) +
+                        static_cast<std::size_t>(slot)) *
+                           slotBytes;
+}
+/// Workspace bytes for nranks ranks with slots of slotBytes.
+BRAID_HOST_DEVICE constexpr std::size_t workspaceBytes(int nranks, std::size_t slotBytes) {
+  return slotOffset(2, 0, nranks, slotBytes);
+}
+
+/// Device-local state in each rank's own workspace (never written by peers).
+struct WorkspaceState {
+  std::uint64_t round;  ///< rounds completed by this rank's kernels since the workspace was made
+  std::uint32_t done;   ///< blocks of the running kernel that finished (the last one advances `round`)
+  std::uint32_t failed; ///< set by a block that gave up: the others stop waiting
+};
+
+/// Why a kernel gave up, written once (the first block to fail) into host-mapped memory the host reads without
+/// synchronising. code 0: nothing happened.
+enum class KernelFailure : std::uint32_t { kNone = 0, kTimeout = 1, kAborted = 2 };
+struct KernelError {
+  std::uint32_t code;   ///< KernelFailure
+  std::int32_t peer;    ///< the rank waited for
+  std::uint32_t block;  ///< the block that waited
+  std::uint32_t phase;  ///< flag A (0) or B (1)
+  std::uint64_t round;  ///< the round it waited in
+};
+
+/// Plain-data handle of a rank's channel: every rank's workspace as this rank's device maps it.
+struct Channel {
+  std::byte* ws[kMaxDeviceRanks];
+  KernelError* error;              ///< host-mapped, pinned
+  const std::uint32_t* abortFlag;  ///< host-mapped, pinned; non-zero: give up every wait
+  std::size_t slotBytes;
+  std::uint64_t timeoutNs;  ///< longest wait for one flag
+  int rank;
+  int nranks;
+};
+
+enum class CollectiveKind : std::uint8_t {
+  kAllreduceOneShot,  ///< every rank pushes everything to everyone and reduces locally
+  kAllreduceTwoShot,  ///< reduce-scatter into inboxes, then each rank pulls the reduced shards
+  kReduceScatter,
+  kReduce,
+  kAllgather,
+  kBroadcast,
+  kAlltoall,
+  kGather,
+  kScatter,
+};
+
+BRAID_HOST_DEVICE constexpr bool isReduction(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllreduceOneShot || kind == CollectiveKind::kAllreduceTwoShot ||
+         kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kReduce;
+}
+
+/// One collective. Units are elements of the reduction's type for the reducing kinds and bytes for the others.
+/// `count`: the whole vector (allreduce), else each rank's block. A round covers `roundUnits` of it (allreduce
+/// two-shot: of the whole vector, split in nranks shards), `rounds` rounds in all.
+struct CollectiveParams {
+  Channel ch;
+  const void* send;
+  void* recv;
+  std::size_t count;
+  std::size_t roundUnits;
+  std::uint32_t rounds;
+  int root;
+  int avgDivisor;  ///< >= 1; avg only
+  CollectiveKind kind;
+};
+
+static_assert(sizeof(CollectiveParams) <= 4096, "kernel parameters fit 4 KiB");
+static_assert(std::is_trivially_copyable_v<CollectiveParams>, "copied bytewise by cudaLaunchKernel");
+
+/// Threads per block of the collective kernels.
+inline constexpr int kCollectiveThreads = 512;
+
+/// The reducing collective kernel for (type, op) (kinds with isReduction), or nullptr where (type, op) has no
+/// kernel. Takes one CollectiveParams.
+const void* reducingCollectiveKernel(DataType type, DeviceOp op);
+/// The copying collective kernel (the other kinds; units are bytes).
+const void* copyingCollectiveKernel();
+/// The P2P probe kernel: takes (Channel, std::uint32_t nonce); one block writes nonce ^ (rank << 8) ^ peer into
+/// every peer's probe slot for this rank and reads it back.
+const void* probeKernel();
+
+}  // namespace braid::cuda::kernels

@@ -1,0 +1,31 @@
+// The CUDA driver entry points braid needs beyond the runtime (virtual memory management and sharing of
+// allocations between processes), fetched through cudaGetDriverEntryPointByVersion: libbraid links no libcuda, so
+// it still loads where there is no driver.
+#pragma once
+
+#include <cuda.h>
+
+namespace braid::cuda {
+
+struct DriverApi {
+  decltype(&::cuMemGetAllocationGranularity) memGetAllocationGranularity = nullptr;
+  decltype(&::cuMemCreate) memCreate = nullptr;
+  decltype(&::cuMemRelease) memRelease = nullptr;
+  decltype(&::cuMemAddressReserve) memAddressReserve = nullptr;
+  decltype(&::cuMemAddressFree) memAddressFree = nullptr;
+  decltype(&::cuMemMap) memMap = nullptr;
+  decltype(&::cuMemUnmap) memUnmap = nullptr;
+  decltype(&::cuMemSetAccess) memSetAccess = nullptr;
+  decltype(&::cuMemExportToShareableHandle) memExportToShareableHandle = nullptr;
+  decltype(&::cuMemImportFromShareableHandle) memImportFromShareableHandle = nullptr;
+  decltype(&::cuGetErrorString) getErrorString = nullptr;
+};
+
+/// The driver's entry points, fetched once. Throws braid::Error (kUnavailable) naming the first one missing.
+const DriverApi& driverApi();
+
+/// Throws braid::Error (kInternal, or kUnavailable for CUDA_ERROR_NOT_SUPPORTED) when result is not CUDA_SUCCESS;
+/// `what` names the call and what it was for.
+void checkDriver(CUresult result, const char* what);
+
+}  // namespace braid::cuda

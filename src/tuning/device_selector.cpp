@@ -1,0 +1,88 @@
+#include "tuning/device_selector.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "base/error.hpp"
+#include "tuning/selector.hpp"
+
+namespace braid::tuning {
+
+namespace {
+
+// Largest allreduce the one-shot kernel takes; above it, two-shot. One-shot sends every byte to every peer and
+// synchronises once; two-shot sends 2(n-1)/n of them and synchronises twice.
+struct OneShotRow {
+  int maxRanks;
+  bool nvlink;
+  std::size_t maxBytes;
+};
+constexpr OneShotRow kOneShot[] = {
+    // Two ranks: both kernels move the same bytes over the link; one-shot has half the synchronisation.
+    {2, true, std::numeric_limits<std::size_t>::max()},
+    {2, false, std::numeric_limits<std::size_t>::max()},
+    // More ranks: one-shot's (n-1)x traffic costs more than a second synchronisation from ~256 KiB (NVLink) and
+    // ~64 KiB (PCIe) on; first estimates until braid tune measures them.
+    {8, true, 256 * 1024},
+    {8, false, 64 * 1024},
+};
+
+// Blocks per kernel: one per 32 KiB of a round's window (a block moves ~20-40 GB/s over NVLink, so a 1 MiB window
+// spreads over 32 blocks), at least one.
+constexpr std::size_t kBytesPerBlock = 32 * 1024;
+constexpr int kDefaultMaxBlocks = 32;
+
+}  // namespace
+
+DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings) {
+  if (!channel) return {DeviceAlgorithm::kStaged, DeviceReason::kNoChannel};
+  const std::string forced = forcedAlgorithm(settings, Path::kDevice);
+  if (forced == "oneshot") return {DeviceAlgorithm::kOneShot, DeviceReason::kForced};
+  if (forced == "twoshot") return {DeviceAlgorithm::kTwoShot, DeviceReason::kForced};
+  if (forced == "staged") return {DeviceAlgorithm::kStaged, DeviceReason::kForced};
+  for (const OneShotRow& row : kOneShot) {
+    if (ranks <= row.maxRanks && nvlink == row.nvlink) {
+      return {bytes <= row.maxBytes ? DeviceAlgorithm::kOneShot : DeviceAlgorithm::kTwoShot, DeviceReason::kTable};
+    }
+  }
+  return {DeviceAlgorithm::kTwoShot, DeviceReason::kTable};
+}
+
+const char* deviceAlgorithmName(DeviceAlgorithm algorithm) {
+  switch (algorithm) {
+    case DeviceAlgorithm::kOneShot:
+      return "oneshot";
+    case DeviceAlgorithm::kTwoShot:
+      return "twoshot";
+    case DeviceAlgorithm::kStaged:
+      return "staged";
+  }
+  return "?";
+}
+
+std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes, int ranks, bool nvlink) {
+  const char* link = nvlink ? "NVLink" : "PCIe";
+  switch (choice.reason) {
+    case DeviceReason::kForced:
+      return strCat(deviceAlgorithmName(choice.algorithm), ": forced by BRAID_ALGO");
+    case DeviceReason::kNoChannel:
+      return "staged: the GPUs cannot reach each other's memory (see the log line of the P2P probe)";
+    case DeviceReason::kTable:
+      break;
+  }
+  if (choice.algorithm == DeviceAlgorithm::kOneShot) {
+    return ranks <= 2 ? strCat("oneshot: 2 GPUs over ", link, ": one-shot moves the same bytes as two-shot with one "
+                               "synchronisation instead of two")
+                      : strCat("oneshot: ", bytes, " B over ", ranks, " GPUs (", link, ") is latency-bound");
+  }
+  return strCat("twoshot: ", bytes, " B over ", ranks, " GPUs (", link, "): each GPU reduces 1/", ranks,
+                " and sends 2(n-1)/n of the data instead of n-1 times it");
+}
+
+int deviceBlocks(std::size_t windowBytes, int maxBlocks, const Settings& settings) {
+  if (settings.cudaBlocks > 0) return static_cast<int>(std::min<long>(settings.cudaBlocks, maxBlocks));
+  const std::size_t wanted = (windowBytes + kBytesPerBlock - 1) / kBytesPerBlock;
+  return static_cast<int>(std::clamp<std::size_t>(wanted, 1, std::min(kDefaultMaxBlocks, maxBlocks)));
+}
+
+}  // namespace braid::tuning

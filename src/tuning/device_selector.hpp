@@ -1,0 +1,30 @@
+// How a collective on device buffers runs: which allreduce kernel, and how many blocks a kernel gets. The numbers
+// are a table (data), overridden by BRAID_ALGO and BRAID_CUDA_BLOCKS; choose* build no strings, explain* does.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "base/config.hpp"
+
+namespace braid::tuning {
+
+enum class DeviceAlgorithm { kOneShot, kTwoShot, kStaged };
+
+enum class DeviceReason { kForced, kNoChannel, kTable };
+
+struct DeviceChoice {
+  DeviceAlgorithm algorithm;
+  DeviceReason reason;
+};
+
+/// The allreduce kernel for `bytes` over `ranks` GPUs (nvlink: every pair is joined by NVLink). `channel` is
+/// false where the kernels cannot run (no working P2P): then staged, whatever was asked.
+DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings);
+const char* deviceAlgorithmName(DeviceAlgorithm algorithm);
+std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes, int ranks, bool nvlink);
+
+/// Blocks for a kernel whose rounds move `windowBytes` per rank (at most `maxBlocks`).
+int deviceBlocks(std::size_t windowBytes, int maxBlocks, const Settings& settings);
+
+}  // namespace braid::tuning

@@ -1,0 +1,114 @@
+// Ranks as processes, each on a GPU (rank % GPUs), for the tests of collectives on device buffers. The test process
+// itself never touches CUDA before it forks (a child of a process with a CUDA context cannot use CUDA): it asks a
+// short-lived child how many GPUs there are.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "base/config.hpp"
+#include "braid/braid.hpp"
+#include "cuda/runtime/cuda_check.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::gputest {
+
+/// CUDA devices, counted in a child process so that this one stays free of CUDA.
+inline int gpusSeenByAChild() {
+  static const int count = [] {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      int n = 0;
+      if (cudaGetDeviceCount(&n) != cudaSuccess) n = 0;
+      ::_exit(n > 100 ? 100 : n);
+    }
+    int status = 0;
+    if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 0;
+    return WEXITSTATUS(status);
+  }();
+  return count;
+}
+
+/// Settings of the device tests: the environment's, a timeout that fails a hang within the test's limit, and
+/// shared memory between the ranks (the transport cuda_ipc is set up over).
+inline Settings deviceSettings(const std::string& algo = "") {
+  Settings s = testing::testSettings();
+  s.transport = "shm";
+  s.timeoutSeconds = 60;
+  s.algo = algo;
+  return s;
+}
+
+/// Runs `body` on `ranks` processes, rank r on GPU r % GPUs; skips the test (from the calling test) when there are
+/// fewer than `minGpus` GPUs. Returns the per-rank failures (empty strings when all passed).
+inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings& settings,
+                                          const std::function<void(Communicator&, cudaStream_t)>& body,
+                                          double timeoutSeconds = 300) {
+  const int gpus = gpusSeenByAChild();
+  if (gpus < minGpus) return {};
+  return testing::runProcessesWith(
+      ranks, settings,
+      [&](Communicator& comm) {
+        cuda::checkCuda(cudaSetDevice(comm.rank() % gpus), "cudaSetDevice");
+        cudaStream_t stream = nullptr;
+        cuda::checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+        body(comm, stream);
+        cuda::checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        (void)cudaStreamDestroy(stream);
+      },
+      timeoutSeconds);
+}
+
+#define BRAID_SKIP_WITHOUT_GPUS(n)                                                             \
+  if (::braid::gputest::gpusSeenByAChild() < (n))                                              \
+  GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found " << ::braid::gputest::gpusSeenByAChild()
+
+/// Throws (failing the rank) when the bytes differ, naming the first differing element.
+inline void requireSameBytes(const void* got, const void* want, std::size_t bytes, std::size_t elemSize,
+                             const std::string& what) {
+  if (bytes == 0 || std::memcmp(got, want, bytes) == 0) return;
+  const auto* g = static_cast<const unsigned char*>(got);
+  const auto* w = static_cast<const unsigned char*>(want);
+  std::size_t first = 0;
+  while (g[first] == w[first]) ++first;
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < bytes; i += elemSize) bad += std::memcmp(g + i, w + i, elemSize) != 0;
+  throw std::runtime_error(what + ": " + std::to_string(bad) + " of " + std::to_string(bytes / elemSize) +
+                           " elements differ from the host path's result, first element " +
+                           std::to_string(first / elemSize));
+}
+
+/// Device memory for a test rank (cudaMalloc, or cudaMallocManaged when managed).
+class DeviceBytes {
+ public:
+  explicit DeviceBytes(std::size_t bytes, bool managed = false) {
+    const std::size_t n = bytes == 0 ? 16 : bytes;
+    cuda::checkCuda(managed ? cudaMallocManaged(&ptr_, n) : cudaMalloc(&ptr_, n), "cudaMalloc");
+  }
+  ~DeviceBytes() { (void)cudaFree(ptr_); }
+  DeviceBytes(const DeviceBytes&) = delete;
+  DeviceBytes& operator=(const DeviceBytes&) = delete;
+  std::byte* get() const { return static_cast<std::byte*>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+inline void upload(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+  cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync(upload)");
+}
+inline void download(void* dst, const void* src, std::size_t bytes, cudaStream_t s) {
+  cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s), "cudaMemcpyAsync(download)");
+  cuda::checkCuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(download)");
+}
+
+}  // namespace braid::gputest

@@ -1,0 +1,208 @@
+// What a CUDA-aware communicator promises beyond the numbers (issue 6): every memory kind works or is refused by
+// name, device calls are ordered on their stream and captured into CUDA graphs, ranks may be threads of one
+// process, and a dead peer becomes an error instead of a GPU that spins forever.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "gpu/device_ranks.hpp"
+#include "gpu/gpu_test_support.hpp"
+#include "support/collective_cases.hpp"
+
+namespace braid::gputest {
+namespace {
+
+using testing::require;
+using namespace std::chrono_literals;
+
+std::vector<float> ramp(std::size_t n, int rank, float step = 1) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i % 97) + rank) * step;
+  return v;
+}
+
+// The sum over `ranks` ranks of ramp(n, r, step).
+std::vector<float> rampSum(std::size_t n, int ranks, float step = 1) {
+  std::vector<float> v(n, 0);
+  for (int r = 0; r < ranks; ++r) {
+    const auto part = ramp(n, r, step);
+    for (std::size_t i = 0; i < n; ++i) v[i] += part[i];
+  }
+  return v;
+}
+
+void requireFloats(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  requireSameBytes(got.data(), want.data(), got.size() * 4, 4, what);
+}
+
+TEST(DeviceSemantics, EveryMemoryKindWorksAndMixingHostWithGpuIsRefusedByName) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  const auto results = runOnGpus(2, 2, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    const std::size_t n = 100003;
+    const auto in = ramp(n, c.rank());
+    const auto want = rampSum(n, c.size());
+    std::vector<float> got(n);
+    // pageable host memory
+    std::vector<float> pageable = in;
+    c.allreduce(pageable.data(), pageable.data(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    requireFloats(pageable, want, "pageable");
+    // pinned host memory
+    float* pinned = nullptr;
+    cuda::checkCuda(cudaHostAlloc(reinterpret_cast<void**>(&pinned), n * 4, cudaHostAllocDefault), "cudaHostAlloc");
+    std::copy(in.begin(), in.end(), pinned);
+    c.allreduce(pinned, pinned, n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    requireFloats(std::vector<float>(pinned, pinned + n), want, "pinned");
+    // managed memory, with device memory in the same call
+    DeviceBytes managed(n * 4, /*managed=*/true), device(n * 4);
+    std::copy(in.begin(), in.end(), reinterpret_cast<float*>(managed.get()));
+    c.allreduce(managed.get(), device.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    download(got.data(), device.get(), n * 4, s);
+    requireFloats(got, want, "managed -> device");
+    // host + device in one call: refused on every rank, naming both buffers and kinds
+    try {
+      c.allreduce(pinned, device.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      throw std::runtime_error("a call mixing host and device buffers was accepted");
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      require(e.code() == ErrorCode::kInvalidArgument, "expected InvalidArgument: " + m);
+      require(m.find("send buffer is host") != std::string::npos &&
+                  m.find("recv buffer is device") != std::string::npos,
+              "the error names both buffers and kinds: " + m);
+    }
+    (void)cudaFreeHost(pinned);
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+// A host function that sleeps holds the stream: an allreduce queued after it must see the input written after it,
+// and a copy queued after the allreduce must see the result.
+void CUDART_CB sleepOnStream(void*) { std::this_thread::sleep_for(100ms); }
+
+TEST(DeviceSemantics, DeviceCallsAreOrderedOnTheirStreamAndReturnWithoutWaiting) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  const auto results = runOnGpus(2, 2, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    const std::size_t n = 1 << 20;
+    DeviceBytes buf(n * 4);
+    cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "cudaMemsetAsync");
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});  // connects
+    cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+    const auto in = ramp(n, c.rank());
+    cuda::checkCuda(cudaLaunchHostFunc(s, sleepOnStream, nullptr), "cudaLaunchHostFunc");
+    upload(buf.get(), in.data(), n * 4, s);
+    const auto start = std::chrono::steady_clock::now();
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    const auto took = std::chrono::steady_clock::now() - start;
+    require(took < 50ms, "the call waited for its stream (" +
+                             std::to_string(std::chrono::duration<double>(took).count()) + " s)");
+    std::vector<float> got(n);
+    download(got.data(), buf.get(), n * 4, s);
+    requireFloats(got, rampSum(n, c.size()), "after the sleeping host function");
+    // A call on another stream is ordered after this communicator's previous call.
+    cudaStream_t other = nullptr;
+    cuda::checkCuda(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreate");
+    cuda::checkCuda(cudaLaunchHostFunc(s, sleepOnStream, nullptr), "cudaLaunchHostFunc");
+    upload(buf.get(), in.data(), n * 4, s);
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = other});
+    download(got.data(), buf.get(), n * 4, other);
+    auto twice = rampSum(n, c.size());
+    for (float& v : twice) v *= static_cast<float>(c.size());
+    requireFloats(got, twice, "two calls on two streams");
+    (void)cudaStreamDestroy(other);
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+TEST(DeviceSemantics, CollectivesAreCapturedIntoACudaGraphAndReplayed) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  const auto results = runOnGpus(2, 2, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    const std::size_t n = 65536 + 5;
+    DeviceBytes in(n * 4), out(n * 4), gathered(n * 4 * 2);
+    cuda::checkCuda(cudaMemsetAsync(in.get(), 0, n * 4, s), "memset");
+    c.allreduce(in.get(), out.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});  // connects first
+    cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+    cudaGraph_t graph = nullptr;
+    cuda::checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    c.allreduce(in.get(), out.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    c.allgather(out.get(), gathered.get(), n, DataType::kFloat32, {.stream = s});
+    cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+    cudaGraphExec_t exec = nullptr;
+    cuda::checkCuda(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+    for (int replay = 1; replay <= 3; ++replay) {
+      const auto mine = ramp(n, c.rank(), static_cast<float>(replay));
+      upload(in.get(), mine.data(), n * 4, s);
+      cuda::checkCuda(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+      std::vector<float> got(n), all(2 * n);
+      download(got.data(), out.get(), n * 4, s);
+      download(all.data(), gathered.get(), n * 8, s);
+      const auto want = rampSum(n, c.size(), static_cast<float>(replay));
+      requireFloats(got, want, "replay " + std::to_string(replay));
+      requireFloats(std::vector<float>(all.begin() + static_cast<std::ptrdiff_t>(n), all.end()), want,
+                    "replay " + std::to_string(replay) + " allgather");
+    }
+    (void)cudaGraphExecDestroy(exec);
+    (void)cudaGraphDestroy(graph);
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  Settings settings = deviceSettings();
+  settings.heartbeatIntervalSeconds = 0.2;
+  settings.heartbeatTimeoutSeconds = 2;
+  const auto results = runOnGpus(2, 2, settings, [](Communicator& c, cudaStream_t s) {
+    const std::size_t n = 1 << 20;
+    DeviceBytes buf(n * 4);
+    cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+    c.barrier();
+    if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
+    const auto start = std::chrono::steady_clock::now();
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    cuda::checkCuda(cudaStreamSynchronize(s), "the stream of a kernel whose peer died");
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    require(took < 10, "the kernel gave up only after " + std::to_string(took) + " s");
+    const auto error = c.asyncError();
+    require(error.has_value(), "asyncError() reports nothing after the peer died");
+    require(error->code() == ErrorCode::kPeerLost && error->context().peer == 1,
+            std::string("expected PeerLost naming rank 1: ") + error->what());
+    try {
+      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      throw std::runtime_error("a call after the kernel failure was accepted");
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kPeerLost, std::string("the next call raises PeerLost: ") + e.what());
+    }
+  }, 60);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0], "");
+}
+
+TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  // Threads: this test's process uses CUDA itself (it forks nothing after this).
+  const int gpus = cuda::deviceCount();
+  const auto results = testing::runThreads(2, [&](Communicator& c) {
+    cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
+    cudaStream_t s = nullptr;
+    cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+    for (std::size_t n : {std::size_t{3}, std::size_t{1} << 20}) {
+      DeviceBytes buf(n * 4);
+      const auto in = ramp(n, c.rank());
+      upload(buf.get(), in.data(), n * 4, s);
+      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      std::vector<float> got(n);
+      download(got.data(), buf.get(), n * 4, s);
+      requireFloats(got, rampSum(n, c.size()), "threads, count " + std::to_string(n));
+    }
+    (void)cudaStreamDestroy(s);
+  }, deviceSettings());
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+}  // namespace
+}  // namespace braid::gputest
