@@ -203,9 +203,12 @@ long wrongElements(const Setup& s, cudaStream_t stream) {
       return t;
     });
   };
-  if (esz == 2) run(std::uint16_t{});
-  else if (esz == 4) run(std::uint32_t{});
-  else run(std::uint64_t{});
+  if (esz == 2)
+    run(std::uint16_t{});
+  else if (esz == 4)
+    run(std::uint32_t{});
+  else
+    run(std::uint64_t{});
   return wrong;
 }
 
@@ -344,10 +347,9 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
   if (me == 0 && !args.jsonPath.empty()) {
     int version = 0;
     if (!nccl.path.empty()) nccl.getVersion(&version);
-    braid::tools::writeResults(args.jsonPath,
-                               {{"impl", "braid+nccl"}, {"mem", "device"}, {"nccl", nccl.path},
-                                {"nccl_version", version}},
-                               rows);
+    braid::tools::writeResults(
+        args.jsonPath, {{"impl", "braid+nccl"}, {"mem", "device"}, {"nccl", nccl.path}, {"nccl_version", version}},
+        rows);
   }
   const auto asyncError = comm->asyncError();
   if (asyncError) throw *asyncError;

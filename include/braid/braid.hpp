@@ -1,8 +1,9 @@
 /// braid: collective communication for host and GPU buffers.
 ///
 /// A Communicator joins `size` ranks (processes, or threads in tests). Every collective takes plain pointers and
-/// an element count; braid looks at each pointer to decide how to move it (host memory today; GPU memory arrives
-/// with the CUDA path and is refused with kUnavailable until then).
+/// an element count; braid looks at each pointer to decide how to move it: host memory through the host engine,
+/// device and managed memory through braid's GPU kernels (between the GPUs of one host) or staged through host
+/// memory (elsewhere), ordered on CallOptions::stream.
 ///
 /// Thread-safety contract
 /// ----------------------

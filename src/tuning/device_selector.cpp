@@ -18,8 +18,11 @@ struct OneShotRow {
   std::size_t maxBytes;
 };
 constexpr OneShotRow kOneShot[] = {
-    // Two ranks: both kernels move the same bytes over the link; one-shot has half the synchronisation.
-    {2, true, std::numeric_limits<std::size_t>::max()},
+    // Two ranks: both kernels move the same bytes over the link; one-shot has half the synchronisation but reads
+    // twice the data locally and sums all of it on each GPU. Measured on 2xH200, bfloat16 at 64 blocks
+    // (docs/BENCHMARKS.md): one-shot 230 vs two-shot 194 GB/s at 32 MiB, 257 vs 272 at 128 MiB, 271 vs 296 at
+    // 512 MiB.
+    {2, true, std::size_t{32} << 20},
     {2, false, std::numeric_limits<std::size_t>::max()},
     // More ranks: one-shot's (n-1)x traffic costs more than a second synchronisation from ~256 KiB (NVLink) and
     // ~64 KiB (PCIe) on; first estimates until braid tune measures them.
@@ -27,10 +30,11 @@ constexpr OneShotRow kOneShot[] = {
     {8, false, 64 * 1024},
 };
 
-// Blocks per kernel: one per 32 KiB of a round's window (a block moves ~20-40 GB/s over NVLink, so a 1 MiB window
-// spreads over 32 blocks), at least one.
+// Blocks per kernel: one per 32 KiB of a round's window, at least one, at most 64. A block moves a few GB/s of
+// reduced data, so large messages need many: on 2xH200 a bfloat16 allreduce of 8-512 MiB ran 16-27% faster at 64
+// blocks than at 32 (docs/BENCHMARKS.md); 64 is also the most a kernel may have (kMaxCollectiveBlocks).
 constexpr std::size_t kBytesPerBlock = 32 * 1024;
-constexpr int kDefaultMaxBlocks = 32;
+constexpr int kDefaultMaxBlocks = 64;
 
 }  // namespace
 
@@ -71,9 +75,13 @@ std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes
       break;
   }
   if (choice.algorithm == DeviceAlgorithm::kOneShot) {
-    return ranks <= 2 ? strCat("oneshot: 2 GPUs over ", link, ": one-shot moves the same bytes as two-shot with one "
+    return ranks <= 2 ? strCat("oneshot: 2 GPUs over ", link,
+                               ": one-shot moves the same bytes as two-shot with one "
                                "synchronisation instead of two")
                       : strCat("oneshot: ", bytes, " B over ", ranks, " GPUs (", link, ") is latency-bound");
+  }
+  if (ranks <= 2) {
+    return strCat("twoshot: ", bytes, " B over 2 GPUs (", link, "): each GPU reads and reduces half the data");
   }
   return strCat("twoshot: ", bytes, " B over ", ranks, " GPUs (", link, "): each GPU reduces 1/", ranks,
                 " and sends 2(n-1)/n of the data instead of n-1 times it");

@@ -42,7 +42,8 @@ void allreduceCase(Communicator& c, cudaStream_t s, DataType type, ReduceKind ki
   std::byte* out = inPlace ? d.get() : o.get();
   c.allreduce(d.get(), out, count, type, opOf(kind), {.stream = s});
   download(got.data(), out, bytes, s);
-  requireSameBytes(got.data(), want.data(), bytes, dataTypeSize(type), caseName("allreduce", type, kind, count, inPlace));
+  requireSameBytes(got.data(), want.data(), bytes, dataTypeSize(type),
+                   caseName("allreduce", type, kind, count, inPlace));
 }
 
 void reduceCase(Communicator& c, cudaStream_t s, DataType type, ReduceKind kind, std::size_t count, bool inPlace,

@@ -68,8 +68,8 @@ inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings
       timeoutSeconds);
 }
 
-#define BRAID_SKIP_WITHOUT_GPUS(n)                                                             \
-  if (::braid::gputest::gpusSeenByAChild() < (n))                                              \
+#define BRAID_SKIP_WITHOUT_GPUS(n)                \
+  if (::braid::gputest::gpusSeenByAChild() < (n)) \
   GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found " << ::braid::gputest::gpusSeenByAChild()
 
 /// Throws (failing the rank) when the bytes differ, naming the first differing element.

@@ -68,9 +68,9 @@ TEST(DeviceSemantics, EveryMemoryKindWorksAndMixingHostWithGpuIsRefusedByName) {
     } catch (const Error& e) {
       const std::string m = e.what();
       require(e.code() == ErrorCode::kInvalidArgument, "expected InvalidArgument: " + m);
-      require(m.find("send buffer is host") != std::string::npos &&
-                  m.find("recv buffer is device") != std::string::npos,
-              "the error names both buffers and kinds: " + m);
+      require(
+          m.find("send buffer is host") != std::string::npos && m.find("recv buffer is device") != std::string::npos,
+          "the error names both buffers and kinds: " + m);
     }
     (void)cudaFreeHost(pinned);
   });
@@ -95,8 +95,8 @@ TEST(DeviceSemantics, DeviceCallsAreOrderedOnTheirStreamAndReturnWithoutWaiting)
     const auto start = std::chrono::steady_clock::now();
     c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
     const auto took = std::chrono::steady_clock::now() - start;
-    require(took < 50ms, "the call waited for its stream (" +
-                             std::to_string(std::chrono::duration<double>(took).count()) + " s)");
+    require(took < 50ms,
+            "the call waited for its stream (" + std::to_string(std::chrono::duration<double>(took).count()) + " s)");
     std::vector<float> got(n);
     download(got.data(), buf.get(), n * 4, s);
     requireFloats(got, rampSum(n, c.size()), "after the sleeping host function");
@@ -154,30 +154,33 @@ TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
   Settings settings = deviceSettings();
   settings.heartbeatIntervalSeconds = 0.2;
   settings.heartbeatTimeoutSeconds = 2;
-  const auto results = runOnGpus(2, 2, settings, [](Communicator& c, cudaStream_t s) {
-    const std::size_t n = 1 << 20;
-    DeviceBytes buf(n * 4);
-    cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
-    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-    cuda::checkCuda(cudaStreamSynchronize(s), "sync");
-    c.barrier();
-    if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
-    const auto start = std::chrono::steady_clock::now();
-    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-    cuda::checkCuda(cudaStreamSynchronize(s), "the stream of a kernel whose peer died");
-    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    require(took < 10, "the kernel gave up only after " + std::to_string(took) + " s");
-    const auto error = c.asyncError();
-    require(error.has_value(), "asyncError() reports nothing after the peer died");
-    require(error->code() == ErrorCode::kPeerLost && error->context().peer == 1,
-            std::string("expected PeerLost naming rank 1: ") + error->what());
-    try {
-      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-      throw std::runtime_error("a call after the kernel failure was accepted");
-    } catch (const Error& e) {
-      require(e.code() == ErrorCode::kPeerLost, std::string("the next call raises PeerLost: ") + e.what());
-    }
-  }, 60);
+  const auto results = runOnGpus(
+      2, 2, settings,
+      [](Communicator& c, cudaStream_t s) {
+        const std::size_t n = 1 << 20;
+        DeviceBytes buf(n * 4);
+        cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
+        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+        cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+        c.barrier();
+        if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
+        const auto start = std::chrono::steady_clock::now();
+        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+        cuda::checkCuda(cudaStreamSynchronize(s), "the stream of a kernel whose peer died");
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        require(took < 10, "the kernel gave up only after " + std::to_string(took) + " s");
+        const auto error = c.asyncError();
+        require(error.has_value(), "asyncError() reports nothing after the peer died");
+        require(error->code() == ErrorCode::kPeerLost && error->context().peer == 1,
+                std::string("expected PeerLost naming rank 1: ") + error->what());
+        try {
+          c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+          throw std::runtime_error("a call after the kernel failure was accepted");
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kPeerLost, std::string("the next call raises PeerLost: ") + e.what());
+        }
+      },
+      60);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0], "");
 }
@@ -186,21 +189,24 @@ TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   // Threads: this test's process uses CUDA itself (it forks nothing after this).
   const int gpus = cuda::deviceCount();
-  const auto results = testing::runThreads(2, [&](Communicator& c) {
-    cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
-    cudaStream_t s = nullptr;
-    cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-    for (std::size_t n : {std::size_t{3}, std::size_t{1} << 20}) {
-      DeviceBytes buf(n * 4);
-      const auto in = ramp(n, c.rank());
-      upload(buf.get(), in.data(), n * 4, s);
-      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-      std::vector<float> got(n);
-      download(got.data(), buf.get(), n * 4, s);
-      requireFloats(got, rampSum(n, c.size()), "threads, count " + std::to_string(n));
-    }
-    (void)cudaStreamDestroy(s);
-  }, deviceSettings());
+  const auto results = testing::runThreads(
+      2,
+      [&](Communicator& c) {
+        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
+        cudaStream_t s = nullptr;
+        cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+        for (std::size_t n : {std::size_t{3}, std::size_t{1} << 20}) {
+          DeviceBytes buf(n * 4);
+          const auto in = ramp(n, c.rank());
+          upload(buf.get(), in.data(), n * 4, s);
+          c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+          std::vector<float> got(n);
+          download(got.data(), buf.get(), n * 4, s);
+          requireFloats(got, rampSum(n, c.size()), "threads, count " + std::to_string(n));
+        }
+        (void)cudaStreamDestroy(s);
+      },
+      deviceSettings());
   EXPECT_EQ(testing::failures(results), "");
 }
 

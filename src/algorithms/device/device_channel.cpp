@@ -45,7 +45,8 @@ std::vector<Hello> exchange(host::Engine& host, const Hello& mine, int size, con
   host.allgather(&mine, all.data(), sizeof(Hello), DataType::kUint8, env);
   why->clear();
   for (int r = 0; r < size && why->empty(); ++r) {
-    if (!all[static_cast<std::size_t>(r)].ok) *why = strCat("rank ", r, ": ", all[static_cast<std::size_t>(r)].why.data());
+    if (!all[static_cast<std::size_t>(r)].ok)
+      *why = strCat("rank ", r, ": ", all[static_cast<std::size_t>(r)].why.data());
   }
   return all;
 }
@@ -143,8 +144,10 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
     for (int p = 0; p < size; ++p) {
       const Hello& h = all[static_cast<std::size_t>(p)];
       if (p == rank) continue;
-      if (h.pid == mine.pid) fds[static_cast<std::size_t>(p)] = h.fd;
-      else mailbox->send(p, mine.fd, mine.bytes);
+      if (h.pid == mine.pid)
+        fds[static_cast<std::size_t>(p)] = h.fd;
+      else
+        mailbox->send(p, mine.fd, mine.bytes);
     }
     std::vector<FdCloser> received;
     received.reserve(static_cast<std::size_t>(size));
@@ -210,9 +213,9 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   if (!why->empty()) return nullptr;
   try {
     std::vector<std::uint64_t> words(static_cast<std::size_t>(size) * kFlagStride / 8);
-    cuda::checkCuda(cudaMemcpy(words.data(), ch->channel_.ws[rank] + kProbeOffset, words.size() * 8,
-                               cudaMemcpyDeviceToHost),
-                    "cudaMemcpy(probe words)");
+    cuda::checkCuda(
+        cudaMemcpy(words.data(), ch->channel_.ws[rank] + kProbeOffset, words.size() * 8, cudaMemcpyDeviceToHost),
+        "cudaMemcpy(probe words)");
     auto expected = [&](int writer, int target) {
       return (static_cast<std::uint64_t>(nonce) << 32) | (static_cast<std::uint64_t>(writer) << 8) |
              static_cast<std::uint64_t>(target);

@@ -208,8 +208,7 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
   // another stream than the previous one waits for it.
   if (haveLast_ && env.stream != lastStream_ && !capturing(stream) &&
       !capturing(reinterpret_cast<cudaStream_t>(lastStream_))) {
-    checkCuda(cudaEventRecord(join_, reinterpret_cast<cudaStream_t>(lastStream_)),
-              "cudaEventRecord(previous call)");
+    checkCuda(cudaEventRecord(join_, reinterpret_cast<cudaStream_t>(lastStream_)), "cudaEventRecord(previous call)");
     checkCuda(cudaStreamWaitEvent(stream, join_, 0), "cudaStreamWaitEvent");
   }
   if (logEnabled(LogLevel::kInfo) && logged_.insert(strCat(env.context.op, "/", algorithm)).second) {
@@ -218,9 +217,8 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
                    " round(s) of up to ", windowBytes, " B per block group (first call; later ones log nothing)"));
   }
   void* args[] = {&p};
-  const cudaError_t status =
-      cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(cuda::kernels::kCollectiveThreads), args, 0,
-                       stream);
+  const cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)),
+                                              dim3(cuda::kernels::kCollectiveThreads), args, 0, stream);
   if (status != cudaSuccess) (void)cudaGetLastError();
   checkCuda(status, strCat("cudaLaunchKernel(", env.context.op, " ", algorithm, ")").c_str());
   lastStream_ = env.stream;
@@ -264,7 +262,7 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   p.count = count;
   p.avgDivisor = size_;
   p.kind = choice.algorithm == tuning::DeviceAlgorithm::kOneShot ? CollectiveKind::kAllreduceOneShot
-                                                                  : CollectiveKind::kAllreduceTwoShot;
+                                                                 : CollectiveKind::kAllreduceTwoShot;
   launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env,
          tuning::deviceAlgorithmName(choice.algorithm));
 }
@@ -324,8 +322,7 @@ void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int ro
          env, "broadcast");
 }
 
-void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, DataType type,
-                             const host::OpEnv& env) {
+void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allgather(send, recv, count, type, env);

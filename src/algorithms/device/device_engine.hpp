@@ -67,8 +67,8 @@ class DeviceEngine final : public host::Engine {
   bool kernelsReady(const host::OpEnv& env);
   /// Fills in the channel, the rounds and the grid, orders the call after this communicator's previous one, and
   /// launches `kernel` on the call's stream.
-  void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes,
-              const host::OpEnv& env, const char* algorithm);
+  void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
+              const char* algorithm);
   /// Scales `count` elements of src by op's pre-multiplier into device scratch memory (or dst when given); returns
   /// where the scaled copy is.
   const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,

@@ -15,8 +15,7 @@ namespace {
 
 cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
 
-std::size_t extentBytes(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs,
-                        DataType type) {
+std::size_t extentBytes(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, DataType type) {
   std::size_t end = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
@@ -116,8 +115,7 @@ void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int r
   if (env.context.rank != root) copyAndWait(buf, b, bytes, env);
 }
 
-void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type,
-                              const host::OpEnv& env) {
+void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t total = bytes * size_;
   std::byte* out = buffer(1, total);
@@ -166,8 +164,7 @@ void StagingEngine::scatter(const void* send, void* recv, std::size_t count, Dat
   copyAndWait(recv, out, bytes, env);
 }
 
-void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type,
-                             const host::OpEnv& env) {
+void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
   const std::size_t total = count * dataTypeSize(type) * size_;
   std::byte* in = buffer(0, total);
   std::byte* out = send == recv ? in : buffer(1, total);

@@ -269,8 +269,7 @@ __device__ bool reducingRound(const CollectiveParams& p, const Round& r) {
       if (!waitPeers(ch, kPhaseA, peers, r.flag, r.number)) return false;
       for (int q = 0; q < n; ++q) srcs[q] = q == me ? at(send, me) : inbox(me, q) + piece.lo;
       Bits* outbox = reinterpret_cast<Bits*>(slotOf(ch, me, r.parity, n)) + piece.lo;
-      reduceRange<T, Op>(recv + (at(send, me) - send), outbox, srcs, n, piece.sizeWithin(shardLen(me)),
-                         p.avgDivisor);
+      reduceRange<T, Op>(recv + (at(send, me) - send), outbox, srcs, n, piece.sizeWithin(shardLen(me)), p.avgDivisor);
       __syncthreads();
       signalPeers(ch, kPhaseB, peers, r.flag);
       if (!waitPeers(ch, kPhaseB, peers, r.flag, r.number)) return false;

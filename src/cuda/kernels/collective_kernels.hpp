@@ -59,9 +59,9 @@ BRAID_HOST_DEVICE constexpr std::size_t flagOffset(int phase, int sender, int bl
 /// Byte offset of a data slot: slots 0..nranks-1 are inboxes (slot s is written by rank s), slot nranks is the
 /// owner's outbox (written by the owner, read by peers). Two parities alternate by round.
 BRAID_HOST_DEVICE constexpr std::size_t slotOffset(int parity, int slot, int nranks, std::size_t slotBytes) {
-  return kDataOffset + (static_cast<std::size_t>(parity) * static_cast<std::size_t>(nranks + 1) +
-                        static_cast<std::size_t>(slot)) *
-                           slotBytes;
+  return kDataOffset +
+         (static_cast<std::size_t>(parity) * static_cast<std::size_t>(nranks + 1) + static_cast<std::size_t>(slot)) *
+             slotBytes;
 }
 /// Workspace bytes for nranks ranks with slots of slotBytes.
 BRAID_HOST_DEVICE constexpr std::size_t workspaceBytes(int nranks, std::size_t slotBytes) {
@@ -70,9 +70,9 @@ BRAID_HOST_DEVICE constexpr std::size_t workspaceBytes(int nranks, std::size_t s
 
 /// Device-local state in each rank's own workspace (never written by peers).
 struct WorkspaceState {
-  std::uint64_t round;  ///< rounds completed by this rank's kernels since the workspace was made
-  std::uint32_t done;   ///< blocks of the running kernel that finished (the last one advances `round`)
-  std::uint32_t failed; ///< set by a block that gave up: the others stop waiting
+  std::uint64_t round;   ///< rounds completed by this rank's kernels since the workspace was made
+  std::uint32_t done;    ///< blocks of the running kernel that finished (the last one advances `round`)
+  std::uint32_t failed;  ///< set by a block that gave up: the others stop waiting
 };
 
 /// Why a kernel gave up, written once (the first block to fail) into host-mapped memory the host reads without

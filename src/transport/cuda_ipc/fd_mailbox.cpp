@@ -83,10 +83,11 @@ void FdMailbox::send(int peer, int fd, std::uint64_t value) {
 FdMailbox::Letter FdMailbox::receive(double timeoutSeconds) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
   for (;;) {
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      fail(ErrorCode::kTimeout, ErrorContext{rank_, -1, "cuda_ipc setup", -1},
-           "no CUDA IPC handle arrived within ", timeoutSeconds, " s");
+      fail(ErrorCode::kTimeout, ErrorContext{rank_, -1, "cuda_ipc setup", -1}, "no CUDA IPC handle arrived within ",
+           timeoutSeconds, " s");
     }
     pollfd p{fd_, POLLIN, 0};
     const int ready = ::poll(&p, 1, static_cast<int>(left.count() < 1000 ? left.count() : 1000));
