@@ -359,7 +359,7 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
 }  // namespace
 
 int main(int argc, char** argv) {
-  int n = 2;
+  int n = 0;  // 0: one rank per GPU
   std::vector<std::string> impls = {"braid", "nccl"};
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
@@ -410,6 +410,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s: no CUDA device\n", kProgram);
     return 1;
   }
+  if (n <= 0) n = gpus;
   // NCCL's id names the bootstrap root that ncclGetUniqueId starts in its caller: rank 0 makes it and hands it to
   // the others through pipes.
   const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();

@@ -5,10 +5,11 @@
 #   2. configures and builds braid with CUDA for sm_90 into ${BRAID_BUILD_DIR:-build-gpu-check};
 #   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
-#   5. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT.
+#   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
+#   6. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT.
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
-# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, bench-device, all
+# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, bench-device, all
 # (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
 # Each stage reuses the build directory, so a session can split the work over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
@@ -160,7 +161,23 @@ if wants bench-tcp; then
   fi
 fi
 
-# ---- 5. Device buffers: braid's kernels and NCCL in one run per collective (NVLS off: a shared host).
+# ---- 5. compute-sanitizer (memcheck, racecheck, synccheck) over the kernels' multi-process tests.
+if wants sanitizer; then
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  for tool in memcheck racecheck synccheck; do
+    if BRAID_TIMEOUT=120 "$sanitizer" --tool "$tool" --target-processes all --error-exitcode 9 \
+        "$build/tests/braid_gpu_tests" --gtest_filter="${SANITIZER_TESTS:-DeviceSemantics.Collectives*:DeviceSemantics.DeviceCalls*}" \
+        >"$logs/sanitizer-$tool.txt" 2>&1; then
+      log "compute-sanitizer $tool: $(grep -E "ERROR SUMMARY" "$logs/sanitizer-$tool.txt" | sort | uniq -c | tr -s ' ')"
+    else
+      failed+=("sanitizer $tool")
+      log "compute-sanitizer $tool FAILED:"
+      grep -E "ERROR SUMMARY|Invalid|Race|Barrier|FAILED|rank [0-9]" "$logs/sanitizer-$tool.txt" | head -20
+    fi
+  done
+fi
+
+# ---- 6. Device buffers: braid's kernels and NCCL in one run per collective (NVLS off: a shared host).
 if wants bench-device; then
   if [ -x "$build/bin/braid-bench-device" ]; then
     export NCCL_NVLS_ENABLE=0

@@ -112,6 +112,10 @@ braid_result_t braid_comm_subgroup(braid_comm_t comm, const int* ranks, int nran
 /// From any thread, never blocking: this rank's calls on comm end with BRAID_ERR_ABORTED, its peers lose it. The
 /// handle must still be destroyed.
 braid_result_t braid_comm_abort(braid_comm_t comm);
+/// The CUDA stream (a cudaStream_t, passed as void*) that later calls through this handle are ordered on; NULL (the
+/// default) is the default stream for GPU buffers and no stream for host buffers (see CallOptions::stream in
+/// braid.hpp). Any thread; calls already made keep their stream.
+braid_result_t braid_comm_set_stream(braid_comm_t comm, void* stream);
 /// After BRAID_ERR_PEER_LOST, every survivor calls it: *newcomm joins the survivors, ranked in their old order.
 braid_result_t braid_comm_shrink(braid_comm_t comm, braid_comm_t* newcomm);
 

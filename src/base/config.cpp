@@ -26,8 +26,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_WORLD_SIZE", KnobType::kString, "", "number of ranks in the job (set by the launcher)"},
        &Settings::worldSize},
       {{"BRAID_ALGO", KnobType::kString, "",
-        "force algorithms: host allreduce direct or rsag (reduce-scatter + allgather); GPU allreduce oneshot, twoshot "
-        "or staged (through host memory); comma-separated, one per path; empty lets braid choose"},
+        "force algorithms: host allreduce direct or rsag (reduce-scatter + allgather); GPU allreduce ll, oneshot, "
+        "twoshot or staged (through host memory); comma-separated, one per path; empty lets braid choose"},
        &Settings::algo},
       // 0: the table in tuning/device_selector.cpp sizes each kernel's grid.
       {{"BRAID_CUDA_BLOCKS", KnobType::kInt, "0",

@@ -1,6 +1,7 @@
 // The C ABI (include/braid/braid.h): each function checks what the C types cannot (NULL handles, enum values
 // outside their range), calls the C++ API, and turns every exception into a braid_result_t plus a thread-local
 // message. Nothing may escape: an exception unwinding into C code is undefined behaviour.
+#include <atomic>
 #include <memory>
 #include <new>
 #include <string>
@@ -53,6 +54,7 @@ static_assert(sizeof(braid_unique_id_t) == sizeof(braid::UniqueId));
 
 struct braid_comm {
   std::unique_ptr<braid::Communicator> impl;
+  std::atomic<CUstream_st*> stream{nullptr};  // braid_comm_set_stream: the CUDA stream of this handle's calls
 };
 
 namespace {
@@ -102,6 +104,13 @@ braid_result_t guarded(Body&& body) noexcept {
   braid::ErrorContext context;
   context.op = fn;
   throw braid::Error(ErrorCode::kInvalidArgument, message, context);
+}
+
+// The options of a call through this handle: its stream (braid_comm_set_stream).
+braid::CallOptions opts(braid_comm_t comm) {
+  braid::CallOptions o;
+  o.stream = comm->stream.load(std::memory_order_relaxed);
+  return o;
 }
 
 braid::Communicator& need(braid_comm_t comm, const char* fn) {
@@ -290,6 +299,13 @@ braid_result_t braid_comm_subgroup(braid_comm_t comm, const int* ranks, int nran
   });
 }
 
+braid_result_t braid_comm_set_stream(braid_comm_t comm, void* stream) {
+  return guarded([&] {
+    need(comm, "braid_comm_set_stream");
+    comm->stream.store(static_cast<CUstream_st*>(stream), std::memory_order_relaxed);
+  });
+}
+
 braid_result_t braid_comm_abort(braid_comm_t comm) {
   return guarded([&] { need(comm, "braid_comm_abort").abort(); });
 }
@@ -327,7 +343,7 @@ braid_result_t braid_allreduce(const void* send, void* recv, size_t count, braid
     Arguments args("braid_allreduce");
     braid::Communicator& c = need(comm, "braid_allreduce");
     const braid::ReduceOp o = args.op(op);
-    args.collective(args.type(type), [&](braid::DataType t) { c.allreduce(send, recv, count, t, o); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.allreduce(send, recv, count, t, o, opts(comm)); });
   });
 }
 
@@ -336,8 +352,9 @@ braid_result_t braid_allreduce_premul(const void* send, void* recv, size_t count
   return guarded([&] {
     Arguments args("braid_allreduce_premul");
     braid::Communicator& c = need(comm, "braid_allreduce_premul");
-    args.collective(args.type(type),
-                    [&](braid::DataType t) { c.allreduce(send, recv, count, t, braid::ReduceOp::premulSum(scale)); });
+    args.collective(args.type(type), [&](braid::DataType t) {
+      c.allreduce(send, recv, count, t, braid::ReduceOp::premulSum(scale), opts(comm));
+    });
   });
 }
 
@@ -345,7 +362,7 @@ braid_result_t braid_broadcast(void* buf, size_t count, braid_datatype_t type, i
   return guarded([&] {
     Arguments args("braid_broadcast");
     braid::Communicator& c = need(comm, "braid_broadcast");
-    args.collective(args.type(type), [&](braid::DataType t) { c.broadcast(buf, count, t, root); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.broadcast(buf, count, t, root, opts(comm)); });
   });
 }
 
@@ -355,7 +372,7 @@ braid_result_t braid_reduce(const void* send, void* recv, size_t count, braid_da
     Arguments args("braid_reduce");
     braid::Communicator& c = need(comm, "braid_reduce");
     const braid::ReduceOp o = args.op(op);
-    args.collective(args.type(type), [&](braid::DataType t) { c.reduce(send, recv, count, t, o, root); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.reduce(send, recv, count, t, o, root, opts(comm)); });
   });
 }
 
@@ -363,7 +380,7 @@ braid_result_t braid_allgather(const void* send, void* recv, size_t count, braid
   return guarded([&] {
     Arguments args("braid_allgather");
     braid::Communicator& c = need(comm, "braid_allgather");
-    args.collective(args.type(type), [&](braid::DataType t) { c.allgather(send, recv, count, t); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.allgather(send, recv, count, t, opts(comm)); });
   });
 }
 
@@ -375,7 +392,8 @@ braid_result_t braid_allgatherv(const void* send, size_t send_count, void* recv,
     const braid::DataType checkedType = args.type(type);
     const auto counts = args.perRank(recv_counts, c, "recv_counts");
     const auto offsets = args.perRank(displs, c, "displs");
-    args.collective(checkedType, [&](braid::DataType t) { c.allgatherv(send, send_count, recv, counts, offsets, t); });
+    args.collective(checkedType,
+                    [&](braid::DataType t) { c.allgatherv(send, send_count, recv, counts, offsets, t, opts(comm)); });
   });
 }
 
@@ -385,7 +403,8 @@ braid_result_t braid_reduce_scatter(const void* send, void* recv, size_t recv_co
     Arguments args("braid_reduce_scatter");
     braid::Communicator& c = need(comm, "braid_reduce_scatter");
     const braid::ReduceOp o = args.op(op);
-    args.collective(args.type(type), [&](braid::DataType t) { c.reduceScatter(send, recv, recv_count, t, o); });
+    args.collective(args.type(type),
+                    [&](braid::DataType t) { c.reduceScatter(send, recv, recv_count, t, o, opts(comm)); });
   });
 }
 
@@ -393,7 +412,7 @@ braid_result_t braid_alltoall(const void* send, void* recv, size_t count, braid_
   return guarded([&] {
     Arguments args("braid_alltoall");
     braid::Communicator& c = need(comm, "braid_alltoall");
-    args.collective(args.type(type), [&](braid::DataType t) { c.alltoall(send, recv, count, t); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.alltoall(send, recv, count, t, opts(comm)); });
   });
 }
 
@@ -409,7 +428,7 @@ braid_result_t braid_alltoallv(const void* send, const size_t* send_counts, cons
     const auto recvCounts = args.perRank(recv_counts, c, "recv_counts");
     const auto recvDispls = args.perRank(recv_displs, c, "recv_displs");
     args.collective(checkedType, [&](braid::DataType t) {
-      c.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, t);
+      c.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, t, opts(comm));
     });
   });
 }
@@ -419,7 +438,7 @@ braid_result_t braid_gather(const void* send, void* recv, size_t count, braid_da
   return guarded([&] {
     Arguments args("braid_gather");
     braid::Communicator& c = need(comm, "braid_gather");
-    args.collective(args.type(type), [&](braid::DataType t) { c.gather(send, recv, count, t, root); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.gather(send, recv, count, t, root, opts(comm)); });
   });
 }
 
@@ -428,7 +447,7 @@ braid_result_t braid_scatter(const void* send, void* recv, size_t count, braid_d
   return guarded([&] {
     Arguments args("braid_scatter");
     braid::Communicator& c = need(comm, "braid_scatter");
-    args.collective(args.type(type), [&](braid::DataType t) { c.scatter(send, recv, count, t, root); });
+    args.collective(args.type(type), [&](braid::DataType t) { c.scatter(send, recv, count, t, root, opts(comm)); });
   });
 }
 
@@ -442,7 +461,7 @@ braid_result_t braid_send(const void* buf, size_t count, braid_datatype_t type, 
     braid::Communicator& c = need(comm, "braid_send");
     const braid::DataType t = args.type(type);
     args.check();
-    c.send(buf, count, t, peer, tag);
+    c.send(buf, count, t, peer, tag, opts(comm));
   });
 }
 
@@ -452,7 +471,7 @@ braid_result_t braid_recv(void* buf, size_t count, braid_datatype_t type, int pe
     braid::Communicator& c = need(comm, "braid_recv");
     const braid::DataType t = args.type(type);
     args.check();
-    c.recv(buf, count, t, peer, tag);
+    c.recv(buf, count, t, peer, tag, opts(comm));
   });
 }
 
@@ -470,7 +489,7 @@ braid_result_t braid_group(braid_comm_t comm, const braid_p2p_op_t* ops, int nop
       cppOps.push_back(braid::P2pOp{op.is_recv ? braid::P2pOp::Kind::kRecv : braid::P2pOp::Kind::kSend, op.peer,
                                     op.buffer, op.count, static_cast<braid::DataType>(op.type), op.tag});
     }
-    c.group(cppOps);
+    c.group(cppOps, opts(comm));
   });
 }
 

@@ -36,12 +36,18 @@ constexpr OneShotRow kOneShot[] = {
 constexpr std::size_t kBytesPerBlock = 32 * 1024;
 constexpr int kDefaultMaxBlocks = 64;
 
+// Largest allreduce of the LL kernel (data and flag in one store: no fence, no flag round trip). At most
+// cuda::kernels::kLlMaxBytes, the LL area's size. Only when BRAID_ALGO=ll asks for it: on 2xH200 it took 10.1-10.7 us
+// from 8 B to 8 KiB where one-shot takes 7.1-7.5 us (docs/BENCHMARKS.md), so the table never picks it.
+constexpr std::size_t kLlMaxBytes = 64 * 1024;
+
 }  // namespace
 
 DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings) {
   if (!channel) return {DeviceAlgorithm::kStaged, DeviceReason::kNoChannel};
   const std::string forced = forcedAlgorithm(settings, Path::kDevice);
-  if (forced == "oneshot") return {DeviceAlgorithm::kOneShot, DeviceReason::kForced};
+  if (forced == "ll" && bytes <= kLlMaxBytes) return {DeviceAlgorithm::kLL, DeviceReason::kForced};
+  if (forced == "oneshot" || forced == "ll") return {DeviceAlgorithm::kOneShot, DeviceReason::kForced};
   if (forced == "twoshot") return {DeviceAlgorithm::kTwoShot, DeviceReason::kForced};
   if (forced == "staged") return {DeviceAlgorithm::kStaged, DeviceReason::kForced};
   for (const OneShotRow& row : kOneShot) {
@@ -54,6 +60,8 @@ DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bo
 
 const char* deviceAlgorithmName(DeviceAlgorithm algorithm) {
   switch (algorithm) {
+    case DeviceAlgorithm::kLL:
+      return "ll";
     case DeviceAlgorithm::kOneShot:
       return "oneshot";
     case DeviceAlgorithm::kTwoShot:
@@ -73,6 +81,9 @@ std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes
       return "staged: the GPUs cannot reach each other's memory (see the log line of the P2P probe)";
     case DeviceReason::kTable:
       break;
+  }
+  if (choice.algorithm == DeviceAlgorithm::kLL) {
+    return strCat("ll: ", bytes, " B <= ", kLlMaxBytes, " B: latency-bound; data and flag travel in one store");
   }
   if (choice.algorithm == DeviceAlgorithm::kOneShot) {
     return ranks <= 2 ? strCat("oneshot: 2 GPUs over ", link,

@@ -9,7 +9,7 @@
 
 namespace braid::tuning {
 
-enum class DeviceAlgorithm { kOneShot, kTwoShot, kStaged };
+enum class DeviceAlgorithm { kLL, kOneShot, kTwoShot, kStaged };
 
 enum class DeviceReason { kForced, kNoChannel, kTable };
 

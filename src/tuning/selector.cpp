@@ -10,8 +10,8 @@ struct Named {
   const char* name;
   Path path;
 };
-constexpr Named kAlgorithms[] = {{"direct", Path::kHost},   {"rsag", Path::kHost},    {"oneshot", Path::kDevice},
-                                 {"twoshot", Path::kDevice}, {"staged", Path::kDevice}};
+constexpr Named kAlgorithms[] = {{"direct", Path::kHost},    {"rsag", Path::kHost},      {"ll", Path::kDevice},
+                                 {"oneshot", Path::kDevice}, {"twoshot", Path::kDevice}, {"staged", Path::kDevice}};
 
 }  // namespace
 
@@ -30,7 +30,7 @@ std::string forcedAlgorithm(const Settings& settings, Path path) {
     }
     if (!known) {
       fail(ErrorCode::kInvalidArgument, {}, "BRAID_ALGO='", settings.algo, "': '", name,
-           "' is not an algorithm (direct, rsag, oneshot, twoshot, staged)");
+           "' is not an algorithm (direct, rsag, ll, oneshot, twoshot, staged)");
     }
     if (comma == std::string::npos) break;
     start = comma + 1;

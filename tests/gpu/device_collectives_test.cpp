@@ -127,7 +127,8 @@ TEST_P(DeviceReductions, AllreduceOn4RanksOver2Gpus) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions, ::testing::Values("oneshot", "twoshot"),
+// ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path.
+INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions, ::testing::Values("ll", "oneshot", "twoshot", "staged"),
                          [](const auto& info) { return info.param; });
 
 TEST(DeviceCollectives, ReduceAndReduceScatterEveryTypeAndOpOn2Gpus) {

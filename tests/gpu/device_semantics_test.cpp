@@ -185,6 +185,25 @@ TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
   EXPECT_EQ(results[0], "");
 }
 
+TEST(DeviceSemantics, WithoutAUsableChannelDeviceBuffersAreStagedThroughHostMemory) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  Settings settings = deviceSettings();
+  settings.cudaWorkspaceBytes = 4096;  // too small for a channel: every rank falls back to staging, together
+  const auto results = runOnGpus(2, 2, settings, [](Communicator& c, cudaStream_t s) {
+    for (std::size_t n : {std::size_t{5}, std::size_t{300007}}) {
+      DeviceBytes buf(n * 4);
+      const auto in = ramp(n, c.rank());
+      upload(buf.get(), in.data(), n * 4, s);
+      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      std::vector<float> got(n);
+      download(got.data(), buf.get(), n * 4, s);
+      requireFloats(got, rampSum(n, c.size()), "staged, count " + std::to_string(n));
+    }
+    require(!c.asyncError().has_value(), "no asynchronous error on the staged path");
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
 TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   // Threads: this test's process uses CUDA itself (it forks nothing after this).

@@ -110,6 +110,8 @@ TEST(CAbi, NullCommIsInvalidArgumentNamingTheCall) {
   int rank = -1;
   EXPECT_EQ(braid_comm_rank(nullptr, &rank), BRAID_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(braid_group(nullptr, nullptr, 0), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(braid_comm_set_stream(nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(braid_last_error(), "braid_comm_set_stream"), nullptr) << braid_last_error();
   EXPECT_EQ(braid_comm_destroy(nullptr), BRAID_SUCCESS);
 }
 
@@ -535,4 +537,12 @@ TEST(CAbi, ThreeProcessesRefusalOnOneRankFailsThePeersFast) {
       },
       30);
   EXPECT_EQ(braid::testing::failures(results), "");
+}
+
+// A handle's stream applies to its later calls; the null stream (the default) leaves host calls untouched.
+TEST_F(CAbiSingle, SetStreamTakesTheNullStreamAndHostCallsStillRun) {
+  ASSERT_EQ(braid_comm_set_stream(comm_, nullptr), BRAID_SUCCESS) << braid_last_error();
+  int value = 7;
+  ASSERT_EQ(braid_allreduce(&value, &value, 1, BRAID_INT32, BRAID_SUM, comm_), BRAID_SUCCESS) << braid_last_error();
+  EXPECT_EQ(value, 7);
 }

@@ -1,4 +1,5 @@
-// `braid bench [COLLECTIVE]`: nccl-tests-style sweeps of braid, with Gloo and Open MPI side by side.
+// `braid bench [COLLECTIVE]`: nccl-tests-style sweeps of braid, with Gloo and Open MPI side by side (host buffers)
+// or NCCL (--mem device, through braid-bench-device).
 //
 // Started by a launcher (braid run, torchrun, mpirun, srun), it is one rank of that job. Otherwise it is the
 // orchestrator: it starts --nranks local ranks of itself (each writes nothing but rank 0's rows), then runs the peers
@@ -133,6 +134,44 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
   }
 }
 
+// --mem device: one process per GPU (braid-bench-device), braid and NCCL in the same processes.
+int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
+  bool withNccl = false;
+  for (const auto& p : split(a.compare)) {
+    if (p != "nccl") fail(ErrorCode::kInvalidArgument, {}, "--compare ", p, " with --mem device: only nccl");
+    withNccl = true;
+  }
+  std::vector<BenchRow> rows;
+  for (const auto& coll : collectivesOf(collective)) {
+    if (coll == "gather" || coll == "scatter" || coll == "sendrecv") {
+      std::fprintf(stderr, "braid bench: --mem device does not sweep %s yet; skipped\n", coll.c_str());
+      continue;
+    }
+    BenchOptions o = a.options;
+    o.collective = coll;
+    auto part = runDeviceSweep(o, a.nranks, withNccl);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  if (withNccl) printComparison(stdout, rows, {"nccl"});
+  if (!a.json.empty()) {
+    writeResults(a.json, meta(a), rows);
+    std::printf("# results: %s\n", a.json.c_str());
+  }
+  if (!a.plot.empty()) {
+    plotBusbw(a.plot, rows, "braid bench " + collective + " (device buffers), " + machineDescription());
+    std::printf("# plot: %s\n", a.plot.c_str());
+  }
+  int status = 0;
+  for (const auto& r : rows) {
+    if (r.wrong > 0) {
+      std::fprintf(stderr, "braid bench: %s %s at %zu bytes: %ld wrong elements\n", r.impl.c_str(),
+                   r.collective.c_str(), r.bytes, r.wrong);
+      status = 3;
+    }
+  }
+  return status;
+}
+
 int usableCores() {
   cpu_set_t set;
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
@@ -231,9 +270,10 @@ void addBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("-r,--root", o.root, "root rank")->capture_default_str();
   cmd->add_flag("--inplace", o.inplace, "in-place operation");
-  cmd->add_option("--mem", o.mem, "host (device arrives with the GPU path)")->capture_default_str();
+  cmd->add_option("--mem", o.mem, "host, or device (GPU buffers, one process per GPU; --compare nccl)")
+      ->capture_default_str();
   cmd->add_option("--nranks", args->nranks, "local ranks to start when not run by a launcher (default: cores, 2..8)");
-  cmd->add_option("--compare", args->compare, "peers to run the same sweep with: gloo,mpi");
+  cmd->add_option("--compare", args->compare, "peers to run the same sweep with: gloo,mpi (host), nccl (device)");
   cmd->add_option("--json", args->json, "write all rows as JSON");
   cmd->add_option("--plot", args->plot, "write busbw vs size as a PNG (needs gnuplot)");
   cmd->add_option("--rows-out", args->rowsOut, "(internal) where rank 0 leaves its rows")->group("");
@@ -244,14 +284,22 @@ void addBenchCommand(CLI::App& app) {
       a.options.minBytes = bytesArg(a.minText, "-b");
       a.options.maxBytes = bytesArg(a.maxText, "-e");
       a.options.check = a.checkFlag != 0;
-      if (a.options.mem != "host") {
-        fail(ErrorCode::kUnavailable, {}, "--mem ", a.options.mem, ": only host memory is measured so far");
+      if (a.options.mem != "host" && a.options.mem != "device") {
+        fail(ErrorCode::kInvalidArgument, {}, "--mem ", a.options.mem, ": host or device");
       }
       if (a.options.minBytes > a.options.maxBytes) {
         fail(ErrorCode::kInvalidArgument, {}, "-b ", a.options.minBytes, " is larger than -e ", a.options.maxBytes);
       }
       a.options.collective = *collective;
-      setExitStatus(inLaunchedJob() ? runAsRank(a, *collective) : orchestrate(a, *collective));
+      if (a.options.mem == "device") {
+        if (inLaunchedJob()) {
+          fail(ErrorCode::kInvalidArgument, {}, "--mem device starts one process per GPU itself: run braid bench ",
+               "without a launcher");
+        }
+        setExitStatus(orchestrateDevice(a, *collective));
+      } else {
+        setExitStatus(inLaunchedJob() ? runAsRank(a, *collective) : orchestrate(a, *collective));
+      }
     } catch (const std::exception& e) {
       std::fprintf(stderr, "braid bench: %s\n", e.what());
       setExitStatus(2);

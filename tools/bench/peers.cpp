@@ -352,4 +352,34 @@ std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& optio
   return rows;
 }
 
+std::vector<BenchRow> runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl) {
+  const std::string peer = withNccl ? "nccl" : "device";
+  const std::string dir = peerDriverDir();
+  const std::string driver = dir + "/braid-bench-device";
+  if (::access(driver.c_str(), X_OK) != 0) {
+    failPeer(peer, "braid-bench-device is not in " + dir + ": braid was built without CUDA (nvcc not found)");
+  }
+  TempDir tmp(peer);
+  const std::string json = tmp.path() + "/rows.json";
+  std::vector<std::string> argv = {driver};
+  for (const auto& f : driverFlags(options, json)) argv.push_back(f);
+  argv.insert(argv.end(), {"--impl", withNccl ? "braid,nccl" : "braid"});
+  if (ranks > 0) argv.insert(argv.end(), {"--nranks", std::to_string(ranks)});
+  std::vector<char*> args = pointers(argv);
+  std::fflush(stdout);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  if (pid < 0) failPeer(peer, std::string("cannot fork: ") + std::strerror(errno));
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    failPeer(peer, "braid-bench-device ended with " + statusText(status));
+  return readResults(json);
+}
+
 }  // namespace braid::tools

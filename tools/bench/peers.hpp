@@ -14,6 +14,12 @@ namespace braid::tools {
 /// mpirun missing; the driver failing: its exit status and the last lines of its stderr).
 std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& options, int ranks);
 
+/// `braid bench --mem device`: braid-bench-device (bench/device_bench.cpp) runs the sweep on GPU buffers with braid
+/// and, when `withNccl`, NCCL in the same processes (one per GPU when `ranks` is 0), printing its table on this
+/// process's stdout as it goes; returns every row. Throws std::runtime_error when the driver is missing (braid
+/// built without CUDA) or fails.
+std::vector<BenchRow> runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl);
+
 /// Where runPeer() looks for braid-bench-gloo and braid-bench-mpi: $BRAID_BENCH_DIR when set, else the directory
 /// of the running executable (the build's bin/, or the install's bindir).
 std::string peerDriverDir();

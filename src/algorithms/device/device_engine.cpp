@@ -195,6 +195,7 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
                           const char* algorithm) {
   p.ch = channel_->channel();
   p.ch.timeoutNs = static_cast<std::uint64_t>(std::min(env.timeoutSeconds, 1e9) * 1e9);
+  if (p.kind == CollectiveKind::kAllreduceLL) return launchLL(p, kernel, unitBytes, env);
   const std::size_t lanes = 16 / unitBytes;
   const std::size_t slotUnits = channel_->slotBytes() / unitBytes / lanes * lanes;
   p.roundUnits = p.kind == CollectiveKind::kAllreduceTwoShot ? slotUnits * static_cast<std::size_t>(size_) : slotUnits;
@@ -203,6 +204,21 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
   if (p.kind == CollectiveKind::kAllreduceTwoShot) windowBytes /= static_cast<std::size_t>(size_);
   const int blocks = tuning::deviceBlocks(windowBytes, cuda::kernels::kMaxCollectiveBlocks, settings_);
 
+  enqueue(p, kernel, blocks, windowBytes, env, algorithm);
+}
+
+void DeviceEngine::launchLL(CollectiveParams p, const void* kernel, std::size_t unitBytes, const host::OpEnv& env) {
+  // One round; a thread per 8-byte line, one block per 512 lines, at most 16 blocks.
+  p.roundUnits = p.count;
+  p.rounds = 1;
+  const std::size_t lines = (p.count * unitBytes + 7) / 8;
+  const int blocks = static_cast<int>(std::clamp<std::size_t>(
+      (lines + cuda::kernels::kCollectiveThreads - 1) / cuda::kernels::kCollectiveThreads, 1, 16));
+  enqueue(p, kernel, blocks, p.count * unitBytes, env, "ll");
+}
+
+void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int blocks, std::size_t windowBytes,
+                           const host::OpEnv& env, const char* algorithm) {
   cudaStream_t stream = streamOf(env);
   // One communicator's kernels must run one after another (each waits for its peers' same kernel): a call on
   // another stream than the previous one waits for it.
@@ -216,7 +232,7 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
             strCat(env.context.op, " on device buffers: cuda_ipc/", algorithm, ", ", blocks, " blocks, ", p.rounds,
                    " round(s) of up to ", windowBytes, " B per block group (first call; later ones log nothing)"));
   }
-  void* args[] = {&p};
+  void* args[] = {const_cast<CollectiveParams*>(&p)};
   const cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)),
                                               dim3(cuda::kernels::kCollectiveThreads), args, 0, stream);
   if (status != cudaSuccess) (void)cudaGetLastError();

@@ -69,6 +69,12 @@ class DeviceEngine final : public host::Engine {
   /// launches `kernel` on the call's stream.
   void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
               const char* algorithm);
+  /// The LL allreduce: one round, a thread per 8-byte line.
+  void launchLL(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes,
+                const host::OpEnv& env);
+  /// Orders the call after this communicator's previous one and launches it on the call's stream.
+  void enqueue(const cuda::kernels::CollectiveParams& params, const void* kernel, int blocks, std::size_t windowBytes,
+               const host::OpEnv& env, const char* algorithm);
   /// Scales `count` elements of src by op's pre-multiplier into device scratch memory (or dst when given); returns
   /// where the scaled copy is.
   const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,

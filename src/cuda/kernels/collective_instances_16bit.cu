@@ -5,7 +5,7 @@
 
 namespace braid::cuda::kernels::detail {
 
-template const void* reducingKernelForType<__half>(DeviceOp);
-template const void* reducingKernelForType<__nv_bfloat16>(DeviceOp);
+template const void* reducingKernelForType<__half>(DeviceOp, bool);
+template const void* reducingKernelForType<__nv_bfloat16>(DeviceOp, bool);
 
 }  // namespace braid::cuda::kernels::detail

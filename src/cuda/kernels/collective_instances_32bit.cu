@@ -5,8 +5,8 @@
 
 namespace braid::cuda::kernels::detail {
 
-template const void* reducingKernelForType<std::int32_t>(DeviceOp);
-template const void* reducingKernelForType<std::uint32_t>(DeviceOp);
-template const void* reducingKernelForType<float>(DeviceOp);
+template const void* reducingKernelForType<std::int32_t>(DeviceOp, bool);
+template const void* reducingKernelForType<std::uint32_t>(DeviceOp, bool);
+template const void* reducingKernelForType<float>(DeviceOp, bool);
 
 }  // namespace braid::cuda::kernels::detail

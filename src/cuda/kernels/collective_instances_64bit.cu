@@ -5,8 +5,8 @@
 
 namespace braid::cuda::kernels::detail {
 
-template const void* reducingKernelForType<std::int64_t>(DeviceOp);
-template const void* reducingKernelForType<std::uint64_t>(DeviceOp);
-template const void* reducingKernelForType<double>(DeviceOp);
+template const void* reducingKernelForType<std::int64_t>(DeviceOp, bool);
+template const void* reducingKernelForType<std::uint64_t>(DeviceOp, bool);
+template const void* reducingKernelForType<double>(DeviceOp, bool);
 
 }  // namespace braid::cuda::kernels::detail

@@ -5,8 +5,8 @@
 
 namespace braid::cuda::kernels::detail {
 
-template const void* reducingKernelForType<device::Bool8>(DeviceOp);
-template const void* reducingKernelForType<std::int8_t>(DeviceOp);
-template const void* reducingKernelForType<std::uint8_t>(DeviceOp);
+template const void* reducingKernelForType<device::Bool8>(DeviceOp, bool);
+template const void* reducingKernelForType<std::int8_t>(DeviceOp, bool);
+template const void* reducingKernelForType<std::uint8_t>(DeviceOp, bool);
 
 }  // namespace braid::cuda::kernels::detail

@@ -125,31 +125,31 @@ __global__ void p2pProbeKernel(const Channel ch, std::uint32_t nonce) {
 }  // namespace
 }  // namespace detail
 
-const void* reducingCollectiveKernel(DataType type, DeviceOp op) {
+const void* reducingCollectiveKernel(DataType type, DeviceOp op, bool ll) {
   using detail::reducingKernelForType;
   switch (type) {
     case DataType::kBool:
-      return reducingKernelForType<device::Bool8>(op);
+      return reducingKernelForType<device::Bool8>(op, ll);
     case DataType::kInt8:
-      return reducingKernelForType<std::int8_t>(op);
+      return reducingKernelForType<std::int8_t>(op, ll);
     case DataType::kUint8:
-      return reducingKernelForType<std::uint8_t>(op);
+      return reducingKernelForType<std::uint8_t>(op, ll);
     case DataType::kInt32:
-      return reducingKernelForType<std::int32_t>(op);
+      return reducingKernelForType<std::int32_t>(op, ll);
     case DataType::kUint32:
-      return reducingKernelForType<std::uint32_t>(op);
+      return reducingKernelForType<std::uint32_t>(op, ll);
     case DataType::kInt64:
-      return reducingKernelForType<std::int64_t>(op);
+      return reducingKernelForType<std::int64_t>(op, ll);
     case DataType::kUint64:
-      return reducingKernelForType<std::uint64_t>(op);
+      return reducingKernelForType<std::uint64_t>(op, ll);
     case DataType::kFloat16:
-      return reducingKernelForType<__half>(op);
+      return reducingKernelForType<__half>(op, ll);
     case DataType::kBFloat16:
-      return reducingKernelForType<__nv_bfloat16>(op);
+      return reducingKernelForType<__nv_bfloat16>(op, ll);
     case DataType::kFloat32:
-      return reducingKernelForType<float>(op);
+      return reducingKernelForType<float>(op, ll);
     case DataType::kFloat64:
-      return reducingKernelForType<double>(op);
+      return reducingKernelForType<double>(op, ll);
   }
   return nullptr;
 }

@@ -63,9 +63,20 @@ BRAID_HOST_DEVICE constexpr std::size_t slotOffset(int parity, int slot, int nra
          (static_cast<std::size_t>(parity) * static_cast<std::size_t>(nranks + 1) + static_cast<std::size_t>(slot)) *
              slotBytes;
 }
+/// The low-latency (LL) area after the data slots: per parity and sender, lines of 16 bytes that carry 8 bytes of
+/// data and the round's flag twice (NCCL's LL line: each 8-byte half, {4 data bytes, flag}, is stored and loaded
+/// whole), so data and its signal arrive together, with no fence and no separate flag.
+inline constexpr std::size_t kLlMaxBytes = 64 * 1024;  ///< the largest message the LL kernel carries
+inline constexpr std::size_t kLlLineBytes = 16;
+inline constexpr std::size_t kLlSlotBytes = kLlMaxBytes / 8 * kLlLineBytes;
+BRAID_HOST_DEVICE constexpr std::size_t llOffset(int parity, int sender, int nranks, std::size_t slotBytes) {
+  return slotOffset(2, 0, nranks, slotBytes) +
+         (static_cast<std::size_t>(parity) * static_cast<std::size_t>(nranks) + static_cast<std::size_t>(sender)) *
+             kLlSlotBytes;
+}
 /// Workspace bytes for nranks ranks with slots of slotBytes.
 BRAID_HOST_DEVICE constexpr std::size_t workspaceBytes(int nranks, std::size_t slotBytes) {
-  return slotOffset(2, 0, nranks, slotBytes);
+  return llOffset(2, 0, nranks, slotBytes);
 }
 
 /// Device-local state in each rank's own workspace (never written by peers).
@@ -98,6 +109,7 @@ struct Channel {
 };
 
 enum class CollectiveKind : std::uint8_t {
+  kAllreduceLL,       ///< one-shot through LL lines: one round, at most kLlMaxBytes (its own kernel)
   kAllreduceOneShot,  ///< every rank pushes everything to everyone and reduces locally
   kAllreduceTwoShot,  ///< reduce-scatter into inboxes, then each rank pulls the reduced shards
   kReduceScatter,
@@ -110,7 +122,7 @@ enum class CollectiveKind : std::uint8_t {
 };
 
 BRAID_HOST_DEVICE constexpr bool isReduction(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllreduceOneShot || kind == CollectiveKind::kAllreduceTwoShot ||
+  return kind == CollectiveKind::kAllreduceLL || kind == CollectiveKind::kAllreduceOneShot || kind == CollectiveKind::kAllreduceTwoShot ||
          kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kReduce;
 }
 
@@ -135,9 +147,9 @@ static_assert(std::is_trivially_copyable_v<CollectiveParams>, "copied bytewise b
 /// Threads per block of the collective kernels.
 inline constexpr int kCollectiveThreads = 512;
 
-/// The reducing collective kernel for (type, op) (kinds with isReduction), or nullptr where (type, op) has no
-/// kernel. Takes one CollectiveParams.
-const void* reducingCollectiveKernel(DataType type, DeviceOp op);
+/// The reducing collective kernel for (type, op) (kinds with isReduction; `ll`: the LL allreduce kernel, the only
+/// one that runs kAllreduceLL), or nullptr where (type, op) has no kernel. Takes one CollectiveParams.
+const void* reducingCollectiveKernel(DataType type, DeviceOp op, bool ll = false);
 /// The copying collective kernel (the other kinds; units are bytes).
 const void* copyingCollectiveKernel();
 /// The P2P probe kernel: takes (Channel, std::uint32_t nonce); one block writes nonce ^ (rank << 8) ^ peer into
