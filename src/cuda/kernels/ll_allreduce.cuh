@@ -1,0 +1,104 @@
+// The LL allreduce kernel (CollectiveKind::kAllreduceLL), after NCCL's LL protocol: for messages of at most
+// kLlMaxBytes, every 16-byte store carries 8 data bytes and the round's flag twice. Included by
+// collective_kernels.cuh, whose helpers (rounds, failure records) it uses.
+#pragma once
+
+#include <cstdint>
+
+namespace braid::cuda::kernels::detail {
+
+// ---- The LL allreduce: one round, no flags, no fences. Thread i owns lines i, i + stride, ... of the message
+// (8 data bytes each): it stores its line into every peer's LL inbox with the round's flag beside the data, then
+// spins on the same line of its own inboxes until every peer's copy carries this round's flag, and reduces.
+// Nothing is shared between the threads of a block, so nothing waits for anything but the peers' lines.
+
+__device__ __forceinline__ void storeLine(std::byte* at, uint2 data, std::uint32_t flag) {
+  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(at), "r"(data.x), "r"(flag), "r"(data.y),
+               "r"(flag)
+               : "memory");
+}
+
+__device__ __forceinline__ bool loadLine(const std::byte* at, std::uint32_t flag, uint2* data) {
+  std::uint32_t d0, f0, d1, f1;
+  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(d0), "=r"(f0), "=r"(d1), "=r"(f1)
+               : "l"(at)
+               : "memory");
+  *data = make_uint2(d0, d1);
+  return f0 == flag && f1 == flag;
+}
+
+/// Waits for a line of this round from `peer`; false when the wait gave up (recorded).
+__device__ __forceinline__ bool waitLine(const Channel& ch, const std::byte* at, std::uint32_t flag, int peer,
+                                         std::uint64_t round, uint2* data) {
+  if (loadLine(at, flag, data)) return true;
+  const std::uint64_t start = device::globalTimerNs();
+  const WorkspaceState* state = stateOf(ch);
+  for (std::uint32_t polls = 1;; ++polls) {
+    if (loadLine(at, flag, data)) return true;
+    if ((polls & 255u) == 0) {
+      if (device::loadVolatile(ch.abortFlag) != 0) {
+        device::recordFailure(ch, KernelFailure::kAborted, peer, kPhaseA, round);
+        return false;
+      }
+      if (device::loadVolatile(&state->failed) != 0) return false;
+      if (device::globalTimerNs() - start > ch.timeoutNs) {
+        device::recordFailure(ch, KernelFailure::kTimeout, peer, kPhaseA, round);
+        return false;
+      }
+    }
+  }
+}
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kCollectiveThreads) llAllreduceKernel(const CollectiveParams p) {
+  using E = Elem<T>;
+  using Bits = typename E::Bits;
+  using Acc = typename E::Acc;
+  constexpr int kPerLine = static_cast<int>(8 / sizeof(Bits));
+  static_assert(kPerLine >= 1, "elements of at most 8 bytes");
+  const Channel& ch = p.ch;
+  const std::uint64_t base = startRounds(ch);
+  if (base == ~std::uint64_t{0}) return;
+  // Never 0 (what a line never written holds). The flag repeats every 2^32 - 2 rounds, an even period, so a line
+  // could only be mistaken for this round's if nothing rewrote it for ~4 billion collectives.
+  const std::uint32_t flag = 1u + static_cast<std::uint32_t>(base % 0xfffffffeull);
+  const int parity = static_cast<int>(base & 1u);
+  const int n = ch.nranks;
+  const int me = ch.rank;
+  const Bits* send = static_cast<const Bits*>(p.send);
+  Bits* recv = static_cast<Bits*>(p.recv);
+  const std::size_t lines = (p.count + kPerLine - 1) / kPerLine;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  bool ok = true;
+  for (std::size_t line = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < lines && ok;
+       line += stride) {
+    const std::size_t first = line * kPerLine;
+    const int valid = static_cast<int>(min(static_cast<std::size_t>(kPerLine), p.count - first));
+    union {
+      uint2 raw;
+      Bits lane[kPerLine];
+    } mine{}, theirs[kMaxDeviceRanks];
+    for (int j = 0; j < valid; ++j) mine.lane[j] = send[first + j];
+    for (int q = 0; q < n; ++q) {
+      if (q != me) storeLine(ch.ws[q] + llOffset(parity, me, n, ch.slotBytes) + line * kLlLineBytes, mine.raw, flag);
+    }
+    for (int q = 0; q < n && ok; ++q) {
+      if (q == me) {
+        theirs[q].raw = mine.raw;
+      } else {
+        ok = waitLine(ch, ch.ws[me] + llOffset(parity, q, n, ch.slotBytes) + line * kLlLineBytes, flag, q, base,
+                      &theirs[q].raw);
+      }
+    }
+    if (!ok) break;
+    for (int j = 0; j < valid; ++j) {
+      Acc a = E::load(theirs[0].lane[j]);
+      for (int q = 1; q < n; ++q) a = Op::combine(a, E::load(theirs[q].lane[j]));
+      recv[first + j] = E::store(Op::finish(a, p.avgDivisor));
+    }
+  }
+  finishRounds(ch, base, 1, __syncthreads_and(ok ? 1 : 0) != 0);
+}
+
+}  // namespace braid::cuda::kernels::detail

@@ -1,0 +1,78 @@
+// The device path's choices are data (tuning/device_selector): which allreduce kernel by size, ranks and link,
+// what BRAID_ALGO forces on which path, and how many blocks a kernel gets.
+#include "tuning/device_selector.hpp"
+
+#include <gtest/gtest.h>
+
+#include "base/error.hpp"
+#include "tuning/selector.hpp"
+
+namespace braid::tuning {
+namespace {
+
+Settings withAlgo(const std::string& algo) {
+  Settings s;
+  s.algo = algo;
+  s.directMaxBytes = 64 * 1024;
+  return s;
+}
+
+TEST(DeviceSelector, TwoNvlinkGpusTakeOneShotUpTo32MiBThenTwoShot) {
+  const Settings s;
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(32u << 20, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce((32u << 20) + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kTwoShot);
+  // More ranks: one-shot's (n-1)x traffic loses earlier, sooner over PCIe than over NVLink.
+  EXPECT_EQ(chooseDeviceAllreduce(256 * 1024, 4, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(256 * 1024 + 1, 4, true, true, s).algorithm, DeviceAlgorithm::kTwoShot);
+  EXPECT_EQ(chooseDeviceAllreduce(64 * 1024 + 1, 4, false, true, s).algorithm, DeviceAlgorithm::kTwoShot);
+}
+
+TEST(DeviceSelector, NoChannelMeansStagedWhateverWasAsked) {
+  const auto c = chooseDeviceAllreduce(8, 2, true, false, withAlgo("oneshot"));
+  EXPECT_EQ(c.algorithm, DeviceAlgorithm::kStaged);
+  EXPECT_EQ(c.reason, DeviceReason::kNoChannel);
+  EXPECT_NE(explainDeviceAllreduce(c, 8, 2, true).find("staged"), std::string::npos);
+}
+
+TEST(DeviceSelector, BraidAlgoForcesEachPathWithItsOwnNames) {
+  EXPECT_EQ(chooseDeviceAllreduce(1u << 30, 2, true, true, withAlgo("oneshot")).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("twoshot")).algorithm, DeviceAlgorithm::kTwoShot);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("staged")).algorithm, DeviceAlgorithm::kStaged);
+  // ll carries at most 64 KiB: larger messages forced to ll run one-shot.
+  EXPECT_EQ(chooseDeviceAllreduce(64 * 1024, 2, true, true, withAlgo("ll")).algorithm, DeviceAlgorithm::kLL);
+  EXPECT_EQ(chooseDeviceAllreduce(64 * 1024 + 1, 2, true, true, withAlgo("ll")).algorithm, DeviceAlgorithm::kOneShot);
+  // One name per path: a host name leaves the device path to the table, and the other way round.
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("rsag")).reason, DeviceReason::kTable);
+  EXPECT_EQ(forcedAlgorithm(withAlgo("rsag,twoshot"), Path::kHost), "rsag");
+  EXPECT_EQ(forcedAlgorithm(withAlgo("rsag,twoshot"), Path::kDevice), "twoshot");
+  EXPECT_EQ(chooseLocalReduce(8, 4, withAlgo("twoshot")).reason, Reason::kSmall);
+}
+
+TEST(DeviceSelector, AnUnknownAlgorithmNameIsRefusedByName) {
+  try {
+    forcedAlgorithm(withAlgo("direct,threeshot"), Path::kDevice);
+    FAIL() << "threeshot was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("'threeshot' is not an algorithm"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceSelector, BlocksGrowWithTheWindowUpTo64OrTheKnob) {
+  const Settings s;
+  EXPECT_EQ(deviceBlocks(8, 64, s), 1);
+  EXPECT_EQ(deviceBlocks(32 * 1024, 64, s), 1);
+  EXPECT_EQ(deviceBlocks(32 * 1024 + 1, 64, s), 2);
+  EXPECT_EQ(deviceBlocks(1u << 20, 64, s), 32);
+  EXPECT_EQ(deviceBlocks(64u << 20, 64, s), 64);
+  EXPECT_EQ(deviceBlocks(64u << 20, 16, s), 16);
+  Settings forced;
+  forced.cudaBlocks = 8;
+  EXPECT_EQ(deviceBlocks(8, 64, forced), 8);
+  forced.cudaBlocks = 500;
+  EXPECT_EQ(deviceBlocks(8, 64, forced), 64);
+}
+
+}  // namespace
+}  // namespace braid::tuning
