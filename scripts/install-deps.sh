@@ -2,9 +2,10 @@
 # Installs what braid needs to build and test on Debian 12 (run as root). Skips what is already there.
 set -euo pipefail
 # Build: compiler, CMake, OpenSSL, and the header-only CLI11 and nlohmann-json; tests: GoogleTest; the peers that
-# `braid bench --compare` runs: Gloo and Open MPI; `--plot`: gnuplot.
+# `braid bench --compare` runs: Gloo and Open MPI; `--plot`: gnuplot; the PyTorch backend (python/): a venv and
+# Python's headers (torch itself comes from PyPI, see scripts/torch-env.sh).
 packages=(build-essential cmake ninja-build pkg-config libssl-dev libgtest-dev libcli11-dev nlohmann-json3-dev
-  libgloo-dev libopenmpi-dev openmpi-bin gnuplot-nox)
+  libgloo-dev libopenmpi-dev openmpi-bin gnuplot-nox python3 python3-venv python3-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies (Debian 12, as root), builds, and runs every ctest test.
-# BRAID_TEST_LABEL=unit|multirank narrows it; scripts/full-matrix.sh runs the long process matrix.
+# BRAID_TEST_LABEL=unit|multirank|torch narrows it; scripts/full-matrix.sh runs the long process matrix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh
-cd "${BRAID_BUILD_DIR:-build}"
-ctest --output-on-failure -j 2 --timeout 900 ${BRAID_TEST_LABEL:+-L "$BRAID_TEST_LABEL"}
+build=${BRAID_BUILD_DIR:-build}
+(cd "$build" && ctest --output-on-failure -j 2 --timeout 900 ${BRAID_TEST_LABEL:+-L "$BRAID_TEST_LABEL"})
+# The PyTorch backend (python/, tests/torch/): pytest in a venv with PyPI's torch (BRAID_TEST_LABEL=torch alone runs
+# these; BRAID_SKIP_TORCH=1 leaves them out).
+if [ -z "${BRAID_SKIP_TORCH:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = torch ]; }; then
+  python=$(BRAID_BUILD_DIR=$build scripts/torch-env.sh | tail -1)
+  (cd tests/torch && timeout 1200 "$python" -m pytest -q -p no:cacheprovider)
+fi

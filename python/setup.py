@@ -1,0 +1,60 @@
+"""Builds braid_torch against the torch already installed: `pip install --no-build-isolation ./python`.
+
+libbraid comes from the repository: the static library of an existing build (BRAID_BUILD_DIR, else ../build) or,
+when there is none, a fresh CMake build of it; the extension links it whole, so the package needs no libbraid.so.
+"""
+import os
+import subprocess
+
+from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CppExtension
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def cache_value(cache, name):
+    for line in cache.splitlines():
+        if line.startswith(name + ":"):
+            return line.split("=", 1)[1]
+    return ""
+
+
+def braid_library():
+    build = os.environ.get("BRAID_BUILD_DIR") or os.path.join(ROOT, "build")
+    if not os.path.isabs(build):
+        build = os.path.join(ROOT, build)
+    lib = os.path.join(build, "src", "libbraid.a")
+    if not os.path.exists(lib):
+        subprocess.check_call(["cmake", "-S", ROOT, "-B", build, "-DCMAKE_BUILD_TYPE=RelWithDebInfo"])
+        subprocess.check_call(["cmake", "--build", build, "--target", "braid_static", "-j", str(os.cpu_count() or 2)])
+    with open(os.path.join(build, "CMakeCache.txt")) as f:
+        cache = f.read()
+    objects = [lib]
+    if cache_value(cache, "BRAID_WITH_CUDA") == "ON":
+        cudart = cache_value(cache, "CUDA_cudart_static_LIBRARY")
+        if cudart:
+            objects.append(cudart)
+    return objects
+
+
+BRAID_OBJECTS = braid_library()
+
+setup(
+    name="braid_torch",
+    version="0.1.0",
+    description="braid's torch.distributed backend for CPU and CUDA tensors",
+    packages=["braid_torch"],
+    ext_modules=[
+        CppExtension(
+            name="braid_torch._C",
+            sources=[os.path.join("braid_torch", "csrc", f) for f in ("braid_backend.cpp", "module.cpp")],
+            include_dirs=[os.path.join(ROOT, "include")],
+            extra_objects=BRAID_OBJECTS,
+            depends=BRAID_OBJECTS,  # a new libbraid relinks the extension
+            libraries=["crypto", "dl", "rt"],
+            extra_compile_args=["-std=c++20", "-O2"],
+        )
+    ],
+    cmdclass={"build_ext": BuildExtension},
+)

@@ -1,0 +1,159 @@
+"""torch.distributed through backend "braid" (issue 7): every collective on CPU tensors, compared with Gloo's results
+on the same inputs in the same processes; non-contiguous tensors; dtypes braid refuses are named."""
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from conftest import run_ranks
+
+DTYPES = [torch.float32, torch.float64, torch.int32, torch.int64, torch.bfloat16, torch.float16, torch.uint8]
+
+
+def inputs(rank, n, dtype, salt=0):
+    g = torch.Generator().manual_seed(1000 * salt + rank)
+    # Small integers: every sum, product, min and max is exact in every dtype, so braid and Gloo must agree bit
+    # for bit whatever their reduction order.
+    return torch.randint(0, 4, (n,), generator=g).to(dtype)
+
+
+def same(a, b, what):
+    assert a.dtype == b.dtype and torch.equal(a, b), f"{what}: braid {a.tolist()[:8]}... vs gloo {b.tolist()[:8]}..."
+
+
+def every_collective(rank, size, gloo):
+    for dtype in DTYPES:
+        for n in (1, 7, 1000, 65537):
+            tag = f"{dtype} n={n}"
+            ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN]
+            if dtype != torch.uint8:
+                ops.append(dist.ReduceOp.PRODUCT)
+            for op in ops:
+                x = inputs(rank, n, dtype, 1)
+                a, b = x.clone(), x.clone()
+                dist.all_reduce(a, op=op)
+                dist.all_reduce(b, op=op, group=gloo)
+                same(a, b, f"all_reduce {op} {tag}")
+            # broadcast from the last rank
+            a, b = inputs(rank, n, dtype, 2), inputs(rank, n, dtype, 2)
+            dist.broadcast(a, src=size - 1)
+            dist.broadcast(b, src=size - 1, group=gloo)
+            same(a, b, f"broadcast {tag}")
+            # reduce to rank 0
+            a, b = inputs(rank, n, dtype, 3), inputs(rank, n, dtype, 3)
+            dist.reduce(a, dst=0)
+            dist.reduce(b, dst=0, group=gloo)
+            if rank == 0:
+                same(a, b, f"reduce {tag}")
+            # all_gather (list) and all_gather_into_tensor
+            x = inputs(rank, n, dtype, 4)
+            la = [torch.empty_like(x) for _ in range(size)]
+            lb = [torch.empty_like(x) for _ in range(size)]
+            dist.all_gather(la, x)
+            dist.all_gather(lb, x, group=gloo)
+            for r in range(size):
+                same(la[r], lb[r], f"all_gather {tag} block {r}")
+            flat = torch.empty(n * size, dtype=dtype)
+            dist.all_gather_into_tensor(flat, x)
+            same(flat, torch.cat(lb), f"all_gather_into_tensor {tag}")
+            # reduce_scatter_tensor and reduce_scatter (list); Gloo lacks them on CPU: compare with all_reduce
+            big = inputs(rank, n * size, dtype, 5)
+            out = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter_tensor(out, big)
+            ref = big.clone()
+            dist.all_reduce(ref, group=gloo)
+            same(out, ref[rank * n : (rank + 1) * n], f"reduce_scatter_tensor {tag}")
+            out2 = torch.empty(n, dtype=dtype)
+            dist.reduce_scatter(out2, list(big.chunk(size)))
+            same(out2, ref[rank * n : (rank + 1) * n], f"reduce_scatter {tag}")
+            # all_to_all_single, even and uneven splits
+            x = inputs(rank, n * size, dtype, 6)
+            a, b = torch.empty_like(x), torch.empty_like(x)
+            dist.all_to_all_single(a, x)
+            dist.all_to_all_single(b, x, group=gloo)
+            same(a, b, f"all_to_all_single {tag}")
+            # gather and scatter to/from rank 0
+            x = inputs(rank, n, dtype, 7)
+            ga = [torch.empty_like(x) for _ in range(size)] if rank == 0 else None
+            gb = [torch.empty_like(x) for _ in range(size)] if rank == 0 else None
+            dist.gather(x, ga, dst=0)
+            dist.gather(x, gb, dst=0, group=gloo)
+            if rank == 0:
+                for r in range(size):
+                    same(ga[r], gb[r], f"gather {tag} block {r}")
+            parts = [inputs(r, n, dtype, 8) for r in range(size)] if rank == 0 else None
+            sa, sb = torch.empty(n, dtype=dtype), torch.empty(n, dtype=dtype)
+            dist.scatter(sa, parts, src=0)
+            dist.scatter(sb, parts, src=0, group=gloo)
+            same(sa, sb, f"scatter {tag}")
+    dist.barrier()
+
+
+@pytest.mark.parametrize("size", [2, 3])
+def test_every_collective_matches_gloo(size):
+    run_ranks(every_collective, size=size)
+
+
+def uneven_all_to_all_and_p2p(rank, size, gloo):
+    # Rank r sends r + 1 rows to every peer.
+    in_splits = [rank + 1] * size
+    out_splits = [r + 1 for r in range(size)]
+    x = torch.arange(sum(in_splits) * 3, dtype=torch.float32).reshape(-1, 3) + 100 * rank
+    a = torch.empty(sum(out_splits), 3)
+    b = torch.empty(sum(out_splits), 3)
+    dist.all_to_all_single(a, x, out_splits, in_splits)
+    dist.all_to_all_single(b, x, out_splits, in_splits, group=gloo)
+    same(a, b, "uneven all_to_all_single")
+    # all_to_all on lists of different sizes
+    ins = [torch.full((rank + r + 1,), float(rank)) for r in range(size)]
+    outs = [torch.empty(r + rank + 1) for r in range(size)]
+    dist.all_to_all(outs, ins)
+    for r in range(size):
+        same(outs[r], torch.full((r + rank + 1,), float(r)), f"all_to_all from {r}")
+    # send/recv around a ring, and batch_isend_irecv both ways at once
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    out = torch.full((5,), float(rank))
+    got = torch.empty(5)
+    reqs = dist.batch_isend_irecv([dist.P2POp(dist.isend, out, nxt), dist.P2POp(dist.irecv, got, prv)])
+    for req in reqs:
+        req.wait()
+    same(got, torch.full((5,), float(prv)), "batch_isend_irecv")
+    if rank == 0:
+        dist.send(torch.tensor([42.0]), dst=1)
+    elif rank == 1:
+        t = torch.empty(1)
+        dist.recv(t, src=0)
+        same(t, torch.tensor([42.0]), "send/recv")
+
+
+def test_uneven_all_to_all_and_point_to_point():
+    run_ranks(uneven_all_to_all_and_p2p, size=3)
+
+
+def special_cases(rank, size, gloo):
+    # Non-contiguous: a transposed view is reduced in place.
+    base = torch.arange(12, dtype=torch.float32).reshape(3, 4) + rank
+    view = base.t()
+    assert not view.is_contiguous()
+    dist.all_reduce(view)
+    same(base, (torch.arange(12, dtype=torch.float32).reshape(3, 4) * size + sum(range(size))), "non-contiguous")
+    # AVG and PREMUL_SUM
+    x = torch.full((4,), float(rank + 1))
+    dist.all_reduce(x, op=dist.ReduceOp.AVG)
+    same(x, torch.full((4,), sum(range(1, size + 1)) / size), "avg")
+    y = torch.full((4,), 1.0)
+    dist.all_reduce(y, op=dist._make_nccl_premul_sum(2.0))
+    same(y, torch.full((4,), 2.0 * size), "premul_sum")
+    # async_op: the work completes and its future holds the result
+    z = torch.ones(8)
+    work = dist.all_reduce(z, async_op=True)
+    work.wait()
+    same(work.get_future().wait()[0], torch.full((8,), float(size)), "future")
+    # a dtype braid does not carry is named
+    with pytest.raises(RuntimeError, match="Float8_e5m2 are not supported"):
+        dist.broadcast(torch.ones(2).to(torch.float8_e5m2), src=0)
+    dist.barrier()
+
+
+def test_non_contiguous_avg_premul_async_and_refused_dtypes():
+    run_ranks(special_cases, size=2)
