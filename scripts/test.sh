@@ -11,5 +11,5 @@ build=${BRAID_BUILD_DIR:-build}
 # these; BRAID_SKIP_TORCH=1 leaves them out).
 if [ -z "${BRAID_SKIP_TORCH:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = torch ]; }; then
   python=$(BRAID_BUILD_DIR=$build scripts/torch-env.sh | tail -1)
-  (cd tests/torch && timeout 1200 "$python" -m pytest -q -p no:cacheprovider)
+  (cd tests/torch && BRAID_BUILD_DIR=$build timeout 1200 "$python" -m pytest -q -p no:cacheprovider)
 fi

@@ -1,0 +1,43 @@
+"""examples/ddp_train.py runs under torchrun and under braid run, and trains like Gloo does (same seed, same
+losses step by step to float rounding)."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import free_port
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "ddp_train.py")
+
+
+def losses(output):
+    return [float(m) for m in re.findall(r"loss (\d+\.\d+)", output)]
+
+
+def run(cmd, env=None):
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0, f"{' '.join(cmd)} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def torchrun(backend):
+    return run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
+                str(free_port()), EXAMPLE, "--steps", "4", "--backend", backend, "--dim", "64"])
+
+
+def test_ddp_example_under_torchrun_trains_like_gloo():
+    braid, gloo = losses(torchrun("braid")), losses(torchrun("gloo"))
+    assert len(braid) == 4 and len(gloo) == 4
+    assert braid == pytest.approx(gloo, rel=1e-4), f"braid {braid} vs gloo {gloo}"
+
+
+def test_ddp_example_under_braid_run():
+    braid_cmd = os.environ.get("BRAID_CLI") or os.path.join(ROOT, os.environ.get("BRAID_BUILD_DIR", "build"), "bin", "braid")
+    if not os.path.exists(braid_cmd):
+        pytest.skip(f"no braid command at {braid_cmd}")
+    out = run([braid_cmd, "run", "-n", "2", "--", sys.executable, EXAMPLE, "--steps", "3", "--dim", "64"])
+    assert len(losses(out)) == 3, out
