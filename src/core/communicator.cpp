@@ -113,7 +113,9 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         checkBuffer(send, sendCount, type, "send buffer", ctx);
         checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).allgatherv(send, sendCount, recv, recvCounts, displs, type, env); });
+      [=](const host::OpEnv& env) {
+        c->engineFor(route, env).allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
+      });
 }
 
 auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,
@@ -203,7 +205,8 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
 
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
-      "barrier", [](const ErrorContext&) {}, [=](const host::OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
+      "barrier", [](const ErrorContext&) {},
+      [=](const host::OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
 }
 
 auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {

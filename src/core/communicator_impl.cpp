@@ -102,8 +102,7 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
 
 std::optional<Error> CommunicatorImpl::asyncError() const {
   const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire);
-  return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1})
-                : std::nullopt;
+  return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1}) : std::nullopt;
 }
 
 std::int64_t CommunicatorImpl::sequenceNumber() const {

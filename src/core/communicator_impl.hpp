@@ -155,7 +155,7 @@ class CommunicatorImpl {
   const int size_;
   const Settings settings_;
   std::unique_ptr<host::Engine> engine_;
-  std::unique_ptr<host::Engine> deviceEngine_;    // made by the first call on device buffers (in issue order)
+  std::unique_ptr<host::Engine> deviceEngine_;            // made by the first call on device buffers (in issue order)
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   std::shared_ptr<bootstrap::Store> store_;

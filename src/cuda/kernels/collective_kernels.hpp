@@ -122,8 +122,9 @@ enum class CollectiveKind : std::uint8_t {
 };
 
 BRAID_HOST_DEVICE constexpr bool isReduction(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllreduceLL || kind == CollectiveKind::kAllreduceOneShot || kind == CollectiveKind::kAllreduceTwoShot ||
-         kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kReduce;
+  return kind == CollectiveKind::kAllreduceLL || kind == CollectiveKind::kAllreduceOneShot ||
+         kind == CollectiveKind::kAllreduceTwoShot || kind == CollectiveKind::kReduceScatter ||
+         kind == CollectiveKind::kReduce;
 }
 
 /// One collective. Units are elements of the reduction's type for the reducing kinds and bytes for the others.
