@@ -97,6 +97,7 @@ DeviceEngine::~DeviceEngine() {
   }
   if (join_ != nullptr) (void)cudaEventDestroy(join_);
   if (scratch_ != nullptr) (void)cudaFree(scratch_);
+  channelView_.store(nullptr, std::memory_order_release);
   channel_.reset();
 }
 
@@ -127,6 +128,7 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
       noChannelWhy_ = strCat("BRAID_CUDA_WORKSPACE_BYTES=", settings_.cudaWorkspaceBytes, " is too small");
     } else {
       channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, env, &noChannelWhy_);
+      channelView_.store(channel_.get(), std::memory_order_release);
     }
     if (channel_) {
       logLine(LogLevel::kInfo, rank_,
@@ -147,8 +149,9 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
 }
 
 std::optional<Error> DeviceEngine::asyncError(const ErrorContext& ctx) const {
-  if (!channel_) return std::nullopt;
-  const cuda::kernels::KernelError e = channel_->lastError();
+  const DeviceChannel* channel = channelView_.load(std::memory_order_acquire);
+  if (channel == nullptr) return std::nullopt;
+  const cuda::kernels::KernelError e = channel->lastError();
   if (e.code == 0) return std::nullopt;
   const std::string where = strCat("a GPU kernel of this communicator gave up waiting for rank ", e.peer, " (flag ",
                                    e.phase == 0 ? 'A' : 'B', " of round ", e.round, ", block ", e.block, ")");
@@ -168,7 +171,7 @@ void DeviceEngine::abort() {
     std::lock_guard lock(mu_);
     aborted_ = true;
   }
-  if (channel_) channel_->raiseAbort();
+  if (DeviceChannel* channel = channelView_.load(std::memory_order_acquire)) channel->raiseAbort();
 }
 
 // Kernels cannot see a peer process die; the host can (its exit, its heartbeat, its abort). This thread looks

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
@@ -89,7 +90,8 @@ class DeviceEngine final : public host::Engine {
   int device_ = -1;
   bool tried_ = false;
   std::string noChannelWhy_;
-  std::unique_ptr<DeviceChannel> channel_;
+  std::unique_ptr<DeviceChannel> channel_;            // made and used by the thread running calls
+  std::atomic<DeviceChannel*> channelView_{nullptr};  // the same, for abort() and asyncError() from any thread
 
   CUstream_st* lastStream_ = nullptr;
   bool haveLast_ = false;
