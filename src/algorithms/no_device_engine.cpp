@@ -5,11 +5,13 @@
 
 namespace braid::device {
 
-std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool) {
+std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool, DevicePolicy) {
   fail(ErrorCode::kUnavailable, {}, "device buffers need a braid built with CUDA (BRAID_WITH_CUDA=ON)");
 }
 
 void waitForStream(const host::OpEnv&) {}
+
+const char* allreduceKernelName(AllreduceKernel) { return "unavailable"; }
 
 }  // namespace braid::device
 #endif

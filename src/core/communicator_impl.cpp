@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "base/logging.hpp"
 #include "core/work_state.hpp"
+#include "tuning/device_selector.hpp"
 #include "tuning/selector.hpp"
 
 namespace braid::core {
@@ -47,6 +48,32 @@ std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transpor
   };
   return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
+}
+
+// The device engine's choices from tuning's table, as makeLocalEngine does for the host engine.
+device::DevicePolicy devicePolicy(int size, const Settings& settings) {
+  device::DevicePolicy policy;
+  policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel) {
+    switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings).algorithm) {
+      case tuning::DeviceAlgorithm::kLL:
+        return device::AllreduceKernel::kLL;
+      case tuning::DeviceAlgorithm::kOneShot:
+        return device::AllreduceKernel::kOneShot;
+      case tuning::DeviceAlgorithm::kTwoShot:
+        return device::AllreduceKernel::kTwoShot;
+      case tuning::DeviceAlgorithm::kStaged:
+        break;
+    }
+    return device::AllreduceKernel::kStaged;
+  };
+  policy.explain = [size, settings](std::size_t bytes, bool nvlink, bool channel) {
+    return tuning::explainDeviceAllreduce(tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings), bytes,
+                                          size, nvlink);
+  };
+  policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
+    return tuning::deviceBlocks(windowBytes, maxBlocks, settings);
+  };
+  return policy;
 }
 
 }  // namespace
@@ -94,7 +121,8 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
   }
   if (!deviceEngine_) {
     // GPU kernels reach only the GPUs of this host: a communicator over TCP stages its device buffers.
-    deviceEngine_ = device::makeDeviceEngine(*engine_, rank_, size_, settings_, localGroup() != nullptr);
+    deviceEngine_ = device::makeDeviceEngine(*engine_, rank_, size_, settings_, localGroup() != nullptr,
+                                             devicePolicy(size_, settings_));
     deviceEngineView_.store(deviceEngine_.get(), std::memory_order_release);
   }
   return *deviceEngine_;

@@ -37,8 +37,8 @@ constexpr std::size_t kBytesPerBlock = 32 * 1024;
 constexpr int kDefaultMaxBlocks = 64;
 
 // Largest allreduce of the LL kernel (data and flag in one store: no fence, no flag round trip). At most
-// cuda::kernels::kLlMaxBytes, the LL area's size. Only when BRAID_ALGO=ll asks for it: on 2xH200 it took 10.1-10.7 us
-// from 8 B to 8 KiB where one-shot takes 7.1-7.5 us (docs/BENCHMARKS.md), so the table never picks it.
+// cuda::kernels::kLlMaxBytes, the LL area's size. Only when BRAID_ALGO=ll asks for it: the kernel has not run on a
+// GPU yet (docs/BENCHMARKS.md), so the table does not pick it until it is measured against one-shot.
 constexpr std::size_t kLlMaxBytes = 64 * 1024;
 
 }  // namespace

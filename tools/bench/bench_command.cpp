@@ -134,6 +134,27 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
   }
 }
 
+// What an orchestrated run ends with: --json and --plot written, and 3 when any row counted wrong elements.
+int saveAndCheck(const BenchArgs& a, const std::vector<BenchRow>& rows, const std::string& title) {
+  if (!a.json.empty()) {
+    writeResults(a.json, meta(a), rows);
+    std::printf("# results: %s\n", a.json.c_str());
+  }
+  if (!a.plot.empty()) {
+    plotBusbw(a.plot, rows, title);
+    std::printf("# plot: %s\n", a.plot.c_str());
+  }
+  int status = 0;
+  for (const auto& r : rows) {
+    if (r.wrong > 0) {
+      std::fprintf(stderr, "braid bench: %s %s at %zu bytes: %ld wrong elements\n", r.impl.c_str(),
+                   r.collective.c_str(), r.bytes, r.wrong);
+      status = 3;
+    }
+  }
+  return status;
+}
+
 // --mem device: one process per GPU (braid-bench-device), braid and NCCL in the same processes.
 int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
   bool withNccl = false;
@@ -153,23 +174,7 @@ int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
     rows.insert(rows.end(), part.begin(), part.end());
   }
   if (withNccl) printComparison(stdout, rows, {"nccl"});
-  if (!a.json.empty()) {
-    writeResults(a.json, meta(a), rows);
-    std::printf("# results: %s\n", a.json.c_str());
-  }
-  if (!a.plot.empty()) {
-    plotBusbw(a.plot, rows, "braid bench " + collective + " (device buffers), " + machineDescription());
-    std::printf("# plot: %s\n", a.plot.c_str());
-  }
-  int status = 0;
-  for (const auto& r : rows) {
-    if (r.wrong > 0) {
-      std::fprintf(stderr, "braid bench: %s %s at %zu bytes: %ld wrong elements\n", r.impl.c_str(),
-                   r.collective.c_str(), r.bytes, r.wrong);
-      status = 3;
-    }
-  }
-  return status;
+  return saveAndCheck(a, rows, "braid bench " + collective + " (device buffers), " + machineDescription());
 }
 
 int usableCores() {
@@ -225,23 +230,9 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     }
   }
   if (!ran.empty()) printComparison(stdout, rows, ran);
-  if (!a.json.empty()) {
-    writeResults(a.json, meta(a), rows);
-    std::printf("# results: %s\n", a.json.c_str());
-  }
-  if (!a.plot.empty()) {
-    plotBusbw(a.plot, rows,
-              "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription());
-    std::printf("# plot: %s\n", a.plot.c_str());
-  }
-  for (const auto& r : rows) {
-    if (r.wrong > 0) {
-      std::fprintf(stderr, "braid bench: %s %s at %zu bytes: %ld wrong elements\n", r.impl.c_str(),
-                   r.collective.c_str(), r.bytes, r.wrong);
-      status = 3;
-    }
-  }
-  return status;
+  const int checked = saveAndCheck(
+      a, rows, "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription());
+  return checked != 0 ? checked : status;
 }
 
 }  // namespace

@@ -13,7 +13,6 @@
 #include "base/logging.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
-#include "tuning/device_selector.hpp"
 
 namespace braid::device {
 
@@ -61,13 +60,27 @@ bool capturing(cudaStream_t stream) {
 }  // namespace
 
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost) {
+                                               bool oneHost, DevicePolicy policy) {
   if (!oneHost) return std::make_unique<StagingEngine>(host, size);
-  return std::make_unique<DeviceEngine>(host, rank, size, settings);
+  return std::make_unique<DeviceEngine>(host, rank, size, settings, std::move(policy));
 }
 
-DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings)
-    : host_(host), staging_(host, size), rank_(rank), size_(size), settings_(settings) {}
+const char* allreduceKernelName(AllreduceKernel kernel) {
+  switch (kernel) {
+    case AllreduceKernel::kLL:
+      return "ll";
+    case AllreduceKernel::kOneShot:
+      return "oneshot";
+    case AllreduceKernel::kTwoShot:
+      return "twoshot";
+    case AllreduceKernel::kStaged:
+      return "staged";
+  }
+  return "?";
+}
+
+DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy)
+    : host_(host), staging_(host, size), rank_(rank), size_(size), settings_(settings), policy_(std::move(policy)) {}
 
 DeviceEngine::~DeviceEngine() {
   {
@@ -104,16 +117,13 @@ DeviceEngine::~DeviceEngine() {
 const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
 
 std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
-  const auto choice =
-      tuning::chooseDeviceAllreduce(bytes, size_, channel_ && channel_->nvlink(), channel_ != nullptr, settings_);
-  if (choice.algorithm == tuning::DeviceAlgorithm::kStaged) return staging_.allreduceAlgorithm(bytes);
-  return strCat("cuda_ipc/", tuning::deviceAlgorithmName(choice.algorithm));
+  const AllreduceKernel kernel = policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr);
+  if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
+  return strCat("cuda_ipc/", allreduceKernelName(kernel));
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
-  const bool nvlink = channel_ && channel_->nvlink();
-  const auto choice = tuning::chooseDeviceAllreduce(bytes, size_, nvlink, channel_ != nullptr, settings_);
-  std::string text = tuning::explainDeviceAllreduce(choice, bytes, size_, nvlink);
+  std::string text = policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr);
   if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
   return text;
 }
@@ -205,7 +215,7 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
   p.rounds = static_cast<std::uint32_t>((p.count + p.roundUnits - 1) / p.roundUnits);
   std::size_t windowBytes = std::min(p.count, p.roundUnits) * unitBytes;
   if (p.kind == CollectiveKind::kAllreduceTwoShot) windowBytes /= static_cast<std::size_t>(size_);
-  const int blocks = tuning::deviceBlocks(windowBytes, cuda::kernels::kMaxCollectiveBlocks, settings_);
+  const int blocks = policy_.blocks(windowBytes, cuda::kernels::kMaxCollectiveBlocks);
 
   enqueue(p, kernel, blocks, windowBytes, env, algorithm);
 }
@@ -272,18 +282,19 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  const auto choice = tuning::chooseDeviceAllreduce(bytes, size_, channel_->nvlink(), true, settings_);
-  if (choice.algorithm == tuning::DeviceAlgorithm::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
+  const AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true);
+  if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
   CollectiveParams p{};
   p.send = premultiplied(send, recv, count, type, op, env);
   p.recv = recv;
   p.count = count;
   p.avgDivisor = size_;
-  p.kind = choice.algorithm == tuning::DeviceAlgorithm::kOneShot ? CollectiveKind::kAllreduceOneShot
-                                                                 : CollectiveKind::kAllreduceTwoShot;
-  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env,
-         tuning::deviceAlgorithmName(choice.algorithm));
+  p.kind = kernel == AllreduceKernel::kLL        ? CollectiveKind::kAllreduceLL
+           : kernel == AllreduceKernel::kOneShot ? CollectiveKind::kAllreduceOneShot
+                                                 : CollectiveKind::kAllreduceTwoShot;
+  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop, kernel == AllreduceKernel::kLL), dataTypeSize(type), env,
+         allreduceKernelName(kernel));
 }
 
 void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,

@@ -27,7 +27,7 @@ namespace braid::device {
 class DeviceEngine final : public host::Engine {
  public:
   /// `host` carries the connection's setup and the staged calls; it outlives this engine.
-  DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings);
+  DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy);
   ~DeviceEngine() override;
 
   const char* transportName() const override;
@@ -87,6 +87,7 @@ class DeviceEngine final : public host::Engine {
   const int rank_;
   const int size_;
   const Settings settings_;
+  const DevicePolicy policy_;
   int device_ = -1;
   bool tried_ = false;
   std::string noChannelWhy_;

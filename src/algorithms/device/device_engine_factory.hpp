@@ -2,17 +2,34 @@
 // buffers are refused with kUnavailable and host calls never touch a stream.
 #pragma once
 
+#include <cstddef>
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "algorithms/host/engine.hpp"
 #include "base/config.hpp"
 
 namespace braid::device {
 
+/// The allreduce kernels of the device engine.
+enum class AllreduceKernel { kLL, kOneShot, kTwoShot, kStaged };
+/// "ll", "oneshot", "twoshot", "staged".
+const char* allreduceKernelName(AllreduceKernel kernel);
+
+/// The device engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning):
+/// `allreduce` and `explain` take the message size, whether every pair of GPUs is joined by NVLink and whether the
+/// kernels can run at all (a channel exists); `blocks` sizes a kernel's grid for a round of `windowBytes`.
+struct DevicePolicy {
+  std::function<AllreduceKernel(std::size_t bytes, bool nvlink, bool channel)> allreduce;
+  std::function<std::string(std::size_t bytes, bool nvlink, bool channel)> explain;
+  std::function<int(std::size_t windowBytes, int maxBlocks)> blocks;
+};
+
 /// The engine for calls on device (or managed) buffers, over `host` (which outlives it). `oneHost`: every rank
 /// runs on this host, so the GPU kernels may connect them; else device buffers are staged through `host`.
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost);
+                                               bool oneHost, DevicePolicy policy);
 
 /// Waits for the work queued on env.stream so far (nothing when it is null): host-buffer calls made with a stream
 /// start after it.

@@ -85,13 +85,14 @@ void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, D
 
 void StagingEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                            const host::OpEnv& env) {
+  // recv is significant at the root only: elsewhere it may be anything, and nothing is written there.
+  const bool isRoot = env.context.rank == root;
   const std::size_t bytes = count * dataTypeSize(type);
   std::byte* in = buffer(0, bytes);
-  std::byte* out = send == recv ? in : buffer(1, bytes);
+  std::byte* out = !isRoot ? nullptr : send == recv ? in : buffer(1, bytes);
   copyAndWait(in, send, bytes, env);
-  const bool rooted = recv != nullptr;
-  host_.reduce(in, rooted ? out : nullptr, count, type, op, root, env);
-  if (rooted) copyAndWait(recv, out, bytes, env);
+  host_.reduce(in, out, count, type, op, root, env);
+  if (isRoot) copyAndWait(recv, out, bytes, env);
 }
 
 void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
