@@ -4,7 +4,7 @@
 // NCCL is libnccl.so.2 loaded at run time (BRAID_NCCL_LIBRARY, the loader's path, the CUDA toolkit or the torch
 // wheel), so braid builds and runs where there is none. Results are checked exactly after the timed loops.
 //
-// Usage: braid-bench-device [driver flags, see braid-bench-mpi --help] --nranks N [--impl braid,nccl]
+// Usage: braid-bench-device [driver flags, see braid-bench-mpi --help] --nranks N [--impl braid,nccl] [--graph]
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -274,34 +275,62 @@ Call ncclCall(const Nccl& nc, ncclComm_t comm, const Setup& s) {
   throw std::invalid_argument(std::string(kProgram) + ": no device sweep of " + coll);
 }
 
-// nccl-tests' loops, timed on the stream with events; the slowest rank's time per call of the median loop.
-double timeCalls(const BenchOptions& o, const Call& call, cudaStream_t stream, braid::Communicator& host) {
+// nccl-tests' loops, timed on the stream with events; the slowest rank's time per call of the median loop. With
+// `graph`, the loop of calls is captured once into a CUDA graph and each repetition launches it: what the kernels
+// cost without the host's per-call work. `issueUs` gets the host's time per call of the median loop (how long a
+// call takes to return), which bounds the stream rows from below when the GPU waits for the host.
+struct Timing {
+  double seconds = 0;
+  double issueUs = 0;
+};
+
+Timing timeCalls(const BenchOptions& o, const Call& call, cudaStream_t stream, braid::Communicator& host, bool graph) {
   for (int i = 0; i < o.warmup; ++i) call(stream);
   check(cudaStreamSynchronize(stream), "warm-up");
+  cudaGraphExec_t exec = nullptr;
+  if (graph) {
+    cudaGraph_t g = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    for (int i = 0; i < o.iterations; ++i) call(stream);
+    check(cudaStreamEndCapture(stream, &g), "cudaStreamEndCapture");
+    check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+    check(cudaGraphDestroy(g), "cudaGraphDestroy");
+    check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch (warm-up)");
+    check(cudaStreamSynchronize(stream), "graph warm-up");
+  }
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
-  std::vector<double> loops;
+  std::vector<std::pair<double, double>> loops;  // (seconds per call, host microseconds per call)
   for (int rep = 0; rep < std::max(o.repetitions, 3); ++rep) {
     host.barrier();
     check(cudaEventRecord(start, stream), "record");
-    for (int i = 0; i < o.iterations; ++i) call(stream);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (exec != nullptr) {
+      check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch");
+    } else {
+      for (int i = 0; i < o.iterations; ++i) call(stream);
+    }
+    const double issue = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                         std::max(o.iterations, 1);
     check(cudaEventRecord(stop, stream), "record");
     check(cudaEventSynchronize(stop), "sync");
     float ms = 0;
     check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     double seconds = ms / 1e3 / std::max(o.iterations, 1);
     host.allreduce(&seconds, &seconds, 1, braid::DataType::kFloat64, braid::ReduceKind::kMax);
-    loops.push_back(seconds);
+    loops.emplace_back(seconds, issue);
   }
   (void)cudaEventDestroy(start);
   (void)cudaEventDestroy(stop);
+  if (exec != nullptr) check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   std::sort(loops.begin(), loops.end());
-  return loops[loops.size() / 2];
+  const auto& median = loops[loops.size() / 2];
+  return {median.first, median.second};
 }
 
 int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
-            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls) {
+            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, bool graphs) {
   check(cudaSetDevice(me % gpus), "cudaSetDevice");
   auto comm = braid::Communicator::create(id, me, n);
   cudaStream_t stream;
@@ -327,19 +356,25 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     for (std::size_t bytes : sizes) {
       s.count = bytes / esz;
       const Call call = impl == "nccl" ? ncclCall(nccl, ncomm, s) : braidCall(*comm, s);
-      fill(s, stream);
-      const double seconds = timeCalls(o, call, stream, *comm);
-      long wrong = -1;
-      if (o.check) {
+      for (const bool graph : {false, true}) {
+        if (graph && !graphs) continue;
         fill(s, stream);
-        call(stream);
-        wrong = wrongElements(s, stream);
-        comm->allreduce(&wrong, &wrong, 1, braid::DataType::kInt64, braid::ReduceKind::kSum);
+        const Timing timing = timeCalls(o, call, stream, *comm, graph);
+        long wrong = -1;
+        if (o.check) {
+          fill(s, stream);
+          call(stream);
+          wrong = wrongElements(s, stream);
+          comm->allreduce(&wrong, &wrong, 1, braid::DataType::kInt64, braid::ReduceKind::kSum);
+        }
+        BenchRow row = braid::bench::makeRow(graph ? impl + "+graph" : impl, o, n, bytes, timing.seconds, wrong);
+        row.mem = "device";
+        if (me == 0) {
+          braid::bench::printRow(row);
+          if (!graph) std::printf("#   %s issues a call in %.2f us on the host\n", impl.c_str(), timing.issueUs);
+        }
+        rows.push_back(row);
       }
-      BenchRow row = braid::bench::makeRow(impl, o, n, bytes, seconds, wrong);
-      row.mem = "device";
-      if (me == 0) braid::bench::printRow(row);
-      rows.push_back(row);
     }
     if (ncomm) checkNccl(nccl, nccl.commDestroy(ncomm), "ncclCommDestroy");
     ncomm = nullptr;
@@ -361,11 +396,14 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
 int main(int argc, char** argv) {
   int n = 0;  // 0: one rank per GPU
   std::vector<std::string> impls = {"braid", "nccl"};
+  bool graphs = false;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--nranks" && i + 1 < argc) {
       n = std::atoi(argv[++i]);
+    } else if (a == "--graph") {
+      graphs = true;
     } else if (a == "--impl" && i + 1 < argc) {
       impls.clear();
       std::string list = argv[++i];
@@ -391,7 +429,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.help) {
-    std::printf("%s  plus --nranks N --impl braid,nccl\n", braid::bench::driverUsage(kProgram).c_str());
+    std::printf("%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph)\n", braid::bench::driverUsage(kProgram).c_str());
     return 0;
   }
   // The GPU count, asked in a child: this process forks the ranks and must not hold a CUDA context itself.
@@ -443,7 +481,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error("no NCCL id from rank 0");
           }
         }
-        rc = runRank(id, ncclId, n, r, gpus, args, impls);
+        rc = runRank(id, ncclId, n, r, gpus, args, impls, graphs);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
       }

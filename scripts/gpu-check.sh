@@ -183,15 +183,15 @@ if wants bench-device; then
     export NCCL_NVLS_ENABLE=0
     for spec in ${DEVICE_BENCH:-allreduce:float32 allreduce:bfloat16 allgather:float32 reducescatter:float32}; do
       coll=${spec%%:*} dtype=${spec##*:}
-      json=$logs/nvlink-$coll-$dtype-$(date +%F).json
+      json=$logs/nvlink-$coll-$dtype${DEVICE_TAG:+-$DEVICE_TAG}-$(date +%F).json
       if "$build/bin/braid-bench-device" --nranks "${DEVICE_RANKS:-2}" --collective "$coll" -d "$dtype" \
-          -b "${DEVICE_MIN:-8}" -e "${DEVICE_MAX:-1G}" -f "${DEVICE_FACTOR:-2}" -n "${DEVICE_ITERS:-20}" -w 5 --reps 3 --json "$json" \
-          >"$logs/bench-device-$coll-$dtype.txt" 2>&1; then
+          -b "${DEVICE_MIN:-8}" -e "${DEVICE_MAX:-1G}" -f "${DEVICE_FACTOR:-2}" -n "${DEVICE_ITERS:-20}" -w 5 --reps 3 --json "$json" ${DEVICE_EXTRA:-} \
+          >"$logs/bench-device-$coll-$dtype${DEVICE_TAG:+-$DEVICE_TAG}.txt" 2>&1; then
         log "bench-device $coll $dtype: $json"
       else
         failed+=("bench-device $coll $dtype")
         log "bench-device $coll $dtype FAILED:"
-        tail -20 "$logs/bench-device-$coll-$dtype.txt"
+        tail -20 "$logs/bench-device-$coll-$dtype${DEVICE_TAG:+-$DEVICE_TAG}.txt"
       fi
     done
   else

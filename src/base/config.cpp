@@ -31,13 +31,18 @@ const std::vector<KnobRow>& rows() {
        &Settings::algo},
       // 0: the table in tuning/device_selector.cpp sizes each kernel's grid.
       {{"BRAID_CUDA_BLOCKS", KnobType::kInt, "0",
-        "thread blocks of every GPU collective kernel (1-64); 0 lets braid choose by size"},
+        "thread blocks of every GPU collective kernel (1-128); 0 lets braid choose by size"},
        &Settings::cudaBlocks},
       // 64 MiB: two parities of (ranks + 1) slots; with 2 ranks a slot is ~10 MiB, so a round's synchronisation
       // (a few microseconds) is noise against moving it over NVLink (~30 us at 350 GB/s).
       {{"BRAID_CUDA_WORKSPACE_BYTES", KnobType::kBytes, "64M",
         "GPU memory each rank shares with its peers for the collective kernels (inboxes and flags)"},
        &Settings::cudaWorkspaceBytes},
+      // 32 KiB: a block of a one-shot kernel pushes its next chunk while it reduces the one before, so the link
+      // and the reduction overlap; each chunk costs a flag (~1 us, hidden behind the chunk's ~6 us on the link).
+      {{"BRAID_CUDA_CHUNK_BYTES", KnobType::kBytes, "32K",
+        "bytes a block of a one-shot GPU allreduce pushes between two flags (pipelining); 0 pushes its whole piece"},
+       &Settings::cudaChunkBytes},
       {{"BRAID_CPU_ISA", KnobType::kString, "",
         "cap the CPU reduction kernels' instruction set: generic, avx2 or avx512; empty picks the best present"},
        &Settings::isa},

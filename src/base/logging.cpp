@@ -42,6 +42,7 @@ bool logEnabled(LogLevel level) {
 }
 
 void logLine(LogLevel level, int rank, std::string_view message) {
+  if (!logEnabled(level)) return;
   std::string line = "braid";
   if (rank >= 0) line += "[rank " + std::to_string(rank) + "]";
   line += " ";

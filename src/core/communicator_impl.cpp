@@ -73,6 +73,7 @@ device::DevicePolicy devicePolicy(int size, const Settings& settings) {
   policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
     return tuning::deviceBlocks(windowBytes, maxBlocks, settings);
   };
+  policy.chunkBytes = settings.cudaChunkBytes;
   return policy;
 }
 

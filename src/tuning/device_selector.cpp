@@ -30,16 +30,21 @@ constexpr OneShotRow kOneShot[] = {
     {8, false, 64 * 1024},
 };
 
-// Blocks per kernel: one per 32 KiB of a round's window, at least one, at most 64. A block moves a few GB/s of
-// reduced data, so large messages need many: on 2xH200 a bfloat16 allreduce of 8-512 MiB ran 16-27% faster at 64
-// blocks than at 32 (docs/BENCHMARKS.md); 64 is also the most a kernel may have (kMaxCollectiveBlocks).
-constexpr std::size_t kBytesPerBlock = 32 * 1024;
-constexpr int kDefaultMaxBlocks = 64;
+// Blocks per kernel: one per 16 KiB of a round's window, at least one, at most 128. A block keeps only so many
+// stores to a peer in flight, ~5 GB/s over NVLink: on 2xH200 a bfloat16 one-shot allreduce of 8 MiB took 110 us
+// on 16 blocks, 62 on 32 and 44 on 64 (docs/BENCHMARKS.md); 128 is also the most a kernel may have
+// (kMaxCollectiveBlocks).
+constexpr std::size_t kBytesPerBlock = 16 * 1024;
+constexpr int kDefaultMaxBlocks = 128;
 
-// Largest allreduce of the LL kernel (data and flag in one store: no fence, no flag round trip). At most
-// cuda::kernels::kLlMaxBytes, the LL area's size. Only when BRAID_ALGO=ll asks for it: the kernel has not run on a
-// GPU yet (docs/BENCHMARKS.md), so the table does not pick it until it is measured against one-shot.
-constexpr std::size_t kLlMaxBytes = 64 * 1024;
+// The LL kernel (data and flag in one store: no fence, no flag round trip, but twice the bytes on the link).
+// kLlMaxBytes: the largest it carries at all (cuda::kernels::kLlMaxBytes, the LL area's size), under BRAID_ALGO=ll;
+// kLlTableBytes: the largest the table gives it. On 2xH200 (NVLink) LL took 2.9-4.3 us of GPU time per call up to
+// 64 KiB where one-shot took 5.3-8.5, and 9.0 us at 512 KiB where one-shot took 10.2-11.3 (docs/BENCHMARKS.md);
+// With more ranks a rank stores (n - 1) copies of twice its data: 64 KiB until measured. PCIe: unmeasured, the
+// same bounds.
+constexpr std::size_t kLlMaxBytes = 512 * 1024;
+constexpr std::size_t llTableBytes(int ranks) { return ranks <= 2 ? 512 * 1024 : 64 * 1024; }
 
 }  // namespace
 
@@ -50,6 +55,7 @@ DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bo
   if (forced == "oneshot" || forced == "ll") return {DeviceAlgorithm::kOneShot, DeviceReason::kForced};
   if (forced == "twoshot") return {DeviceAlgorithm::kTwoShot, DeviceReason::kForced};
   if (forced == "staged") return {DeviceAlgorithm::kStaged, DeviceReason::kForced};
+  if (bytes <= llTableBytes(ranks)) return {DeviceAlgorithm::kLL, DeviceReason::kTable};
   for (const OneShotRow& row : kOneShot) {
     if (ranks <= row.maxRanks && nvlink == row.nvlink) {
       return {bytes <= row.maxBytes ? DeviceAlgorithm::kOneShot : DeviceAlgorithm::kTwoShot, DeviceReason::kTable};
@@ -83,7 +89,8 @@ std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes
       break;
   }
   if (choice.algorithm == DeviceAlgorithm::kLL) {
-    return strCat("ll: ", bytes, " B <= ", kLlMaxBytes, " B: latency-bound; data and flag travel in one store");
+    return strCat("ll: ", bytes, " B <= ", llTableBytes(ranks),
+                  " B: latency-bound; data and flag travel in one store, with no fence and no flag to wait for");
   }
   if (choice.algorithm == DeviceAlgorithm::kOneShot) {
     return ranks <= 2 ? strCat("oneshot: 2 GPUs over ", link,

@@ -91,19 +91,38 @@ void everyTypeAndOp(const std::function<void(DataType, ReduceKind, std::size_t)>
 
 class DeviceReductions : public ::testing::TestWithParam<std::string> {};
 
+// "oneshot_4k": one-shot with 4 KiB chunks, so that even 1 MiB pipelines through many flags per block.
+Settings settingsFor(const std::string& param) {
+  if (param == "oneshot_4k") {
+    Settings s = deviceSettings("oneshot");
+    s.cudaChunkBytes = 4096;
+    return s;
+  }
+  return deviceSettings(param);
+}
+
 TEST_P(DeviceReductions, AllreduceEveryTypeOpAndSizeOn2Gpus) {
   BRAID_SKIP_WITHOUT_GPUS(2);
-  const auto results = runOnGpus(2, 2, deviceSettings(GetParam()), [](Communicator& c, cudaStream_t s) {
+  const bool ll = GetParam() == "ll";
+  const auto results = runOnGpus(2, 2, settingsFor(GetParam()), [ll](Communicator& c, cudaStream_t s) {
     everyTypeAndOp([&](DataType type, ReduceKind kind, std::size_t count) {
       for (bool inPlace : {false, true}) allreduceCase(c, s, type, kind, count, inPlace);
     });
+    // LL's largest sizes: more lines than threads, so a thread carries several.
+    if (ll) {
+      for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt8, DataType::kFloat64}) {
+        const std::size_t count = ((384u << 10) + 5) / dataTypeSize(type) | 1u;
+        allreduceCase(c, s, type, ReduceKind::kSum, count, false);
+        allreduceCase(c, s, type, ReduceKind::kMax, (512u << 10) / dataTypeSize(type), true);
+      }
+    }
   });
   EXPECT_EQ(testing::failures(results), "");
 }
 
 TEST_P(DeviceReductions, AllreduceOf64MiBOn2Gpus) {
   BRAID_SKIP_WITHOUT_GPUS(2);
-  const auto results = runOnGpus(2, 2, deviceSettings(GetParam()), [](Communicator& c, cudaStream_t s) {
+  const auto results = runOnGpus(2, 2, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
     const std::size_t bytes = 64u << 20;
     for (DataType type : {DataType::kFloat32, DataType::kBFloat16}) {
       allreduceCase(c, s, type, ReduceKind::kSum, bytes / dataTypeSize(type), false);
@@ -115,7 +134,7 @@ TEST_P(DeviceReductions, AllreduceOf64MiBOn2Gpus) {
 
 TEST_P(DeviceReductions, AllreduceOn4RanksOver2Gpus) {
   BRAID_SKIP_WITHOUT_GPUS(2);
-  const auto results = runOnGpus(4, 2, deviceSettings(GetParam()), [](Communicator& c, cudaStream_t s) {
+  const auto results = runOnGpus(4, 2, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
     for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
       for (std::size_t count : {std::size_t{1}, std::size_t{7}, megPlus3(type), (std::size_t{16} << 20) + 3}) {
         for (bool inPlace : {false, true}) allreduceCase(c, s, type, ReduceKind::kSum, count, inPlace);
@@ -128,7 +147,8 @@ TEST_P(DeviceReductions, AllreduceOn4RanksOver2Gpus) {
 }
 
 // ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path.
-INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions, ::testing::Values("ll", "oneshot", "twoshot", "staged"),
+INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions,
+                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged"),
                          [](const auto& info) { return info.param; });
 
 TEST(DeviceCollectives, ReduceAndReduceScatterEveryTypeAndOpOn2Gpus) {

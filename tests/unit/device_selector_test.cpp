@@ -17,12 +17,15 @@ Settings withAlgo(const std::string& algo) {
   return s;
 }
 
-TEST(DeviceSelector, TwoNvlinkGpusTakeOneShotUpTo32MiBThenTwoShot) {
+TEST(DeviceSelector, TwoNvlinkGpusTakeLLUpTo512KiBThenOneShotUpTo32MiBThenTwoShot) {
   const Settings s;
-  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, s).algorithm, DeviceAlgorithm::kLL);
+  EXPECT_EQ(chooseDeviceAllreduce(512 * 1024, 2, true, true, s).algorithm, DeviceAlgorithm::kLL);
+  EXPECT_EQ(chooseDeviceAllreduce(512 * 1024 + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
   EXPECT_EQ(chooseDeviceAllreduce(32u << 20, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
   EXPECT_EQ(chooseDeviceAllreduce((32u << 20) + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kTwoShot);
   // More ranks: one-shot's (n-1)x traffic loses earlier, sooner over PCIe than over NVLink.
+  EXPECT_EQ(chooseDeviceAllreduce(64 * 1024, 4, true, true, s).algorithm, DeviceAlgorithm::kLL);
   EXPECT_EQ(chooseDeviceAllreduce(256 * 1024, 4, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
   EXPECT_EQ(chooseDeviceAllreduce(256 * 1024 + 1, 4, true, true, s).algorithm, DeviceAlgorithm::kTwoShot);
   EXPECT_EQ(chooseDeviceAllreduce(64 * 1024 + 1, 4, false, true, s).algorithm, DeviceAlgorithm::kTwoShot);
@@ -39,9 +42,10 @@ TEST(DeviceSelector, BraidAlgoForcesEachPathWithItsOwnNames) {
   EXPECT_EQ(chooseDeviceAllreduce(1u << 30, 2, true, true, withAlgo("oneshot")).algorithm, DeviceAlgorithm::kOneShot);
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("twoshot")).algorithm, DeviceAlgorithm::kTwoShot);
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("staged")).algorithm, DeviceAlgorithm::kStaged);
-  // ll carries at most 64 KiB: larger messages forced to ll run one-shot.
-  EXPECT_EQ(chooseDeviceAllreduce(64 * 1024, 2, true, true, withAlgo("ll")).algorithm, DeviceAlgorithm::kLL);
-  EXPECT_EQ(chooseDeviceAllreduce(64 * 1024 + 1, 2, true, true, withAlgo("ll")).algorithm, DeviceAlgorithm::kOneShot);
+  // ll carries at most 512 KiB: larger messages forced to ll run one-shot.
+  EXPECT_EQ(chooseDeviceAllreduce(512 * 1024, 2, true, true, withAlgo("ll")).algorithm, DeviceAlgorithm::kLL);
+  EXPECT_EQ(chooseDeviceAllreduce(512 * 1024 + 1, 2, true, true, withAlgo("ll")).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("oneshot")).algorithm, DeviceAlgorithm::kOneShot);
   // One name per path: a host name leaves the device path to the table, and the other way round.
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("rsag")).reason, DeviceReason::kTable);
   EXPECT_EQ(forcedAlgorithm(withAlgo("rsag,twoshot"), Path::kHost), "rsag");
@@ -59,13 +63,13 @@ TEST(DeviceSelector, AnUnknownAlgorithmNameIsRefusedByName) {
   }
 }
 
-TEST(DeviceSelector, BlocksGrowWithTheWindowUpTo64OrTheKnob) {
+TEST(DeviceSelector, BlocksGrowWithTheWindowUpTo128OrTheKnob) {
   const Settings s;
-  EXPECT_EQ(deviceBlocks(8, 64, s), 1);
-  EXPECT_EQ(deviceBlocks(32 * 1024, 64, s), 1);
-  EXPECT_EQ(deviceBlocks(32 * 1024 + 1, 64, s), 2);
-  EXPECT_EQ(deviceBlocks(1u << 20, 64, s), 32);
-  EXPECT_EQ(deviceBlocks(64u << 20, 64, s), 64);
+  EXPECT_EQ(deviceBlocks(8, 128, s), 1);
+  EXPECT_EQ(deviceBlocks(16 * 1024, 128, s), 1);
+  EXPECT_EQ(deviceBlocks(16 * 1024 + 1, 128, s), 2);
+  EXPECT_EQ(deviceBlocks(1u << 20, 128, s), 64);
+  EXPECT_EQ(deviceBlocks(64u << 20, 128, s), 128);
   EXPECT_EQ(deviceBlocks(64u << 20, 16, s), 16);
   Settings forced;
   forced.cudaBlocks = 8;

@@ -13,6 +13,7 @@
 #include "base/logging.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
+#include "cuda/runtime/driver_api.hpp"
 
 namespace braid::device {
 
@@ -216,17 +217,26 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
   std::size_t windowBytes = std::min(p.count, p.roundUnits) * unitBytes;
   if (p.kind == CollectiveKind::kAllreduceTwoShot) windowBytes /= static_cast<std::size_t>(size_);
   const int blocks = policy_.blocks(windowBytes, cuda::kernels::kMaxCollectiveBlocks);
+  if (p.kind == CollectiveKind::kAllreduceOneShot && policy_.chunkBytes != 0) {
+    // Whole 16-byte packs, and never more chunks per block and round than the flags can number.
+    const std::size_t most = static_cast<std::size_t>(cuda::kernels::kFlagsPerRound) - 1;
+    const std::size_t chunk = std::max(policy_.chunkBytes / unitBytes / lanes * lanes, lanes);
+    p.chunkUnits = std::max(chunk, (std::min(p.count, p.roundUnits) + most - 1) / most);
+    p.chunkUnits = (p.chunkUnits + lanes - 1) / lanes * lanes;
+  }
 
   enqueue(p, kernel, blocks, windowBytes, env, algorithm);
 }
 
 void DeviceEngine::launchLL(CollectiveParams p, const void* kernel, std::size_t unitBytes, const host::OpEnv& env) {
-  // One round; a thread per 8-byte line, one block per 512 lines, at most 16 blocks.
+  // One round; a thread per 8-byte line, one block per 512 lines, at most kMaxCollectiveBlocks (a thread then
+  // takes several lines, kLlBatch per trip over the link).
   p.roundUnits = p.count;
   p.rounds = 1;
   const std::size_t lines = (p.count * unitBytes + 7) / 8;
-  const int blocks = static_cast<int>(std::clamp<std::size_t>(
-      (lines + cuda::kernels::kCollectiveThreads - 1) / cuda::kernels::kCollectiveThreads, 1, 16));
+  const int blocks = static_cast<int>(
+      std::clamp<std::size_t>((lines + cuda::kernels::kCollectiveThreads - 1) / cuda::kernels::kCollectiveThreads, 1,
+                              cuda::kernels::kMaxCollectiveBlocks));
   enqueue(p, kernel, blocks, p.count * unitBytes, env, "ll");
 }
 
@@ -245,11 +255,19 @@ void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int bl
             strCat(env.context.op, " on device buffers: cuda_ipc/", algorithm, ", ", blocks, " blocks, ", p.rounds,
                    " round(s) of up to ", windowBytes, " B per block group (first call; later ones log nothing)"));
   }
+  auto found = functions_.find(kernel);
+  if (found == functions_.end()) {
+    cudaFunction_t function = nullptr;
+    checkCuda(cudaGetFuncBySymbol(&function, kernel), "cudaGetFuncBySymbol(collective kernel)");
+    found = functions_.emplace(kernel, function).first;
+  }
   void* args[] = {const_cast<CollectiveParams*>(&p)};
-  const cudaError_t status = cudaLaunchKernel(kernel, dim3(static_cast<unsigned>(blocks)),
-                                              dim3(cuda::kernels::kCollectiveThreads), args, 0, stream);
-  if (status != cudaSuccess) (void)cudaGetLastError();
-  checkCuda(status, strCat("cudaLaunchKernel(", env.context.op, " ", algorithm, ")").c_str());
+  const CUresult status = cuda::driverApi().launchKernel(
+      reinterpret_cast<CUfunction>(found->second), static_cast<unsigned>(blocks), 1, 1,
+      cuda::kernels::kCollectiveThreads, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr);
+  if (status != CUDA_SUCCESS) {
+    cuda::checkDriver(status, strCat("cuLaunchKernel(", env.context.op, " ", algorithm, ")").c_str());
+  }
   lastStream_ = env.stream;
   haveLast_ = true;
 }
@@ -282,7 +300,8 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  const AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true);
+  AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true);
+  if (kernel == AllreduceKernel::kLL && bytes > cuda::kernels::kLlMaxBytes) kernel = AllreduceKernel::kOneShot;
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
   CollectiveParams p{};

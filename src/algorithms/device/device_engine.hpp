@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/device/staging.hpp"
@@ -97,6 +98,9 @@ class DeviceEngine final : public host::Engine {
   CUstream_st* lastStream_ = nullptr;
   bool haveLast_ = false;
   cudaEvent_t join_ = nullptr;
+  // The driver's handle of each kernel launched so far: cuLaunchKernel with it skips the runtime's lookup of the
+  // kernel by address, a good part of a small collective's host time.
+  std::unordered_map<const void*, cudaFunction_t> functions_;
   void* scratch_ = nullptr;
   std::size_t scratchBytes_ = 0;
   std::set<std::string> logged_;

@@ -19,11 +19,13 @@ const char* allreduceKernelName(AllreduceKernel kernel);
 
 /// The device engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning):
 /// `allreduce` and `explain` take the message size, whether every pair of GPUs is joined by NVLink and whether the
-/// kernels can run at all (a channel exists); `blocks` sizes a kernel's grid for a round of `windowBytes`.
+/// kernels can run at all (a channel exists); `blocks` sizes a kernel's grid for a round of `windowBytes`;
+/// `chunkBytes`: what a block of the one-shot kernel pushes between two flags (0: its whole piece at once).
 struct DevicePolicy {
   std::function<AllreduceKernel(std::size_t bytes, bool nvlink, bool channel)> allreduce;
   std::function<std::string(std::size_t bytes, bool nvlink, bool channel)> explain;
   std::function<int(std::size_t windowBytes, int maxBlocks)> blocks;
+  std::size_t chunkBytes = 0;
 };
 
 /// The engine for calls on device (or managed) buffers, over `host` (which outlives it). `oneHost`: every rank

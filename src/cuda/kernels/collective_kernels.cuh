@@ -185,17 +185,17 @@ __device__ __forceinline__ std::uint64_t startRounds(const Channel& ch) {
   return base;
 }
 
-/// The last block to finish advances the round counter (the next kernel on the stream starts after this one
-/// ends, so every block of it reads the new value).
+/// The last block to finish advances the round counter. No fence: the next kernel on the stream starts after this
+/// one ends, which orders every write of this grid before its reads. A failure stops every later kernel of the
+/// channel (startRounds), so the counter's value after one does not matter.
 __device__ __forceinline__ void finishRounds(const Channel& ch, std::uint64_t base, std::uint32_t rounds, bool ok) {
   __syncthreads();
   if (threadIdx.x != 0) return;
   WorkspaceState* state = stateOf(ch);
-  __threadfence();
-  if (atomicAdd(&state->done, 1u) == gridDim.x - 1) {
-    state->done = 0;
-    if (ok && device::loadVolatile(&state->failed) == 0) state->round = base + rounds;
-    __threadfence();
+  // One block (small messages): no other block to wait for, and an atomic costs a round trip to L2.
+  if (gridDim.x == 1 || atomicAdd(&state->done, 1u) == gridDim.x - 1) {
+    if (gridDim.x != 1) state->done = 0;
+    if (ok) state->round = base + rounds;
   }
 }
 
@@ -203,7 +203,7 @@ __device__ __forceinline__ void finishRounds(const Channel& ch, std::uint64_t ba
 struct Round {
   std::uint64_t number;  // global round number t
   int parity;            // which half of the inboxes
-  std::uint64_t flag;    // the flag value of this round: t + 1
+  std::uint64_t flag;    // the flag value of this round's first chunk: t * kFlagsPerRound + 1
   std::size_t w0;        // window start, in units
   std::size_t len;       // window length, in units
   std::size_t span;      // the kernel's first window: how every round is cut into pieces
@@ -212,7 +212,8 @@ struct Round {
 __device__ __forceinline__ Round roundAt(const CollectiveParams& p, std::uint64_t base, std::uint32_t r) {
   const std::uint64_t t = base + r;
   const std::size_t w0 = static_cast<std::size_t>(r) * p.roundUnits;
-  return {t, static_cast<int>(t & 1u), t + 1, w0, min(p.roundUnits, p.count - w0), min(p.roundUnits, p.count)};
+  return {t, static_cast<int>(t & 1u), t * kFlagsPerRound + 1, w0, min(p.roundUnits, p.count - w0),
+          min(p.roundUnits, p.count)};
 }
 
 // ---- The reducing kinds, in elements of T.
@@ -234,19 +235,39 @@ __device__ bool reducingRound(const CollectiveParams& p, const Round& r) {
 
   switch (p.kind) {
     case CollectiveKind::kAllreduceOneShot: {
+      // Pipelined: the block's piece goes in chunks, each with its own flag. The block pushes chunk k + 1 before
+      // it waits for and reduces chunk k, and raises k + 1's flag after that reduction: by then its stores have
+      // drained, so the release costs little, and the link carries k + 1 while the SMs sum k. Every block raises
+      // at least one flag per round, even with an empty piece: its peers' reuse of the inboxes counts on it.
       const Piece piece = pieceOf(r.span, r.len, kLanes);
-      const Bits* mine = send + r.w0 + piece.lo;
-      std::byte* dsts[kMaxDeviceRanks];
-      int nd = 0;
-      for (int q = 0; q < n; ++q) {
-        if (q != me) dsts[nd++] = reinterpret_cast<std::byte*>(inbox(q, me) + piece.lo);
-      }
-      copyToMany(dsts, nd, bytesOf(mine), piece.size() * kSize);
+      const std::size_t chunk = p.chunkUnits != 0 ? p.chunkUnits : max(piece.size(), std::size_t{1});
+      const std::uint32_t chunks =
+          static_cast<std::uint32_t>(max((piece.size() + chunk - 1) / chunk, std::size_t{1}));
+      auto lo = [&](std::uint32_t k) { return piece.lo + k * chunk; };
+      auto len = [&](std::uint32_t k) { return min(chunk, piece.hi - lo(k)); };
+      auto push = [&](std::uint32_t k) {
+        std::byte* dsts[kMaxDeviceRanks];
+        int nd = 0;
+        for (int q = 0; q < n; ++q) {
+          if (q != me) dsts[nd++] = reinterpret_cast<std::byte*>(inbox(q, me) + lo(k));
+        }
+        copyToMany(dsts, nd, bytesOf(send + r.w0 + lo(k)), piece.size() == 0 ? 0 : len(k) * kSize);
+      };
+      push(0);
       __syncthreads();
       signalPeers(ch, kPhaseA, peers, r.flag);
-      if (!waitPeers(ch, kPhaseA, peers, r.flag, r.number)) return false;
-      for (int q = 0; q < n; ++q) srcs[q] = q == me ? mine : inbox(me, q) + piece.lo;
-      reduceRange<T, Op>(recv + r.w0 + piece.lo, nullptr, srcs, n, piece.size(), p.avgDivisor);
+      for (std::uint32_t k = 0; k < chunks; ++k) {
+        if (k + 1 < chunks) push(k + 1);
+        if (!waitPeers(ch, kPhaseA, peers, r.flag + k, r.number)) return false;
+        if (piece.size() != 0) {
+          for (int q = 0; q < n; ++q) srcs[q] = q == me ? send + r.w0 + lo(k) : inbox(me, q) + lo(k);
+          reduceRange<T, Op>(recv + r.w0 + lo(k), nullptr, srcs, n, len(k), p.avgDivisor);
+        }
+        if (k + 1 < chunks) {
+          __syncthreads();
+          signalPeers(ch, kPhaseA, peers, r.flag + k + 1);
+        }
+      }
       return true;
     }
     case CollectiveKind::kAllreduceTwoShot: {

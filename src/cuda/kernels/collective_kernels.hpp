@@ -14,7 +14,8 @@
 //   - every block works on its own piece of the window and waits only for the same block of its peers.
 // Buffer reuse: in every round each rank hears (directly or through the root) from every peer, so when a rank
 // starts round t its peers have finished round t-2; inboxes alternate between two parities by round number.
-// Flags hold round + 1, only ever increase, and are compared with >=, so they are never reset.
+// Flags hold round * kFlagsPerRound + chunk + 1 (a round of the pipelined one-shot allreduce raises one flag per
+// chunk), only ever increase, and are compared with >=, so they are never reset.
 #pragma once
 
 #include <cstddef>
@@ -35,9 +36,11 @@ namespace braid::cuda::kernels {
 
 /// Ranks one channel connects (the GPUs of one NVLink box).
 inline constexpr int kMaxDeviceRanks = 8;
-/// Blocks of one collective kernel. Each waits for the same block of its peers, so all must be resident at
-/// once: 64 is under half an H100/H200's 132 SMs at one 512-thread block per SM.
-inline constexpr int kMaxCollectiveBlocks = 64;
+/// Blocks of one collective kernel. A block waits only for the same block of its peers, and blocks start in
+/// index order, so a grid larger than what fits at once still progresses (the resident blocks of every rank are
+/// a prefix). 128: an SM keeps only so many stores to a peer in flight (~5 GB/s per 512-thread block measured on
+/// H200 over NVLink), so filling the link takes most of an H100/H200's 132 SMs.
+inline constexpr int kMaxCollectiveBlocks = 128;
 /// One flag per 128-byte line: peers writing neighbouring flags never share a line.
 inline constexpr std::size_t kFlagStride = 128;
 inline constexpr int kFlagPhases = 2;  // A: data pushed; B: shard published / round acknowledged
@@ -46,7 +49,7 @@ inline constexpr std::size_t kFlagsBytes =
 inline constexpr std::size_t kStateOffset = kFlagsBytes;
 /// The P2P probe: peer p writes its word at kProbeOffset + p * kFlagStride.
 inline constexpr std::size_t kProbeOffset = kStateOffset + 4096;
-inline constexpr std::size_t kDataOffset = 256 * 1024;
+inline constexpr std::size_t kDataOffset = 512 * 1024;
 static_assert(kProbeOffset + kMaxDeviceRanks * kFlagStride <= kDataOffset, "control area fits before the data");
 
 /// Byte offset of flag (phase, sender, block) in the workspace of the rank that waits on it.
@@ -66,7 +69,7 @@ BRAID_HOST_DEVICE constexpr std::size_t slotOffset(int parity, int slot, int nra
 /// The low-latency (LL) area after the data slots: per parity and sender, lines of 16 bytes that carry 8 bytes of
 /// data and the round's flag twice (NCCL's LL line: each 8-byte half, {4 data bytes, flag}, is stored and loaded
 /// whole), so data and its signal arrive together, with no fence and no separate flag.
-inline constexpr std::size_t kLlMaxBytes = 64 * 1024;  ///< the largest message the LL kernel carries
+inline constexpr std::size_t kLlMaxBytes = 512 * 1024;  ///< the largest message the LL kernel carries
 inline constexpr std::size_t kLlLineBytes = 16;
 inline constexpr std::size_t kLlSlotBytes = kLlMaxBytes / 8 * kLlLineBytes;
 BRAID_HOST_DEVICE constexpr std::size_t llOffset(int parity, int sender, int nranks, std::size_t slotBytes) {
@@ -108,6 +111,9 @@ struct Channel {
   int nranks;
 };
 
+/// Flag values a round may use (one per chunk); a kernel never has more chunks per block and round.
+inline constexpr std::uint64_t kFlagsPerRound = std::uint64_t{1} << 16;
+
 enum class CollectiveKind : std::uint8_t {
   kAllreduceLL,       ///< one-shot through LL lines: one round, at most kLlMaxBytes (its own kernel)
   kAllreduceOneShot,  ///< every rank pushes everything to everyone and reduces locally
@@ -136,6 +142,7 @@ struct CollectiveParams {
   void* recv;
   std::size_t count;
   std::size_t roundUnits;
+  std::size_t chunkUnits;  ///< one-shot allreduce: what a block pushes between two flags; 0: its whole piece
   std::uint32_t rounds;
   int root;
   int avgDivisor;  ///< >= 1; avg only

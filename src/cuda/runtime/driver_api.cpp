@@ -48,6 +48,7 @@ const DriverApi& driverApi() {
       fetch(api.memExportToShareableHandle, "cuMemExportToShareableHandle");
       fetch(api.memImportFromShareableHandle, "cuMemImportFromShareableHandle");
       fetch(api.getErrorString, "cuGetErrorString");
+      fetch(api.launchKernel, "cuLaunchKernel");
     } catch (const Error& e) {
       failure = e.what();
     }

@@ -1,5 +1,5 @@
-// The CUDA driver entry points braid needs beyond the runtime (virtual memory management and sharing of
-// allocations between processes), fetched through cudaGetDriverEntryPointByVersion: libbraid links no libcuda, so
+// The CUDA driver entry points braid needs beyond the runtime (virtual memory management, sharing of allocations
+// between processes, and kernel launches without the runtime's per-launch lookup of the kernel), fetched through cudaGetDriverEntryPointByVersion: libbraid links no libcuda, so
 // it still loads where there is no driver.
 #pragma once
 
@@ -19,6 +19,7 @@ struct DriverApi {
   decltype(&::cuMemExportToShareableHandle) memExportToShareableHandle = nullptr;
   decltype(&::cuMemImportFromShareableHandle) memImportFromShareableHandle = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
+  decltype(&::cuLaunchKernel) launchKernel = nullptr;
 };
 
 /// The driver's entry points, fetched once. Throws braid::Error (kUnavailable) naming the first one missing.
