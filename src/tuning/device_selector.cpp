@@ -18,11 +18,12 @@ struct OneShotRow {
   std::size_t maxBytes;
 };
 constexpr OneShotRow kOneShot[] = {
-    // Two ranks: both kernels move the same bytes over the link; one-shot has half the synchronisation but reads
-    // twice the data locally and sums all of it on each GPU. Measured on 2xH200, bfloat16 at 64 blocks
-    // (docs/BENCHMARKS.md): one-shot 230 vs two-shot 194 GB/s at 32 MiB, 257 vs 272 at 128 MiB, 271 vs 296 at
-    // 512 MiB.
-    {2, true, std::size_t{32} << 20},
+    // Two ranks: both kernels move the same bytes over the link, one-shot with half the synchronisation and only
+    // stores (the faster direction of NVLink traffic: 365 vs 337 GB/s), two-shot with less local reading and
+    // summing. At 64 blocks two-shot won from 128 MiB on; at 128 blocks, where the link rather than the blocks'
+    // stores in flight is the limit, one-shot wins everywhere: bfloat16 on 2xH200, 308 vs 293 GB/s at 128 MiB and
+    // 331 vs 312 at 512 MiB (docs/BENCHMARKS.md).
+    {2, true, std::numeric_limits<std::size_t>::max()},
     {2, false, std::numeric_limits<std::size_t>::max()},
     // More ranks: one-shot's (n-1)x traffic costs more than a second synchronisation from ~256 KiB (NVLink) and
     // ~64 KiB (PCIe) on; first estimates until braid tune measures them.

@@ -17,13 +17,14 @@ Settings withAlgo(const std::string& algo) {
   return s;
 }
 
-TEST(DeviceSelector, TwoNvlinkGpusTakeLLUpTo512KiBThenOneShotUpTo32MiBThenTwoShot) {
+TEST(DeviceSelector, TwoGpusTakeLLUpTo512KiBThenOneShot) {
   const Settings s;
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, s).algorithm, DeviceAlgorithm::kLL);
   EXPECT_EQ(chooseDeviceAllreduce(512 * 1024, 2, true, true, s).algorithm, DeviceAlgorithm::kLL);
   EXPECT_EQ(chooseDeviceAllreduce(512 * 1024 + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
   EXPECT_EQ(chooseDeviceAllreduce(32u << 20, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
-  EXPECT_EQ(chooseDeviceAllreduce((32u << 20) + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kTwoShot);
+  EXPECT_EQ(chooseDeviceAllreduce(std::size_t{1} << 30, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(std::size_t{1} << 30, 2, false, true, s).algorithm, DeviceAlgorithm::kOneShot);
   // More ranks: one-shot's (n-1)x traffic loses earlier, sooner over PCIe than over NVLink.
   EXPECT_EQ(chooseDeviceAllreduce(64 * 1024, 4, true, true, s).algorithm, DeviceAlgorithm::kLL);
   EXPECT_EQ(chooseDeviceAllreduce(256 * 1024, 4, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
