@@ -429,7 +429,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.help) {
-    std::printf("%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph)\n", braid::bench::driverUsage(kProgram).c_str());
+    std::printf("%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph)\n",
+                braid::bench::driverUsage(kProgram).c_str());
     return 0;
   }
   // The GPU count, asked in a child: this process forks the ranks and must not hold a CUDA context itself.

@@ -51,7 +51,8 @@ setup(
             sources=[os.path.join("braid_torch", "csrc", f) for f in ("braid_backend.cpp", "module.cpp")],
             include_dirs=[os.path.join(ROOT, "include")],
             extra_objects=BRAID_OBJECTS,
-            depends=BRAID_OBJECTS,  # a new libbraid relinks the extension
+            depends=BRAID_OBJECTS  # a new libbraid relinks the extension
+            + [os.path.join("braid_torch", "csrc", f) for f in ("braid_backend.hpp", "braid_work.hpp", "torch_store.hpp")],
             libraries=["crypto", "dl", "rt"],
             extra_compile_args=["-std=c++20", "-O2"],
         )

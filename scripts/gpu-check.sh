@@ -6,10 +6,12 @@
 #   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
 #   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
-#   6. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT.
+#   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors);
+#   7. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT.
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
-# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, bench-device, all
+# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, torch,
+#        bench-device, all
 # (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
 # Each stage reuses the build directory, so a session can split the work over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
@@ -178,6 +180,31 @@ if wants sanitizer; then
 fi
 
 # ---- 6. Device buffers: braid's kernels and NCCL in one run per collective (NVLS off: a shared host).
+# ---- The PyTorch backend against the machine's own torch (python3 holds it there): braid_torch built in place,
+# then tests/torch (CPU tests and the CUDA ones, which need 2 GPUs).
+if wants torch; then
+  if python3 -c "import torch, pytest" 2>/dev/null; then
+    if (cd python && BRAID_BUILD_DIR=$build MAX_JOBS=$jobs python3 setup.py build_ext --inplace) \
+        >"$logs/torch-build.log" 2>&1; then
+      log "braid_torch built against torch $(python3 -c 'import torch; print(torch.__version__)')"
+      if PYTHONPATH=$repo/python PATH=$build/bin:$PATH NCCL_NVLS_ENABLE=0 \
+          python3 -m pytest -q -p no:cacheprovider tests/torch >"$logs/torch-tests.log" 2>&1; then
+        log "torch tests passed: $(tail -1 "$logs/torch-tests.log")"
+      else
+        failed+=("torch tests")
+        log "torch tests FAILED:"
+        tail -30 "$logs/torch-tests.log"
+      fi
+    else
+      failed+=("torch build")
+      log "braid_torch build FAILED:"
+      tail -30 "$logs/torch-build.log"
+    fi
+  else
+    log "torch stage not run: python3 has no torch or pytest here"
+  fi
+fi
+
 if wants bench-device; then
   if [ -x "$build/bin/braid-bench-device" ]; then
     export NCCL_NVLS_ENABLE=0

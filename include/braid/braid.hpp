@@ -23,6 +23,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -63,6 +65,11 @@ class Work {
   /// passed first (the operation goes on). A timeout of zero waits without limit (the operation itself still
   /// fails with kTimeout after the communicator's BRAID_TIMEOUT).
   bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds{0}) const;
+  /// Runs `callback` once the operation finished: with null on success, else with its braid::Error. It runs on the
+  /// thread that finishes the operation (the communicator's progress thread), or at once on this thread when the
+  /// operation already finished. It must not wait for calls of the same communicator (they are queued behind the
+  /// one it is called from); it may queue them. Any exception it throws is swallowed.
+  void onCompletion(std::function<void(std::exception_ptr)> callback) const;
   bool valid() const { return state_ != nullptr; }
 
  private:

@@ -22,4 +22,19 @@ bool Work::wait(std::chrono::milliseconds timeout) const {
   return true;
 }
 
+void Work::onCompletion(std::function<void(std::exception_ptr)> callback) const {
+  // A callback's exception must not escape into the progress thread (or into whoever finished the operation).
+  auto guarded = [callback = std::move(callback)](std::exception_ptr e) {
+    try {
+      callback(e);
+    } catch (...) {  // NOLINT(bugprone-empty-catch): documented: a callback's exception is swallowed
+    }
+  };
+  if (!state_) {
+    guarded(nullptr);
+    return;
+  }
+  state_->onCompletion(std::move(guarded));
+}
+
 }  // namespace braid

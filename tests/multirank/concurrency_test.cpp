@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "support/collective_cases.hpp"
@@ -81,6 +84,55 @@ TEST(Concurrency, WaitWithTimeoutReturnsFalseWhileTheCallRuns) {
       comm.barrier();
       comm.barrier();
     }
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
+TEST(Concurrency, CompletionCallbacksRunOnceWithTheOutcomeAndMayQueueMoreCalls) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<std::string> seen;
+    auto note = [&](std::string what) {
+      std::lock_guard lock(mu);
+      seen.push_back(std::move(what));
+      cv.notify_all();
+    };
+    int v = comm.rank() + 1;
+    Work w = comm.allreduceAsync(&v, &v, 1, DataType::kInt32, ReduceKind::kSum);
+    int second = 10;
+    Work queued;
+    w.onCompletion([&](std::exception_ptr e) {
+      // Runs after the result is in place; queuing another call from here is allowed.
+      note(e ? "error" : "ok " + std::to_string(v));
+      queued = comm.allreduceAsync(&second, &second, 1, DataType::kInt32, ReduceKind::kSum);
+      note("queued");
+    });
+    {
+      std::unique_lock lock(mu);
+      require(cv.wait_for(lock, std::chrono::seconds(30), [&] { return seen.size() == 2; }), "callback never ran");
+    }
+    queued.wait();
+    require(second == 20, "call queued from a callback");
+    require(seen[0] == "ok 3", "callback saw " + seen[0]);
+    // Registered after completion: runs at once, on this thread.
+    bool now = false;
+    w.onCompletion([&](std::exception_ptr e) { now = e == nullptr; });
+    require(now, "callback on a finished call did not run at once");
+    // A failed call hands its error to the callback; a throwing callback is contained.
+    float f = 1;  // a bitwise op on floats: refused on every rank
+    Work bad = comm.allreduceAsync(&f, &f, 1, DataType::kFloat32, ReduceKind::kBand);
+    std::exception_ptr got;
+    bad.onCompletion([](std::exception_ptr) { throw std::runtime_error("callback threw"); });
+    bad.onCompletion([&](std::exception_ptr e) {
+      note("bad");
+      got = e;
+    });
+    {
+      std::unique_lock lock(mu);
+      require(cv.wait_for(lock, std::chrono::seconds(30), [&] { return seen.size() == 3; }), "error callback");
+    }
+    require(got != nullptr, "a failed call reported success to its callback");
   });
   EXPECT_EQ(failures(results), "");
 }

@@ -2,10 +2,12 @@
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <numeric>
 #include <string>
 
+#include "braid_work.hpp"
 #include "torch_store.hpp"
 
 namespace braid_torch {
@@ -13,27 +15,7 @@ namespace braid_torch {
 namespace {
 
 using c10d::OpType;
-
-// A finished op: torch's wait() returns at once and the future already holds the outputs.
-class DoneWork final : public c10d::Work {
- public:
-  DoneWork(int rank, OpType type, std::vector<at::Tensor> outputs)
-      : c10d::Work(rank, type),
-        future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
-    future_->markCompleted(c10::IValue(std::move(outputs)));
-  }
-  bool isCompleted() override { return true; }
-  bool isSuccess() const override { return true; }
-  bool wait(std::chrono::milliseconds /*timeout*/) override { return true; }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
-
- private:
-  c10::intrusive_ptr<c10::ivalue::Future> future_;
-};
-
-c10::intrusive_ptr<c10d::Work> done(int rank, OpType type, std::vector<at::Tensor> outputs) {
-  return c10::make_intrusive<DoneWork>(rank, type, std::move(outputs));
-}
+using Works = std::vector<braid::Work>;
 
 braid::DataType dataTypeOf(const at::Tensor& t) {
   switch (t.scalar_type()) {
@@ -107,6 +89,8 @@ class Dense {
     if (!dense_.is_same(original_)) original_.copy_(dense_);
   }
   const at::Tensor& tensor() const { return dense_; }
+  /// Both tensors, to keep alive until the op ends.
+  std::vector<at::Tensor> tensors() const { return {original_, dense_}; }
 
  private:
   at::Tensor original_;
@@ -139,30 +123,103 @@ c10::intrusive_ptr<c10d::Backend> BraidBackend::create(const c10::intrusive_ptr<
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
 
-braid::CallOptions BraidBackend::callOptions(std::chrono::milliseconds timeout) const {
+c10::intrusive_ptr<c10d::Work> BraidBackend::launch(OpType type, const at::Tensor& like,
+                                                    std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
+                                                    std::chrono::milliseconds timeout, const Issue& issue,
+                                                    std::function<void()> after) {
   braid::CallOptions o;
   o.timeout = timeout.count() > 0 ? timeout : timeout_;
-  return o;
+  std::optional<c10::Device> device;
+  if (like.defined() && like.is_cuda()) {
+    // Queued on the current stream of the tensor's device: it runs after what the caller queued there, and what
+    // the caller queues next sees its result. The stream comes through c10's device-generic interface, so this
+    // file needs no CUDA headers.
+    device = like.device();
+    o.stream = static_cast<CUstream_st*>(
+        c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(*device).native_handle());
+  }
+  auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
+  if (device) {
+    issue(false, o);
+    if (after) after();
+    work->complete(nullptr);
+    return work;
+  }
+  // CPU: queued on braid's progress thread; the Work completes when the last of the op's calls did (calls run in
+  // issue order, the first error wins).
+  const Works works = issue(true, o);
+  struct Countdown {
+    std::mutex mu;
+    std::size_t left;
+    std::exception_ptr error;
+  };
+  auto countdown = std::make_shared<Countdown>();
+  countdown->left = works.empty() ? 1 : works.size();
+  auto finish = [work, countdown, after = std::move(after)](std::exception_ptr e) {
+    {
+      std::lock_guard lock(countdown->mu);
+      if (e && !countdown->error) countdown->error = e;
+      if (--countdown->left != 0) return;
+      e = countdown->error;
+    }
+    if (!e && after) {
+      try {
+        after();
+      } catch (...) {
+        e = std::current_exception();
+      }
+    }
+    work->complete(e);
+  };
+  if (works.empty()) finish(nullptr);
+  for (const braid::Work& w : works) w.onCompletion(finish);
+  return work;
 }
+
+// ---- The ops. Each describes its braid calls once (async for CPU tensors, stream-ordered for CUDA ones) and
+// what must happen after them.
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                        const c10d::BroadcastOptions& opts) {
   requireOne(tensors, "broadcast");
-  Dense t(tensors[0]);
-  comm_->broadcast(t.data(), t.count(), t.type(), static_cast<int>(opts.rootRank), callOptions(opts.timeout));
-  t.finish();
-  return done(rank_, OpType::BROADCAST, tensors);
+  auto t = std::make_shared<Dense>(tensors[0]);
+  const int root = static_cast<int>(opts.rootRank);
+  return launch(
+      OpType::BROADCAST, tensors[0], tensors, t->tensors(), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->broadcastAsync(t->data(), t->count(), t->type(), root, o)};
+        comm_->broadcast(t->data(), t->count(), t->type(), root, o);
+        return {};
+      },
+      [t] { t->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                        const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "braid: allreduce of no tensors");
   const braid::ReduceOp op = reduceOpOf(opts.reduceOp);
+  std::vector<std::shared_ptr<Dense>> dense;
+  std::vector<at::Tensor> keep;
   for (auto& tensor : tensors) {
-    Dense t(tensor);
-    comm_->allreduce(t.data(), t.data(), t.count(), t.type(), op, callOptions(opts.timeout));
-    t.finish();
+    dense.push_back(std::make_shared<Dense>(tensor));
+    for (auto& k : dense.back()->tensors()) keep.push_back(k);
   }
-  return done(rank_, OpType::ALLREDUCE, tensors);
+  return launch(
+      OpType::ALLREDUCE, tensors[0], tensors, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        Works works;
+        for (auto& t : dense) {
+          if (async) {
+            works.push_back(comm_->allreduceAsync(t->data(), t->data(), t->count(), t->type(), op, o));
+          } else {
+            comm_->allreduce(t->data(), t->data(), t->count(), t->type(), op, o);
+          }
+        }
+        return works;
+      },
+      [dense] {
+        for (auto& t : dense) t->finish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::allreduce_coalesced(std::vector<at::Tensor>& tensors,
@@ -170,27 +227,40 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allreduce_coalesced(std::vector<at:
   c10d::AllreduceOptions one;
   one.reduceOp = opts.reduceOp;
   one.timeout = opts.timeout;
-  allreduce(tensors, one);
-  return done(rank_, OpType::ALLREDUCE_COALESCED, tensors);
+  return allreduce(tensors, one);
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
   requireOne(tensors, "reduce");
-  Dense t(tensors[0]);
-  comm_->reduce(t.data(), t.data(), t.count(), t.type(), reduceOpOf(opts.reduceOp), static_cast<int>(opts.rootRank),
-                callOptions(opts.timeout));
-  t.finish();
-  return done(rank_, OpType::REDUCE, tensors);
+  auto t = std::make_shared<Dense>(tensors[0]);
+  const braid::ReduceOp op = reduceOpOf(opts.reduceOp);
+  const int root = static_cast<int>(opts.rootRank);
+  return launch(
+      OpType::REDUCE, tensors[0], tensors, t->tensors(), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->reduceAsync(t->data(), t->data(), t->count(), t->type(), op, root, o)};
+        comm_->reduce(t->data(), t->data(), t->count(), t->type(), op, root, o);
+        return {};
+      },
+      [t] { t->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                              const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(output.numel() == input.numel() * size_, "braid: allgather_into_tensor: output has ", output.numel(),
               " elements, expected ", input.numel(), " x ", size_, " ranks");
-  Dense in(input), out(output);
-  comm_->allgather(in.data(), out.data(), in.count(), in.type(), callOptions(opts.timeout));
-  out.finish();
-  return done(rank_, OpType::_ALLGATHER_BASE, {output});
+  auto in = std::make_shared<Dense>(input);
+  auto out = std::make_shared<Dense>(output);
+  std::vector<at::Tensor> keep = in->tensors();
+  for (auto& k : out->tensors()) keep.push_back(k);
+  return launch(
+      OpType::_ALLGATHER_BASE, input, {output}, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->allgatherAsync(in->data(), out->data(), in->count(), in->type(), o)};
+        comm_->allgather(in->data(), out->data(), in->count(), in->type(), o);
+        return {};
+      },
+      [out] { out->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
@@ -200,41 +270,85 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather(std::vector<std::vector<a
   TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<std::size_t>(size_),
               "braid: allgather needs one output list of ", size_, " tensors");
   requireSameShape(outputs[0], inputs[0], "allgather");
+  auto in = std::make_shared<Dense>(inputs[0]);
   at::Tensor flat = at::empty({size_, inputs[0].numel()}, inputs[0].options());
-  at::Tensor in = inputs[0];
-  _allgather_base(flat, in, opts);
-  for (int r = 0; r < size_; ++r) outputs[0][r].copy_(flat[r].view(outputs[0][r].sizes()));
-  return done(rank_, OpType::ALLGATHER, outputs[0]);
+  std::vector<at::Tensor> list = outputs[0];
+  std::vector<at::Tensor> keep = in->tensors();
+  keep.push_back(flat);
+  return launch(
+      OpType::ALLGATHER, inputs[0], list, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->allgatherAsync(in->data(), flat.data_ptr(), in->count(), in->type(), o)};
+        comm_->allgather(in->data(), flat.data_ptr(), in->count(), in->type(), o);
+        return {};
+      },
+      [list, flat, n = size_]() mutable {
+        for (int r = 0; r < n; ++r) list[r].copy_(flat[r].view(list[r].sizes()));
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::allgather_into_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                              std::vector<at::Tensor>& inputs,
                                                                              const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "braid: allgather_into_tensor_coalesced: ", outputs.size(),
-              " outputs for ", inputs.size(), " inputs");
-  for (std::size_t i = 0; i < inputs.size(); ++i) _allgather_base(outputs[i], inputs[i], opts);
-  return done(rank_, OpType::COALESCED, outputs);
+  TORCH_CHECK(outputs.size() == inputs.size() && !inputs.empty(),
+              "braid: allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ", inputs.size(), " inputs");
+  std::vector<std::shared_ptr<Dense>> ins, outs;
+  std::vector<at::Tensor> keep;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_, "braid: allgather_into_tensor_coalesced: output ", i,
+                " has ", outputs[i].numel(), " elements, expected ", inputs[i].numel(), " x ", size_, " ranks");
+    ins.push_back(std::make_shared<Dense>(inputs[i]));
+    outs.push_back(std::make_shared<Dense>(outputs[i]));
+    for (auto& k : ins.back()->tensors()) keep.push_back(k);
+    for (auto& k : outs.back()->tensors()) keep.push_back(k);
+  }
+  return launch(
+      OpType::COALESCED, inputs[0], outputs, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        Works works;
+        for (std::size_t i = 0; i < ins.size(); ++i) {
+          if (async) {
+            works.push_back(comm_->allgatherAsync(ins[i]->data(), outs[i]->data(), ins[i]->count(), ins[i]->type(), o));
+          } else {
+            comm_->allgather(ins[i]->data(), outs[i]->data(), ins[i]->count(), ins[i]->type(), o);
+          }
+        }
+        return works;
+      },
+      [outs] {
+        for (auto& t : outs) t->finish();
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                     std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
   requireOne(inputs, "gather");
   const int root = static_cast<int>(opts.rootRank);
-  Dense in(inputs[0]);
+  auto in = std::make_shared<Dense>(inputs[0]);
   at::Tensor flat;
+  std::vector<at::Tensor> list;
   if (rank_ == root) {
     TORCH_CHECK(outputs.size() == 1 && outputs[0].size() == static_cast<std::size_t>(size_),
                 "braid: gather needs one output list of ", size_, " tensors at the root");
     requireSameShape(outputs[0], inputs[0], "gather");
     flat = at::empty({size_, inputs[0].numel()}, inputs[0].options());
+    list = outputs[0];
   }
-  comm_->gather(in.data(), rank_ == root ? flat.data_ptr() : nullptr, in.count(), in.type(), root,
-                callOptions(opts.timeout));
-  if (rank_ == root) {
-    for (int r = 0; r < size_; ++r) outputs[0][r].copy_(flat[r].view(outputs[0][r].sizes()));
-    return done(rank_, OpType::GATHER, outputs[0]);
-  }
-  return done(rank_, OpType::GATHER, {});
+  std::vector<at::Tensor> keep = in->tensors();
+  if (flat.defined()) keep.push_back(flat);
+  void* recv = flat.defined() ? flat.data_ptr() : nullptr;
+  return launch(
+      OpType::GATHER, inputs[0], list, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->gatherAsync(in->data(), recv, in->count(), in->type(), root, o)};
+        comm_->gather(in->data(), recv, in->count(), in->type(), root, o);
+        return {};
+      },
+      [list, flat]() mutable {
+        for (std::size_t r = 0; r < list.size(); ++r) {
+          list[r].copy_(flat[static_cast<std::int64_t>(r)].view(list[r].sizes()));
+        }
+      });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::scatter(std::vector<at::Tensor>& outputs,
@@ -251,22 +365,37 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::scatter(std::vector<at::Tensor>& ou
     for (const auto& t : inputs[0]) rows.push_back(t.reshape({-1}));
     flat = at::stack(rows);
   }
-  Dense out(outputs[0]);
-  comm_->scatter(rank_ == root ? flat.data_ptr() : nullptr, out.data(), out.count(), out.type(), root,
-                 callOptions(opts.timeout));
-  out.finish();
-  return done(rank_, OpType::SCATTER, outputs);
+  auto out = std::make_shared<Dense>(outputs[0]);
+  std::vector<at::Tensor> keep = out->tensors();
+  if (flat.defined()) keep.push_back(flat);
+  const void* send = flat.defined() ? flat.data_ptr() : nullptr;
+  return launch(
+      OpType::SCATTER, outputs[0], outputs, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->scatterAsync(send, out->data(), out->count(), out->type(), root, o)};
+        comm_->scatter(send, out->data(), out->count(), out->type(), root, o);
+        return {};
+      },
+      [out] { out->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                   const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(input.numel() == output.numel() * size_, "braid: reduce_scatter_tensor: input has ", input.numel(),
               " elements, expected ", output.numel(), " x ", size_, " ranks");
-  Dense in(input), out(output);
-  comm_->reduceScatter(in.data(), out.data(), out.count(), out.type(), reduceOpOf(opts.reduceOp),
-                       callOptions(opts.timeout));
-  out.finish();
-  return done(rank_, OpType::_REDUCE_SCATTER_BASE, {output});
+  auto in = std::make_shared<Dense>(input);
+  auto out = std::make_shared<Dense>(output);
+  const braid::ReduceOp op = reduceOpOf(opts.reduceOp);
+  std::vector<at::Tensor> keep = in->tensors();
+  for (auto& k : out->tensors()) keep.push_back(k);
+  return launch(
+      OpType::_REDUCE_SCATTER_BASE, input, {output}, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->reduceScatterAsync(in->data(), out->data(), out->count(), out->type(), op, o)};
+        comm_->reduceScatter(in->data(), out->data(), out->count(), out->type(), op, o);
+        return {};
+      },
+      [out] { out->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
@@ -279,54 +408,98 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter(std::vector<at::Tens
   std::vector<at::Tensor> rows;
   for (const auto& t : inputs[0]) rows.push_back(t.reshape({-1}));
   at::Tensor flat = at::cat(rows);
-  _reduce_scatter_base(outputs[0], flat, opts);
-  return done(rank_, OpType::REDUCE_SCATTER, outputs);
+  return _reduce_scatter_base(outputs[0], flat, opts);
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter_tensor_coalesced(std::vector<at::Tensor>& outputs,
                                                                              std::vector<at::Tensor>& inputs,
                                                                              const c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK(outputs.size() == inputs.size(), "braid: reduce_scatter_tensor_coalesced: ", outputs.size(),
-              " outputs for ", inputs.size(), " inputs");
-  for (std::size_t i = 0; i < inputs.size(); ++i) _reduce_scatter_base(outputs[i], inputs[i], opts);
-  return done(rank_, OpType::COALESCED, outputs);
+  TORCH_CHECK(outputs.size() == inputs.size() && !inputs.empty(),
+              "braid: reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ", inputs.size(), " inputs");
+  const braid::ReduceOp op = reduceOpOf(opts.reduceOp);
+  std::vector<std::shared_ptr<Dense>> ins, outs;
+  std::vector<at::Tensor> keep;
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_, "braid: reduce_scatter_tensor_coalesced: input ", i,
+                " has ", inputs[i].numel(), " elements, expected ", outputs[i].numel(), " x ", size_, " ranks");
+    ins.push_back(std::make_shared<Dense>(inputs[i]));
+    outs.push_back(std::make_shared<Dense>(outputs[i]));
+    for (auto& k : ins.back()->tensors()) keep.push_back(k);
+    for (auto& k : outs.back()->tensors()) keep.push_back(k);
+  }
+  return launch(
+      OpType::COALESCED, inputs[0], outputs, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        Works works;
+        for (std::size_t i = 0; i < ins.size(); ++i) {
+          if (async) {
+            works.push_back(
+                comm_->reduceScatterAsync(ins[i]->data(), outs[i]->data(), outs[i]->count(), outs[i]->type(), op, o));
+          } else {
+            comm_->reduceScatter(ins[i]->data(), outs[i]->data(), outs[i]->count(), outs[i]->type(), op, o);
+          }
+        }
+        return works;
+      },
+      [outs] {
+        for (auto& t : outs) t->finish();
+      });
 }
+
+namespace {
+
+// all_to_all_single's splits count rows of the first dimension; braid counts elements.
+void splitCounts(const std::vector<int64_t>& splits, const at::Tensor& t, int size, std::vector<std::size_t>& counts,
+                 std::vector<std::size_t>& displs) {
+  const std::int64_t rows = t.dim() > 0 ? t.size(0) : 1;
+  const std::size_t perRow = rows > 0 ? static_cast<std::size_t>(t.numel() / rows) : 0;
+  counts.assign(static_cast<std::size_t>(size), 0);
+  displs.assign(static_cast<std::size_t>(size), 0);
+  std::size_t at = 0;
+  for (int r = 0; r < size; ++r) {
+    const std::size_t n = splits.empty() ? static_cast<std::size_t>(rows / size) * perRow
+                                         : static_cast<std::size_t>(splits[static_cast<std::size_t>(r)]) * perRow;
+    counts[static_cast<std::size_t>(r)] = n;
+    displs[static_cast<std::size_t>(r)] = at;
+    at += n;
+  }
+}
+
+}  // namespace
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                            std::vector<int64_t>& outputSplits,
                                                            std::vector<int64_t>& inputSplits,
                                                            const c10d::AllToAllOptions& opts) {
-  Dense in(input), out(output);
-  if (outputSplits.empty() && inputSplits.empty()) {
+  auto in = std::make_shared<Dense>(input);
+  auto out = std::make_shared<Dense>(output);
+  std::vector<at::Tensor> keep = in->tensors();
+  for (auto& k : out->tensors()) keep.push_back(k);
+  const bool even = outputSplits.empty() && inputSplits.empty();
+  if (even) {
     TORCH_CHECK(input.numel() == output.numel() && input.numel() % size_ == 0,
                 "braid: all_to_all_single: ", input.numel(), " input and ", output.numel(),
                 " output elements do not split evenly over ", size_, " ranks");
-    comm_->alltoall(in.data(), out.data(), in.count() / static_cast<std::size_t>(size_), in.type(),
-                    callOptions(opts.timeout));
-  } else {
-    // Splits count rows of the first dimension; braid counts elements.
-    auto counts = [this](const std::vector<int64_t>& splits, const at::Tensor& t, std::vector<std::size_t>& c,
-                         std::vector<std::size_t>& d) {
-      const std::int64_t rows = t.dim() > 0 ? t.size(0) : 1;
-      const std::size_t perRow = rows > 0 ? static_cast<std::size_t>(t.numel() / rows) : 0;
-      c.assign(static_cast<std::size_t>(size_), 0);
-      d.assign(static_cast<std::size_t>(size_), 0);
-      std::size_t at = 0;
-      for (int r = 0; r < size_; ++r) {
-        const std::size_t n = splits.empty() ? static_cast<std::size_t>(rows / size_) * perRow
-                                             : static_cast<std::size_t>(splits[static_cast<std::size_t>(r)]) * perRow;
-        c[static_cast<std::size_t>(r)] = n;
-        d[static_cast<std::size_t>(r)] = at;
-        at += n;
-      }
-    };
-    std::vector<std::size_t> sc, sd, rc, rd;
-    counts(inputSplits, input, sc, sd);
-    counts(outputSplits, output, rc, rd);
-    comm_->alltoallv(in.data(), sc, sd, out.data(), rc, rd, in.type(), callOptions(opts.timeout));
   }
-  out.finish();
-  return done(rank_, OpType::ALLTOALL_BASE, {output});
+  std::vector<std::size_t> sc, sd, rc, rd;
+  if (!even) {
+    splitCounts(inputSplits, input, size_, sc, sd);
+    splitCounts(outputSplits, output, size_, rc, rd);
+  }
+  const std::size_t block = in->count() / static_cast<std::size_t>(size_);
+  return launch(
+      OpType::ALLTOALL_BASE, input, {output}, std::move(keep), opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (even) {
+          if (async) return {comm_->alltoallAsync(in->data(), out->data(), block, in->type(), o)};
+          comm_->alltoall(in->data(), out->data(), block, in->type(), o);
+          return {};
+        }
+        if (async) return {comm_->alltoallvAsync(in->data(), sc, sd, out->data(), rc, rd, in->type(), o)};
+        comm_->alltoallv(in->data(), sc, sd, out->data(), rc, rd, in->type(), o);
+        return {};
+      },
+      [out] { out->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
@@ -350,32 +523,53 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall(std::vector<at::Tensor>& o
     at += static_cast<std::size_t>(t.numel());
   }
   at::Tensor out = at::empty({static_cast<std::int64_t>(at)}, outputs[0].options());
-  comm_->alltoallv(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, dataTypeOf(in), callOptions(opts.timeout));
-  for (int r = 0; r < size_; ++r) {
-    const auto& t = outputs[static_cast<std::size_t>(r)];
-    t.copy_(out.narrow(0, static_cast<std::int64_t>(rd[static_cast<std::size_t>(r)]), t.numel()).view(t.sizes()));
-  }
-  return done(rank_, OpType::ALLTOALL, outputs);
+  const braid::DataType type = dataTypeOf(in);
+  return launch(
+      OpType::ALLTOALL, inputs[0], outputs, {in, out}, opts.timeout,
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {comm_->alltoallvAsync(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o)};
+        comm_->alltoallv(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o);
+        return {};
+      },
+      [outputs, out, rd]() mutable {
+        for (std::size_t r = 0; r < outputs.size(); ++r) {
+          auto& t = outputs[r];
+          t.copy_(out.narrow(0, static_cast<std::int64_t>(rd[r]), t.numel()).view(t.sizes()));
+        }
+      });
 }
 
+// Point-to-point stays blocking: a send may wait for its receiver, and torch programs post sends and receives in
+// orders that a single queue per communicator could deadlock.
 c10::intrusive_ptr<c10d::Work> BraidBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   requireOne(tensors, "send");
-  Dense t(tensors[0]);
-  comm_->send(t.data(), t.count(), t.type(), dstRank, tag, callOptions(std::chrono::milliseconds(0)));
-  return done(rank_, OpType::SEND, tensors);
+  auto t = std::make_shared<Dense>(tensors[0]);
+  return launch(OpType::SEND, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
+                [&](bool, const braid::CallOptions& o) -> Works {
+                  comm_->send(t->data(), t->count(), t->type(), dstRank, tag, o);
+                  return {};
+                });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   requireOne(tensors, "recv");
-  Dense t(tensors[0]);
-  comm_->recv(t.data(), t.count(), t.type(), srcRank, tag, callOptions(std::chrono::milliseconds(0)));
-  t.finish();
-  return done(rank_, OpType::RECV, tensors);
+  auto t = std::make_shared<Dense>(tensors[0]);
+  return launch(
+      OpType::RECV, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
+      [&](bool, const braid::CallOptions& o) -> Works {
+        comm_->recv(t->data(), t->count(), t->type(), srcRank, tag, o);
+        return {};
+      },
+      [t] { t->finish(); });
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::barrier(const c10d::BarrierOptions& opts) {
-  comm_->barrier(callOptions(opts.timeout));
-  return done(rank_, OpType::BARRIER, {});
+  return launch(OpType::BARRIER, at::Tensor(), {}, {}, opts.timeout,
+                [&](bool async, const braid::CallOptions& o) -> Works {
+                  if (async) return {comm_->barrierAsync(o)};
+                  comm_->barrier(o);
+                  return {};
+                });
 }
 
 }  // namespace braid_torch

@@ -1,14 +1,16 @@
 // The torch.distributed backend "braid": a c10d::Backend over one braid::Communicator, for CPU and CUDA tensors
-// (braid looks at each tensor's pointer). Every op runs to completion before it returns (this first version has
-// no queued work): its Work is complete and its future resolved with the op's outputs, which is what DDP's comm
-// hooks and torch's async_op=True paths wait on.
+// (braid looks at each tensor's pointer). Ops on CPU tensors are queued on the communicator's progress thread and
+// return at once (DDP overlaps them with the backward pass); ops on CUDA tensors are queued on the current stream,
+// as NCCL's are. Point-to-point ops finish before they return.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
+#include <vector>
 
 #include "braid/braid.hpp"
 
@@ -64,7 +66,14 @@ class BraidBackend final : public c10d::Backend {
   braid::Communicator& communicator() { return *comm_; }
 
  private:
-  braid::CallOptions callOptions(std::chrono::milliseconds timeout) const;
+  /// Makes the braid calls of one op: the async forms when `async` (CPU tensors), else the blocking ones (CUDA
+  /// tensors: those return once queued on `options.stream`). Returns the async calls' Works.
+  using Issue = std::function<std::vector<braid::Work>(bool async, const braid::CallOptions& options)>;
+  /// Runs one op whose tensors are like `like` (an undefined tensor: a host op), returning its c10d::Work; `after`
+  /// runs once its calls succeeded (copies into the caller's tensors), `keep` lives until then.
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
+                                        std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
+                                        const Issue& issue, std::function<void()> after = {});
 
   std::unique_ptr<braid::Communicator> comm_;
   std::chrono::milliseconds timeout_;

@@ -212,8 +212,8 @@ struct Round {
 __device__ __forceinline__ Round roundAt(const CollectiveParams& p, std::uint64_t base, std::uint32_t r) {
   const std::uint64_t t = base + r;
   const std::size_t w0 = static_cast<std::size_t>(r) * p.roundUnits;
-  return {t, static_cast<int>(t & 1u), t * kFlagsPerRound + 1, w0, min(p.roundUnits, p.count - w0),
-          min(p.roundUnits, p.count)};
+  return {t,  static_cast<int>(t & 1u),        t * kFlagsPerRound + 1,
+          w0, min(p.roundUnits, p.count - w0), min(p.roundUnits, p.count)};
 }
 
 // ---- The reducing kinds, in elements of T.
@@ -241,8 +241,7 @@ __device__ bool reducingRound(const CollectiveParams& p, const Round& r) {
       // at least one flag per round, even with an empty piece: its peers' reuse of the inboxes counts on it.
       const Piece piece = pieceOf(r.span, r.len, kLanes);
       const std::size_t chunk = p.chunkUnits != 0 ? p.chunkUnits : max(piece.size(), std::size_t{1});
-      const std::uint32_t chunks =
-          static_cast<std::uint32_t>(max((piece.size() + chunk - 1) / chunk, std::size_t{1}));
+      const std::uint32_t chunks = static_cast<std::uint32_t>(max((piece.size() + chunk - 1) / chunk, std::size_t{1}));
       auto lo = [&](std::uint32_t k) { return piece.lo + k * chunk; };
       auto len = [&](std::uint32_t k) { return min(chunk, piece.hi - lo(k)); };
       auto push = [&](std::uint32_t k) {

@@ -1,6 +1,6 @@
 // The CUDA driver entry points braid needs beyond the runtime (virtual memory management, sharing of allocations
-// between processes, and kernel launches without the runtime's per-launch lookup of the kernel), fetched through cudaGetDriverEntryPointByVersion: libbraid links no libcuda, so
-// it still loads where there is no driver.
+// between processes, and kernel launches without the runtime's per-launch lookup of the kernel), fetched through
+// cudaGetDriverEntryPointByVersion: libbraid links no libcuda, so it still loads where there is no driver.
 #pragma once
 
 #include <cuda.h>

@@ -1,0 +1,77 @@
+"""Ops on CPU tensors run on braid's progress thread (issue 7): async_op=True returns before the peers arrive, the
+Work and its future complete with the result once they do, and what an op writes into non-contiguous or list
+outputs is in place when wait() returns or the future's callbacks run."""
+
+import time
+
+import torch
+import torch.distributed as dist
+
+from conftest import run_ranks
+
+
+def returns_before_the_peer_arrives(rank, size, gloo):
+    t = torch.full((1000,), float(rank + 1))
+    if rank == 1:
+        time.sleep(1.0)
+    start = time.monotonic()
+    work = dist.all_reduce(t, async_op=True)
+    issued = time.monotonic() - start
+    if rank == 0:
+        assert issued < 0.5, f"all_reduce(async_op=True) took {issued:.2f} s to return"
+        assert not work.is_completed(), "completed before rank 1 joined"
+    seen = []
+    chained = work.get_future().then(lambda fut: seen.append(fut.value()[0][0].item()) or fut.value()[0] * 2)
+    assert work.wait()
+    assert work.is_completed() and work.is_success()
+    assert torch.equal(t, torch.full((1000,), 3.0))
+    assert torch.equal(chained.wait(), torch.full((1000,), 6.0))
+    assert seen == [3.0]
+
+
+def test_async_op_returns_before_the_peer_arrives():
+    run_ranks(returns_before_the_peer_arrives)
+
+
+def many_ops_in_flight(rank, size, gloo):
+    # DDP's pattern: many buckets in flight, waited for afterwards; plus non-contiguous and list outputs.
+    tensors = [torch.arange(i * 10, i * 10 + 257, dtype=torch.float64) * (rank + 1) for i in range(20)]
+    works = [dist.all_reduce(t, async_op=True) for t in tensors]
+    strided = torch.zeros(64, 2)[:, 0]  # non-contiguous
+    strided.fill_(rank + 1)
+    works.append(dist.all_reduce(strided, op=dist.ReduceOp.MAX, async_op=True))
+    gathered = [torch.empty(5, dtype=torch.int32) for _ in range(size)]
+    works.append(dist.all_gather(gathered, torch.full((5,), rank, dtype=torch.int32), async_op=True))
+    out = torch.empty(3 * size)
+    works.append(dist.all_gather_into_tensor(out, torch.full((3,), float(rank)), async_op=True))
+    for w in works:
+        w.wait()
+    total = sum(range(1, size + 1))
+    for i, t in enumerate(tensors):
+        assert torch.equal(t, torch.arange(i * 10, i * 10 + 257, dtype=torch.float64) * total), f"bucket {i}"
+    assert torch.equal(strided, torch.full((64,), float(size)))
+    for r in range(size):
+        assert torch.equal(gathered[r], torch.full((5,), r, dtype=torch.int32))
+    assert torch.equal(out, torch.arange(size).repeat_interleave(3).float())
+
+
+def test_many_async_ops_in_flight_complete_in_order():
+    run_ranks(many_ops_in_flight, size=3)
+
+
+def failed_async_op_raises_from_wait_and_future(rank, size, gloo):
+    t = torch.ones(4)
+    if rank == 0:
+        # Rank 1 never joins this all_reduce: its timeout ends it.
+        work = dist.all_reduce(t, async_op=True)
+        try:
+            work.wait()
+            raise AssertionError("wait() returned for an op whose peer never came")
+        except RuntimeError as e:
+            assert "Timeout" in str(e), str(e)
+        assert work.is_completed() and not work.is_success()
+    dist.barrier(group=gloo)
+
+
+def test_failed_async_op_raises_from_wait():
+    run_ranks(failed_async_op_raises_from_wait_and_future, timeout_s=3)
