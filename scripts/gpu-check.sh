@@ -7,7 +7,8 @@
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
 #   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
 #   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors);
-#   7. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT.
+#   7. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT,
+#      merged into results.json and plotted into results.png (scripts/merge-results.py, scripts/plot-results.py).
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
 # Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, torch,
@@ -221,6 +222,16 @@ if wants bench-device; then
         tail -20 "$logs/bench-device-$coll-$dtype${DEVICE_TAG:+-$DEVICE_TAG}.txt"
       fi
     done
+    # One results file for the run, and its plot where matplotlib is (the GPU machine's python3 has it).
+    if compgen -G "$logs/nvlink-*-$(date +%F).json" >/dev/null &&
+        python3 scripts/merge-results.py "$logs/results.json" "$logs"/nvlink-*-"$(date +%F)".json >/dev/null; then
+      if python3 -c "import matplotlib" 2>/dev/null && python3 scripts/plot-results.py "$logs/results.json" \
+          "$logs/results.png" >/dev/null; then
+        log "bench-device results: $logs/results.json, plot $logs/results.png"
+      else
+        log "bench-device results: $logs/results.json (no plot: python3 has no matplotlib)"
+      fi
+    fi
   else
     log "bench-device not run: no $build/bin/braid-bench-device"
   fi

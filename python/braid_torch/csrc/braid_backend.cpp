@@ -123,6 +123,21 @@ c10::intrusive_ptr<c10d::Backend> BraidBackend::create(const c10::intrusive_ptr<
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
 
+braid::Communicator& BraidBackend::communicator() {
+  TORCH_CHECK(comm_ != nullptr, "braid: rank ", rank_, ": the process group was shut down (destroy_process_group)");
+  return *comm_;
+}
+
+void BraidBackend::abort() {
+  if (comm_) comm_->abort();
+}
+
+void BraidBackend::shutdown() {
+  // The communicator's destructor runs the calls still queued (each ends by its own deadline) and stops its
+  // progress thread.
+  comm_.reset();
+}
+
 c10::intrusive_ptr<c10d::Work> BraidBackend::launch(OpType type, const at::Tensor& like,
                                                     std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
                                                     std::chrono::milliseconds timeout, const Issue& issue,
@@ -187,8 +202,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::broadcast(std::vector<at::Tensor>& 
   return launch(
       OpType::BROADCAST, tensors[0], tensors, t->tensors(), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->broadcastAsync(t->data(), t->count(), t->type(), root, o)};
-        comm_->broadcast(t->data(), t->count(), t->type(), root, o);
+        if (async) return {communicator().broadcastAsync(t->data(), t->count(), t->type(), root, o)};
+        communicator().broadcast(t->data(), t->count(), t->type(), root, o);
         return {};
       },
       [t] { t->finish(); });
@@ -210,9 +225,9 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allreduce(std::vector<at::Tensor>& 
         Works works;
         for (auto& t : dense) {
           if (async) {
-            works.push_back(comm_->allreduceAsync(t->data(), t->data(), t->count(), t->type(), op, o));
+            works.push_back(communicator().allreduceAsync(t->data(), t->data(), t->count(), t->type(), op, o));
           } else {
-            comm_->allreduce(t->data(), t->data(), t->count(), t->type(), op, o);
+            communicator().allreduce(t->data(), t->data(), t->count(), t->type(), op, o);
           }
         }
         return works;
@@ -238,8 +253,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce(std::vector<at::Tensor>& ten
   return launch(
       OpType::REDUCE, tensors[0], tensors, t->tensors(), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->reduceAsync(t->data(), t->data(), t->count(), t->type(), op, root, o)};
-        comm_->reduce(t->data(), t->data(), t->count(), t->type(), op, root, o);
+        if (async) return {communicator().reduceAsync(t->data(), t->data(), t->count(), t->type(), op, root, o)};
+        communicator().reduce(t->data(), t->data(), t->count(), t->type(), op, root, o);
         return {};
       },
       [t] { t->finish(); });
@@ -256,8 +271,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::_allgather_base(at::Tensor& output,
   return launch(
       OpType::_ALLGATHER_BASE, input, {output}, std::move(keep), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->allgatherAsync(in->data(), out->data(), in->count(), in->type(), o)};
-        comm_->allgather(in->data(), out->data(), in->count(), in->type(), o);
+        if (async) return {communicator().allgatherAsync(in->data(), out->data(), in->count(), in->type(), o)};
+        communicator().allgather(in->data(), out->data(), in->count(), in->type(), o);
         return {};
       },
       [out] { out->finish(); });
@@ -278,8 +293,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather(std::vector<std::vector<a
   return launch(
       OpType::ALLGATHER, inputs[0], list, std::move(keep), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->allgatherAsync(in->data(), flat.data_ptr(), in->count(), in->type(), o)};
-        comm_->allgather(in->data(), flat.data_ptr(), in->count(), in->type(), o);
+        if (async) return {communicator().allgatherAsync(in->data(), flat.data_ptr(), in->count(), in->type(), o)};
+        communicator().allgather(in->data(), flat.data_ptr(), in->count(), in->type(), o);
         return {};
       },
       [list, flat, n = size_]() mutable {
@@ -308,9 +323,10 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather_into_tensor_coalesced(std
         Works works;
         for (std::size_t i = 0; i < ins.size(); ++i) {
           if (async) {
-            works.push_back(comm_->allgatherAsync(ins[i]->data(), outs[i]->data(), ins[i]->count(), ins[i]->type(), o));
+            works.push_back(
+                communicator().allgatherAsync(ins[i]->data(), outs[i]->data(), ins[i]->count(), ins[i]->type(), o));
           } else {
-            comm_->allgather(ins[i]->data(), outs[i]->data(), ins[i]->count(), ins[i]->type(), o);
+            communicator().allgather(ins[i]->data(), outs[i]->data(), ins[i]->count(), ins[i]->type(), o);
           }
         }
         return works;
@@ -340,8 +356,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::gather(std::vector<std::vector<at::
   return launch(
       OpType::GATHER, inputs[0], list, std::move(keep), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->gatherAsync(in->data(), recv, in->count(), in->type(), root, o)};
-        comm_->gather(in->data(), recv, in->count(), in->type(), root, o);
+        if (async) return {communicator().gatherAsync(in->data(), recv, in->count(), in->type(), root, o)};
+        communicator().gather(in->data(), recv, in->count(), in->type(), root, o);
         return {};
       },
       [list, flat]() mutable {
@@ -372,8 +388,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::scatter(std::vector<at::Tensor>& ou
   return launch(
       OpType::SCATTER, outputs[0], outputs, std::move(keep), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->scatterAsync(send, out->data(), out->count(), out->type(), root, o)};
-        comm_->scatter(send, out->data(), out->count(), out->type(), root, o);
+        if (async) return {communicator().scatterAsync(send, out->data(), out->count(), out->type(), root, o)};
+        communicator().scatter(send, out->data(), out->count(), out->type(), root, o);
         return {};
       },
       [out] { out->finish(); });
@@ -391,8 +407,9 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::_reduce_scatter_base(at::Tensor& ou
   return launch(
       OpType::_REDUCE_SCATTER_BASE, input, {output}, std::move(keep), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->reduceScatterAsync(in->data(), out->data(), out->count(), out->type(), op, o)};
-        comm_->reduceScatter(in->data(), out->data(), out->count(), out->type(), op, o);
+        if (async)
+          return {communicator().reduceScatterAsync(in->data(), out->data(), out->count(), out->type(), op, o)};
+        communicator().reduceScatter(in->data(), out->data(), out->count(), out->type(), op, o);
         return {};
       },
       [out] { out->finish(); });
@@ -433,10 +450,10 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter_tensor_coalesced(std
         Works works;
         for (std::size_t i = 0; i < ins.size(); ++i) {
           if (async) {
-            works.push_back(
-                comm_->reduceScatterAsync(ins[i]->data(), outs[i]->data(), outs[i]->count(), outs[i]->type(), op, o));
+            works.push_back(communicator().reduceScatterAsync(ins[i]->data(), outs[i]->data(), outs[i]->count(),
+                                                              outs[i]->type(), op, o));
           } else {
-            comm_->reduceScatter(ins[i]->data(), outs[i]->data(), outs[i]->count(), outs[i]->type(), op, o);
+            communicator().reduceScatter(ins[i]->data(), outs[i]->data(), outs[i]->count(), outs[i]->type(), op, o);
           }
         }
         return works;
@@ -491,12 +508,12 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall_base(at::Tensor& output, a
       OpType::ALLTOALL_BASE, input, {output}, std::move(keep), opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (even) {
-          if (async) return {comm_->alltoallAsync(in->data(), out->data(), block, in->type(), o)};
-          comm_->alltoall(in->data(), out->data(), block, in->type(), o);
+          if (async) return {communicator().alltoallAsync(in->data(), out->data(), block, in->type(), o)};
+          communicator().alltoall(in->data(), out->data(), block, in->type(), o);
           return {};
         }
-        if (async) return {comm_->alltoallvAsync(in->data(), sc, sd, out->data(), rc, rd, in->type(), o)};
-        comm_->alltoallv(in->data(), sc, sd, out->data(), rc, rd, in->type(), o);
+        if (async) return {communicator().alltoallvAsync(in->data(), sc, sd, out->data(), rc, rd, in->type(), o)};
+        communicator().alltoallv(in->data(), sc, sd, out->data(), rc, rd, in->type(), o);
         return {};
       },
       [out] { out->finish(); });
@@ -527,8 +544,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall(std::vector<at::Tensor>& o
   return launch(
       OpType::ALLTOALL, inputs[0], outputs, {in, out}, opts.timeout,
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) return {comm_->alltoallvAsync(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o)};
-        comm_->alltoallv(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o);
+        if (async) return {communicator().alltoallvAsync(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o)};
+        communicator().alltoallv(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o);
         return {};
       },
       [outputs, out, rd]() mutable {
@@ -546,7 +563,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::send(std::vector<at::Tensor>& tenso
   auto t = std::make_shared<Dense>(tensors[0]);
   return launch(OpType::SEND, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
                 [&](bool, const braid::CallOptions& o) -> Works {
-                  comm_->send(t->data(), t->count(), t->type(), dstRank, tag, o);
+                  communicator().send(t->data(), t->count(), t->type(), dstRank, tag, o);
                   return {};
                 });
 }
@@ -557,7 +574,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tenso
   return launch(
       OpType::RECV, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
       [&](bool, const braid::CallOptions& o) -> Works {
-        comm_->recv(t->data(), t->count(), t->type(), srcRank, tag, o);
+        communicator().recv(t->data(), t->count(), t->type(), srcRank, tag, o);
         return {};
       },
       [t] { t->finish(); });
@@ -566,8 +583,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tenso
 c10::intrusive_ptr<c10d::Work> BraidBackend::barrier(const c10d::BarrierOptions& opts) {
   return launch(OpType::BARRIER, at::Tensor(), {}, {}, opts.timeout,
                 [&](bool async, const braid::CallOptions& o) -> Works {
-                  if (async) return {comm_->barrierAsync(o)};
-                  comm_->barrier(o);
+                  if (async) return {communicator().barrierAsync(o)};
+                  communicator().barrier(o);
                   return {};
                 });
 }

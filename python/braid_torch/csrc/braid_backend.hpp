@@ -62,8 +62,14 @@ class BraidBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
-  /// The communicator, for tests and tools.
-  braid::Communicator& communicator() { return *comm_; }
+  /// Makes every running and queued op end with Aborted, and every later one fail (from any thread).
+  void abort() override;
+  /// What destroy_process_group calls: lets queued ops finish, then frees the communicator; later ops fail.
+  void shutdown() override;
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+
+  /// The communicator; throws once the backend was shut down.
+  braid::Communicator& communicator();
 
  private:
   /// Makes the braid calls of one op: the async forms when `async` (CPU tensors), else the blocking ones (CUDA
@@ -75,6 +81,7 @@ class BraidBackend final : public c10d::Backend {
                                         std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
                                         const Issue& issue, std::function<void()> after = {});
 
+  // Ops run on the caller's thread; shutdown() comes after them (torch calls it from destroy_process_group).
   std::unique_ptr<braid::Communicator> comm_;
   std::chrono::milliseconds timeout_;
 };
