@@ -75,3 +75,39 @@ def failed_async_op_raises_from_wait_and_future(rank, size, gloo):
 
 def test_failed_async_op_raises_from_wait():
     run_ranks(failed_async_op_raises_from_wait_and_future, timeout_s=3)
+
+
+def batched_point_to_point(rank, size, gloo):
+    # Every rank posts its send before its receive, with messages far larger than any transport buffer: blocking
+    # sends would all wait for receivers that never come. batch_isend_irecv coalesces them into one braid group.
+    nxt, prv = (rank + 1) % size, (rank - 1) % size
+    n = 4 << 20
+    out = torch.full((n,), float(rank))
+    got = torch.empty(n)
+    strided = torch.empty(2 * 1000)[::2]  # non-contiguous receive
+    ops = [
+        dist.P2POp(dist.isend, out, nxt),
+        dist.P2POp(dist.isend, torch.arange(1000, dtype=torch.float32) + rank, prv),
+        dist.P2POp(dist.irecv, got, prv),
+        dist.P2POp(dist.irecv, strided, nxt),
+    ]
+    for req in dist.batch_isend_irecv(ops):
+        req.wait()
+    assert torch.equal(got, torch.full((n,), float(prv)))
+    assert torch.equal(strided, torch.arange(1000, dtype=torch.float32) + nxt)
+    # Collectives in a coalescing region (the fast path: one allreduce_coalesced), then sequence numbers agree.
+    ts = [torch.full((k + 1,), float(rank)) for k in range(4)]
+    with dist._coalescing_manager(async_ops=True) as cm:
+        for t in ts:
+            dist.all_reduce(t)
+    cm.wait()
+    for k, t in enumerate(ts):
+        assert torch.equal(t, torch.full((k + 1,), float(sum(range(size))))), f"coalesced all_reduce {k}"
+    seq = torch.tensor([dist.group.WORLD._get_backend(torch.device("cpu"))._get_sequence_number_for_group()])
+    seqs = [torch.empty_like(seq) for _ in range(size)]
+    dist.all_gather(seqs, seq, group=gloo)
+    assert all(torch.equal(s, seqs[0]) for s in seqs) and seqs[0].item() > 0, f"sequence numbers {seqs}"
+
+
+def test_batch_isend_irecv_of_large_messages_does_not_deadlock():
+    run_ranks(batched_point_to_point, size=3, timeout_s=60)

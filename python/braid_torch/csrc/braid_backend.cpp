@@ -123,6 +123,67 @@ c10::intrusive_ptr<c10d::Backend> BraidBackend::create(const c10::intrusive_ptr<
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
 
+struct BraidBackend::Coalesced {
+  std::vector<braid::P2pOp> ops;
+  std::vector<at::Tensor> keep;
+  std::vector<std::shared_ptr<Dense>> recvs;
+  std::vector<at::Tensor> outputs;
+  std::vector<c10::intrusive_ptr<BraidWork>> works;
+  at::Tensor like;  // the first tensor posted: where the group runs (CPU or a CUDA device)
+};
+
+BraidBackend::~BraidBackend() = default;
+
+uint64_t BraidBackend::getSequenceNumberForGroup() { return static_cast<uint64_t>(communicator().sequenceNumber()); }
+
+void BraidBackend::startCoalescing() {
+  TORCH_CHECK(coalesced_ == nullptr, "braid: rank ", rank_, ": startCoalescing inside a coalescing region");
+  coalesced_ = std::make_unique<Coalesced>();
+}
+
+c10::intrusive_ptr<c10d::Work> BraidBackend::endCoalescing() {
+  TORCH_CHECK(coalesced_ != nullptr, "braid: rank ", rank_, ": endCoalescing without startCoalescing");
+  const std::unique_ptr<Coalesced> c = std::move(coalesced_);
+  if (c->ops.empty()) {
+    // Only collectives were posted, each already queued: done when the last of them is.
+    return launch(OpType::COALESCED, at::Tensor(), {}, {}, std::chrono::milliseconds(0),
+                  [&](bool async, const braid::CallOptions&) -> Works { return async ? lastWorks_ : Works{}; });
+  }
+  auto recvs = c->recvs;
+  auto work = launch(
+      OpType::COALESCED, c->like, c->outputs, c->keep, std::chrono::milliseconds(0),
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) return {communicator().groupAsync(c->ops, o)};
+        communicator().group(c->ops, o);
+        return {};
+      },
+      [recvs] {
+        for (auto& r : recvs) r->finish();
+      });
+  for (auto& w : c->works) work->completeAlso(w);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> BraidBackend::coalesce(OpType type, const at::Tensor& tensor, int peer, int tag) {
+  Coalesced& c = *coalesced_;
+  auto t = std::make_shared<Dense>(tensor);
+  const bool send = type == OpType::SEND;
+  c.ops.push_back(braid::P2pOp{send ? braid::P2pOp::Kind::kSend : braid::P2pOp::Kind::kRecv, peer, t->data(),
+                               t->count(), t->type(), tag});
+  for (auto& k : t->tensors()) c.keep.push_back(k);
+  if (!send) {
+    c.recvs.push_back(t);
+    c.outputs.push_back(tensor);
+  }
+  if (!c.like.defined()) c.like = tensor;
+  std::optional<c10::Device> device;
+  if (tensor.is_cuda()) device = tensor.device();
+  auto work =
+      c10::make_intrusive<BraidWork>(rank_, type, std::vector<at::Tensor>{tensor}, std::vector<at::Tensor>{}, device);
+  c.works.push_back(work);
+  return work;
+}
+
 braid::Communicator& BraidBackend::communicator() {
   TORCH_CHECK(comm_ != nullptr, "braid: rank ", rank_, ": the process group was shut down (destroy_process_group)");
   return *comm_;
@@ -138,10 +199,9 @@ void BraidBackend::shutdown() {
   comm_.reset();
 }
 
-c10::intrusive_ptr<c10d::Work> BraidBackend::launch(OpType type, const at::Tensor& like,
-                                                    std::vector<at::Tensor> outputs, std::vector<at::Tensor> keep,
-                                                    std::chrono::milliseconds timeout, const Issue& issue,
-                                                    std::function<void()> after) {
+c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
+                                                   std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
+                                                   const Issue& issue, std::function<void()> after) {
   braid::CallOptions o;
   o.timeout = timeout.count() > 0 ? timeout : timeout_;
   std::optional<c10::Device> device;
@@ -163,6 +223,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::launch(OpType type, const at::Tenso
   // CPU: queued on braid's progress thread; the Work completes when the last of the op's calls did (calls run in
   // issue order, the first error wins).
   const Works works = issue(true, o);
+  if (!works.empty()) lastWorks_ = works;
   struct Countdown {
     std::mutex mu;
     std::size_t left;
@@ -556,10 +617,12 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall(std::vector<at::Tensor>& o
       });
 }
 
-// Point-to-point stays blocking: a send may wait for its receiver, and torch programs post sends and receives in
-// orders that a single queue per communicator could deadlock.
+// Point-to-point outside a coalescing region stays blocking: a send may wait for its receiver, and torch programs
+// post sends and receives in orders that a single queue per communicator could deadlock. Inside one (what
+// batch_isend_irecv opens) they are collected and go out together at endCoalescing, as one braid group.
 c10::intrusive_ptr<c10d::Work> BraidBackend::send(std::vector<at::Tensor>& tensors, int dstRank, int tag) {
   requireOne(tensors, "send");
+  if (coalesced_) return coalesce(OpType::SEND, tensors[0], dstRank, tag);
   auto t = std::make_shared<Dense>(tensors[0]);
   return launch(OpType::SEND, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
                 [&](bool, const braid::CallOptions& o) -> Works {
@@ -570,6 +633,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::send(std::vector<at::Tensor>& tenso
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) {
   requireOne(tensors, "recv");
+  if (coalesced_) return coalesce(OpType::RECV, tensors[0], srcRank, tag);
   auto t = std::make_shared<Dense>(tensors[0]);
   return launch(
       OpType::RECV, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),

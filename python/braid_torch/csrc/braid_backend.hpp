@@ -13,12 +13,14 @@
 #include <vector>
 
 #include "braid/braid.hpp"
+#include "braid_work.hpp"
 
 namespace braid_torch {
 
 class BraidBackend final : public c10d::Backend {
  public:
   BraidBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
+  ~BraidBackend() override;
 
   /// What torch.distributed.Backend.register_backend calls: (store, rank, size, timeout).
   static c10::intrusive_ptr<c10d::Backend> create(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
@@ -68,6 +70,15 @@ class BraidBackend final : public c10d::Backend {
   void shutdown() override;
   void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
 
+  /// Coalescing (batch_isend_irecv, _coalescing_manager): sends and receives between start and end go out as one
+  /// braid group, which never deadlocks whatever order the ranks posted them in; collectives run as usual.
+  bool supportsCoalescing() const override { return true; }
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  /// braid's count of this communicator's collectives (the same on every rank while they agree).
+  uint64_t getSequenceNumberForGroup() override;
+  void setSequenceNumberForGroup() override {}
+
   /// The communicator; throws once the backend was shut down.
   braid::Communicator& communicator();
 
@@ -77,13 +88,20 @@ class BraidBackend final : public c10d::Backend {
   using Issue = std::function<std::vector<braid::Work>(bool async, const braid::CallOptions& options)>;
   /// Runs one op whose tensors are like `like` (an undefined tensor: a host op), returning its c10d::Work; `after`
   /// runs once its calls succeeded (copies into the caller's tensors), `keep` lives until then.
-  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
-                                        std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
-                                        const Issue& issue, std::function<void()> after = {});
+  c10::intrusive_ptr<BraidWork> launch(c10d::OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
+                                       std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
+                                       const Issue& issue, std::function<void()> after = {});
+  /// A send or receive posted inside a coalescing region: recorded, and its Work completes with the group's.
+  c10::intrusive_ptr<c10d::Work> coalesce(c10d::OpType type, const at::Tensor& tensor, int peer, int tag);
 
   // Ops run on the caller's thread; shutdown() comes after them (torch calls it from destroy_process_group).
   std::unique_ptr<braid::Communicator> comm_;
   std::chrono::milliseconds timeout_;
+  // The last CPU op's braid calls: an endCoalescing without point-to-point ops completes after them.
+  std::vector<braid::Work> lastWorks_;
+  // Between startCoalescing and endCoalescing: the point-to-point ops posted, what they touch, their works.
+  struct Coalesced;
+  std::unique_ptr<Coalesced> coalesced_;
 };
 
 }  // namespace braid_torch

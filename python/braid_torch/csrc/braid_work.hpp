@@ -31,13 +31,15 @@ class BraidWork final : public c10d::Work {
                                                                   std::vector<c10::Device>{*device})
                        : c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
-  /// Called once, when the op finished (null: it succeeded).
+  /// Called once, when the op finished (null: it succeeded); completes the works that follow this one too.
   void complete(std::exception_ptr error) {
+    std::vector<c10::intrusive_ptr<BraidWork>> followers;
     {
       std::lock_guard lock(mu_);
       done_ = true;
       error_ = error;
       keep_.clear();
+      followers.swap(followers_);
     }
     cv_.notify_all();
     if (error) {
@@ -45,6 +47,21 @@ class BraidWork final : public c10d::Work {
     } else {
       future_->markCompleted(c10::IValue(outputs_));
     }
+    for (auto& w : followers) w->complete(error);
+  }
+
+  /// `other` completes with this work (the per-op works of a coalesced group complete with the group's).
+  void completeAlso(c10::intrusive_ptr<BraidWork> other) {
+    std::exception_ptr error;
+    {
+      std::lock_guard lock(mu_);
+      if (!done_) {
+        followers_.push_back(std::move(other));
+        return;
+      }
+      error = error_;
+    }
+    other->complete(error);
   }
 
   bool isCompleted() override {
@@ -82,6 +99,7 @@ class BraidWork final : public c10d::Work {
   std::exception_ptr error_;
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> keep_;
+  std::vector<c10::intrusive_ptr<BraidWork>> followers_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
 
