@@ -1,5 +1,5 @@
-"""examples/ddp_train.py runs under torchrun and under braid run, and trains like Gloo does (same seed, same
-losses step by step to float rounding)."""
+"""examples/ddp_train.py and examples/fsdp_train.py (FSDP2) run under torchrun and under braid run, and train like
+Gloo does (same seed, same losses step by step to float rounding)."""
 
 import os
 import re
@@ -11,7 +11,8 @@ import pytest
 from conftest import free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-EXAMPLE = os.path.join(ROOT, "examples", "ddp_train.py")
+EXAMPLES = os.path.join(ROOT, "examples")
+EXAMPLE = os.path.join(EXAMPLES, "ddp_train.py")
 
 
 def losses(output):
@@ -24,20 +25,24 @@ def run(cmd, env=None):
     return done.stdout
 
 
-def torchrun(backend):
+def torchrun(backend, example=EXAMPLE):
     return run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port",
-                str(free_port()), EXAMPLE, "--steps", "4", "--backend", backend, "--dim", "64"])
+                str(free_port()), example, "--steps", "4", "--backend", backend, "--dim", "64"])
 
 
-def test_ddp_example_under_torchrun_trains_like_gloo():
-    braid, gloo = losses(torchrun("braid")), losses(torchrun("gloo"))
+@pytest.mark.parametrize("example", ["ddp_train.py", "fsdp_train.py"])
+def test_example_under_torchrun_trains_like_gloo(example):
+    path = os.path.join(EXAMPLES, example)
+    braid, gloo = losses(torchrun("braid", path)), losses(torchrun("gloo", path))
     assert len(braid) == 4 and len(gloo) == 4
-    assert braid == pytest.approx(gloo, rel=1e-4), f"braid {braid} vs gloo {gloo}"
+    assert braid == pytest.approx(gloo, rel=1e-4), f"{example}: braid {braid} vs gloo {gloo}"
 
 
-def test_ddp_example_under_braid_run():
+@pytest.mark.parametrize("example", ["ddp_train.py", "fsdp_train.py"])
+def test_example_under_braid_run(example):
     braid_cmd = os.environ.get("BRAID_CLI") or os.path.join(ROOT, os.environ.get("BRAID_BUILD_DIR", "build"), "bin", "braid")
     if not os.path.exists(braid_cmd):
         pytest.skip(f"no braid command at {braid_cmd}")
-    out = run([braid_cmd, "run", "-n", "2", "--", sys.executable, EXAMPLE, "--steps", "3", "--dim", "64"])
+    out = run([braid_cmd, "run", "-n", "2", "--", sys.executable, os.path.join(EXAMPLES, example), "--steps", "3",
+               "--dim", "64"])
     assert len(losses(out)) == 3, out
