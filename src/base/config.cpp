@@ -40,6 +40,11 @@ const std::vector<KnobRow>& rows() {
        &Settings::cudaWorkspaceBytes},
       // 32 KiB: a block of a one-shot kernel pushes its next chunk while it reduces the one before, so the link
       // and the reduction overlap; each chunk costs a flag (~1 us, hidden behind the chunk's ~6 us on the link).
+      // auto: cuMem's POSIX fds survive their owner and need no per-allocation IPC state; some drivers and
+      // containers cannot export them, and cudaIpc handles still work there.
+      {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
+        "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
+       &Settings::cudaMemory},
       {{"BRAID_CUDA_CHUNK_BYTES", KnobType::kBytes, "32K",
         "bytes a block of a one-shot GPU allreduce pushes between two flags (pipelining); 0 pushes its whole piece"},
        &Settings::cudaChunkBytes},

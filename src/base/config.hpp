@@ -40,6 +40,7 @@ struct Settings {
   long cudaBlocks = 0;                  // BRAID_CUDA_BLOCKS
   std::size_t cudaWorkspaceBytes = 0;   // BRAID_CUDA_WORKSPACE_BYTES
   std::size_t cudaChunkBytes = 0;       // BRAID_CUDA_CHUNK_BYTES
+  std::string cudaMemory;               // BRAID_CUDA_MEMORY
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK
   std::string worldSize;  // BRAID_WORLD_SIZE

@@ -5,7 +5,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "gpu/device_ranks.hpp"
@@ -226,6 +228,60 @@ TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
         (void)cudaStreamDestroy(s);
       },
       deviceSettings());
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+// BRAID_CUDA_MEMORY=ipc: workspaces shared through cudaMalloc + cudaIpc handles (where cuMem cannot export POSIX
+// fds), between processes (handles opened) and between threads of one process (the owner's pointer).
+void allreduceAndAllgather(Communicator& c, cudaStream_t s, const std::string& what) {
+  for (std::size_t n : {std::size_t{3}, std::size_t{1} << 20, (std::size_t{24} << 20) + 5}) {
+    DeviceBytes buf(n * 4);
+    const auto in = ramp(n, c.rank());
+    upload(buf.get(), in.data(), n * 4, s);
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    std::vector<float> got(n);
+    download(got.data(), buf.get(), n * 4, s);
+    requireFloats(got, rampSum(n, c.size()), what + ", allreduce of " + std::to_string(n));
+  }
+  const std::size_t n = 4099;
+  DeviceBytes mine(n * 4), all(n * 4 * static_cast<std::size_t>(c.size()));
+  const auto in = ramp(n, c.rank());
+  upload(mine.get(), in.data(), n * 4, s);
+  c.allgather(mine.get(), all.get(), n, DataType::kFloat32, {.stream = s});
+  std::vector<float> got(n * static_cast<std::size_t>(c.size()));
+  download(got.data(), all.get(), got.size() * 4, s);
+  for (int r = 0; r < c.size(); ++r) {
+    const auto want = ramp(n, r);
+    require(std::equal(want.begin(), want.end(), got.begin() + static_cast<std::ptrdiff_t>(n) * r),
+            what + ", allgather block of rank " + std::to_string(r));
+  }
+  require(!c.asyncError().has_value(), what + ": no asynchronous error");
+}
+
+TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcHandlesBetweenProcesses) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  Settings settings = deviceSettings();
+  settings.cudaMemory = "ipc";
+  const auto results = runOnGpus(
+      2, 2, settings, [](Communicator& c, cudaStream_t s) { allreduceAndAllgather(c, s, "cudaIpc, processes"); });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcBetweenThreadsOfOneProcess) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  Settings settings = deviceSettings();
+  settings.cudaMemory = "ipc";
+  const int gpus = cuda::deviceCount();
+  const auto results = testing::runThreads(
+      2,
+      [&](Communicator& c) {
+        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
+        cudaStream_t s = nullptr;
+        cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+        allreduceAndAllgather(c, s, "cudaIpc, threads");
+        (void)cudaStreamDestroy(s);
+      },
+      settings);
   EXPECT_EQ(testing::failures(results), "");
 }
 

@@ -38,6 +38,24 @@ def stream_order(rank, size, gloo):
     assert torch.equal(out, torch.full((4096,), float(size), device="cuda", dtype=torch.bfloat16))
 
 
+def mixed_cpu_and_cuda(rank, size, gloo):
+    # One process group, CPU and CUDA tensors in turn: each op goes its own way (host path, GPU kernels).
+    torch.cuda.set_device(rank)
+    total = float(sum(range(1, size + 1)))
+    for i in range(3):
+        c = torch.full((1000 + i,), float(rank + 1))
+        g = torch.full((1 << 16,), float(rank + 1), device="cuda")
+        work = dist.all_reduce(c, async_op=True)
+        dist.all_reduce(g)
+        work.wait()
+        assert torch.equal(c, torch.full_like(c, total)), f"cpu round {i}"
+        assert torch.equal(g.cpu(), torch.full((1 << 16,), total)), f"cuda round {i}"
+
+
+def test_mixed_cpu_and_cuda_ops_in_one_group():
+    run_ranks(mixed_cpu_and_cuda)
+
+
 def test_ops_on_cuda_tensors_follow_the_current_stream():
     run_ranks(stream_order)
 

@@ -22,6 +22,9 @@ using cuda::kernels::kFlagStride;
 using cuda::kernels::kMaxDeviceRanks;
 using cuda::kernels::kProbeOffset;
 
+// How a rank shares its workspace.
+enum class Sharing : std::uint32_t { kVmm = 1, kIpc = 2 };
+
 // What each rank tells the others at every step of the connection; `ok` and `why` say whether its step worked.
 struct Hello {
   std::uint32_t ok;
@@ -30,6 +33,10 @@ struct Hello {
   std::uint64_t bytes;
   std::int32_t fd;
   std::int32_t pid;
+  Sharing sharing;
+  std::uint32_t pad;
+  std::uint64_t address;  // the workspace's address in its owner's process (cudaIpc ranks of one process use it)
+  cuda::IpcHandle ipc;
   std::array<char, 16> uuid;
   std::array<char, 160> why;
 };
@@ -82,8 +89,8 @@ class FdCloser {
 }  // namespace
 
 std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int rank, int size, int device,
-                                                      std::size_t slotBytes, const host::OpEnv& callEnv,
-                                                      std::string* why) {
+                                                      std::size_t slotBytes, WorkspaceMemory memory,
+                                                      const host::OpEnv& callEnv, std::string* why) {
   host::OpEnv env = callEnv;
   env.context.op = strCat(callEnv.context.op, " (cuda_ipc setup)");
   std::unique_ptr<DeviceChannel> ch(new DeviceChannel());
@@ -96,23 +103,42 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   mine.nonce = std::random_device{}() | (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   if (size > kMaxDeviceRanks) setWhy(mine, strCat(size, " ranks: a channel connects at most ", kMaxDeviceRanks));
 
-  // 1. This rank's workspace and control words.
+  // 1. This rank's workspace and control words: cuMem memory with a POSIX fd where the driver can export one,
+  // else (or when BRAID_CUDA_MEMORY=ipc) cudaMalloc memory and its cudaIpc handle.
   const std::size_t bytes = cuda::kernels::workspaceBytes(size, slotBytes);
   if (mine.ok) {
     try {
       cudaDeviceProp prop{};
       cuda::checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
       std::memcpy(mine.uuid.data(), prop.uuid.bytes, 16);
-      ch->own_ = cuda::VmmAllocation::create(bytes, device);
-      cuda::checkCuda(cudaMemset(ch->own_.data(), 0, bytes), "cudaMemset(workspace)");
+      std::string vmmWhy = "BRAID_CUDA_MEMORY=ipc";
+      if (memory != WorkspaceMemory::kIpc) {
+        try {
+          ch->own_ = cuda::VmmAllocation::create(bytes, device);
+          mine.fd = ch->own_.exportFd();
+          mine.sharing = Sharing::kVmm;
+        } catch (const Error& e) {
+          if (memory == WorkspaceMemory::kVmm) throw;
+          ch->own_ = cuda::VmmAllocation();
+          vmmWhy = e.message();
+        }
+      }
+      if (mine.sharing != Sharing::kVmm) {
+        ch->ownIpc_ = cuda::IpcAllocation::create(bytes, device);
+        mine.ipc = ch->ownIpc_.handle();
+        mine.sharing = Sharing::kIpc;
+        logLine(LogLevel::kInfo, rank, strCat("cuda_ipc: workspace shared through cudaIpc (", vmmWhy, ")"));
+      }
+      void* base = mine.sharing == Sharing::kVmm ? ch->own_.data() : ch->ownIpc_.data();
+      mine.address = reinterpret_cast<std::uintptr_t>(base);
+      mine.bytes = mine.sharing == Sharing::kVmm ? ch->own_.bytes() : bytes;  // cuMem rounds up to its granularity
+      cuda::checkCuda(cudaMemset(base, 0, bytes), "cudaMemset(workspace)");
       cuda::checkCuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize(workspace)");
       void* control = nullptr;
       cuda::checkCuda(cudaHostAlloc(&control, sizeof(ChannelControl), cudaHostAllocMapped | cudaHostAllocPortable),
                       "cudaHostAlloc(channel control)");
       ch->control_ = static_cast<ChannelControl*>(control);
       std::memset(ch->control_, 0, sizeof(ChannelControl));
-      mine.fd = ch->own_.exportFd();
-      mine.bytes = ch->own_.bytes();
     } catch (const Error& e) {
       setWhy(mine, e.message());
     }
@@ -121,15 +147,25 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   std::vector<Hello> all = exchange(host, mine, size, env, why);
   if (!why->empty()) return nullptr;
 
-  // 2. Every peer's workspace, mapped here: same-process peers' fds are valid as they are, other processes send
-  // theirs through a Unix socket.
+  // 2. Every peer's workspace, mapped here. cuMem: same-process peers' fds are valid as they are, other processes
+  // send theirs through a Unix socket. cudaIpc: other processes open the handle, the same process uses the owner's
+  // pointer.
   Hello step = mine;
   ch->peers_.resize(static_cast<std::size_t>(size));
-  ch->channel_.ws[rank] = static_cast<std::byte*>(ch->own_.data());
-  bool anyRemote = false;
-  for (const Hello& h : all) anyRemote |= h.pid != mine.pid;
+  ch->peerIpc_.resize(static_cast<std::size_t>(size));
+  ch->channel_.ws[rank] = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(mine.address));
+  auto remote = [&](int p) { return all[static_cast<std::size_t>(p)].pid != mine.pid; };
+  auto vmm = [&](int p) { return all[static_cast<std::size_t>(p)].sharing == Sharing::kVmm; };
+  // The same answer on every rank: whether any fd crosses a process boundary (then every rank opens a mailbox,
+  // and the exchange after it is one every rank makes).
+  bool fdsTravel = false;
+  for (int p = 0; p < size; ++p) {
+    for (int q = 0; q < size; ++q) {
+      fdsTravel |= p != q && all[static_cast<std::size_t>(p)].pid != all[static_cast<std::size_t>(q)].pid && vmm(p);
+    }
+  }
   std::unique_ptr<transport::FdMailbox> mailbox;
-  if (anyRemote) {
+  if (fdsTravel) {
     try {
       mailbox = std::make_unique<transport::FdMailbox>(all[0].nonce, rank);
     } catch (const Error& e) {
@@ -141,22 +177,21 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   bool nvlink = true;
   try {
     std::vector<int> fds(static_cast<std::size_t>(size), -1);
+    int letters = 0;
     for (int p = 0; p < size; ++p) {
       const Hello& h = all[static_cast<std::size_t>(p)];
       if (p == rank) continue;
-      if (h.pid == mine.pid)
-        fds[static_cast<std::size_t>(p)] = h.fd;
-      else
-        mailbox->send(p, mine.fd, mine.bytes);
+      if (!remote(p) && vmm(p)) fds[static_cast<std::size_t>(p)] = h.fd;
+      if (remote(p) && vmm(rank)) mailbox->send(p, mine.fd, mine.bytes);
+      if (remote(p) && vmm(p)) ++letters;
     }
     std::vector<FdCloser> received;
     received.reserve(static_cast<std::size_t>(size));
-    for (int p = 0; p < size; ++p) {
-      if (p == rank || all[static_cast<std::size_t>(p)].pid == mine.pid) continue;
+    for (int i = 0; i < letters; ++i) {
       const transport::FdMailbox::Letter letter = mailbox->receive(env.timeoutSeconds);
       received.emplace_back(letter.fd);
-      if (letter.from < 0 || letter.from >= size || letter.from == rank) {
-        fail(ErrorCode::kInternal, env.context, "CUDA IPC handle from unknown rank ", letter.from);
+      if (letter.from < 0 || letter.from >= size || letter.from == rank || !remote(letter.from) || !vmm(letter.from)) {
+        fail(ErrorCode::kInternal, env.context, "CUDA IPC handle from unexpected rank ", letter.from);
       }
       fds[static_cast<std::size_t>(letter.from)] = letter.fd;
     }
@@ -175,9 +210,24 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       } else if (theirs < 0) {
         nvlink = false;  // not visible here: the probe decides whether it works at all
       }
-      ch->peers_[static_cast<std::size_t>(p)] =
-          cuda::VmmAllocation::import(fds[static_cast<std::size_t>(p)], static_cast<std::size_t>(h.bytes), device);
-      ch->channel_.ws[p] = static_cast<std::byte*>(ch->peers_[static_cast<std::size_t>(p)].data());
+      const auto at = static_cast<std::size_t>(p);
+      if (vmm(p)) {
+        ch->peers_[at] = cuda::VmmAllocation::import(fds[at], static_cast<std::size_t>(h.bytes), device);
+        ch->channel_.ws[p] = static_cast<std::byte*>(ch->peers_[at].data());
+      } else if (remote(p)) {
+        ch->peerIpc_[at] = cuda::IpcMapping::open(h.ipc);
+        ch->channel_.ws[p] = static_cast<std::byte*>(ch->peerIpc_[at].data());
+      } else {
+        // The same process: the owner's pointer, reachable from this GPU once peer access is on.
+        if (theirs >= 0 && theirs != device) {
+          const cudaError_t enabled = cudaDeviceEnablePeerAccess(theirs, 0);
+          if (enabled != cudaSuccess) (void)cudaGetLastError();
+          if (enabled != cudaSuccess && enabled != cudaErrorPeerAccessAlreadyEnabled) {
+            cuda::checkCuda(enabled, "cudaDeviceEnablePeerAccess");
+          }
+        }
+        ch->channel_.ws[p] = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(h.address));
+      }
     }
   } catch (const Error& e) {
     setWhy(step, e.message());

@@ -1,6 +1,7 @@
-// The channel the collective kernels talk through: one workspace per rank (cuMem memory exported as a POSIX fd),
-// every peer's workspace mapped into this process, pinned host words the kernels report failures in, and a probe
-// that proves each mapping really carries stores before any collective trusts it.
+// The channel the collective kernels talk through: one workspace per rank (cuMem memory exported as a POSIX fd, or
+// where that is unavailable cudaMalloc memory shared through a cudaIpc handle), every peer's workspace mapped into
+// this process, pinned host words the kernels report failures in, and a probe that proves each mapping really
+// carries stores before any collective trusts it.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +12,7 @@
 
 #include "algorithms/host/engine.hpp"
 #include "cuda/kernels/collective_kernels.hpp"
+#include "cuda/runtime/ipc_allocation.hpp"
 #include "cuda/runtime/vmm_allocation.hpp"
 
 namespace braid::device {
@@ -22,13 +24,17 @@ struct ChannelControl {
   cuda::kernels::KernelError error;
 };
 
+/// How a rank's workspace is shared (BRAID_CUDA_MEMORY): kAuto tries cuMem first and falls back to cudaIpc.
+enum class WorkspaceMemory { kAuto, kVmm, kIpc };
+
 class DeviceChannel {
  public:
   /// Collective over `host`: every rank of the communicator calls it within the same call, with its device bound
   /// (`device`). Returns the channel, or null on every rank alike when any rank cannot use one, with the reason
   /// in `why` ("rank 1: no P2P between GPU 0 and GPU 1", ...).
   static std::unique_ptr<DeviceChannel> connect(host::Engine& host, int rank, int size, int device,
-                                                std::size_t slotBytes, const host::OpEnv& env, std::string* why);
+                                                std::size_t slotBytes, WorkspaceMemory memory, const host::OpEnv& env,
+                                                std::string* why);
   ~DeviceChannel();
   DeviceChannel(const DeviceChannel&) = delete;
   DeviceChannel& operator=(const DeviceChannel&) = delete;
@@ -39,6 +45,8 @@ class DeviceChannel {
   std::size_t slotBytes() const { return channel_.slotBytes; }
   /// Whether every peer's GPU is reached over NVLink (else PCIe or the same GPU).
   bool nvlink() const { return nvlink_; }
+  /// How this rank's workspace is shared: "cuMem" or "cudaIpc".
+  const char* memoryName() const { return ownIpc_.data() != nullptr ? "cudaIpc" : "cuMem"; }
   /// What the kernels reported; code 0 while nothing failed. Read without synchronising.
   cuda::kernels::KernelError lastError() const;
   /// Makes every wait of this channel's kernels give up (they record kAborted). Any thread, never blocks.
@@ -49,8 +57,10 @@ class DeviceChannel {
 
   int device_ = -1;
   bool nvlink_ = false;
-  cuda::VmmAllocation own_;
-  std::vector<cuda::VmmAllocation> peers_;
+  cuda::VmmAllocation own_;                 // the workspace, when shared through cuMem
+  cuda::IpcAllocation ownIpc_;              // or through cudaIpc
+  std::vector<cuda::VmmAllocation> peers_;  // the peers' cuMem workspaces, mapped here
+  std::vector<cuda::IpcMapping> peerIpc_;   // the peers' cudaIpc workspaces, opened here (other processes)
   ChannelControl* control_ = nullptr;
   cuda::kernels::Channel channel_{};
 };

@@ -49,6 +49,14 @@ class DeviceScope {
   int previous_ = -1;
 };
 
+WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env) {
+  if (settings.cudaMemory.empty() || settings.cudaMemory == "auto") return WorkspaceMemory::kAuto;
+  if (settings.cudaMemory == "vmm") return WorkspaceMemory::kVmm;
+  if (settings.cudaMemory == "ipc") return WorkspaceMemory::kIpc;
+  fail(ErrorCode::kInvalidArgument, env.context, "BRAID_CUDA_MEMORY='", settings.cudaMemory,
+       "' is not one of auto, vmm, ipc");
+}
+
 bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
@@ -138,13 +146,15 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
     if (slot < 64 * 1024) {
       noChannelWhy_ = strCat("BRAID_CUDA_WORKSPACE_BYTES=", settings_.cudaWorkspaceBytes, " is too small");
     } else {
-      channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, env, &noChannelWhy_);
+      channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
+                                        &noChannelWhy_);
       channelView_.store(channel_.get(), std::memory_order_release);
     }
     if (channel_) {
       logLine(LogLevel::kInfo, rank_,
               strCat("cuda_ipc: GPU ", device_, " joined ", size_, " GPUs over ",
-                     channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots"));
+                     channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots, ",
+                     channel_->memoryName(), " workspace"));
       cudaEvent_t join = nullptr;
       checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");
       join_ = join;
