@@ -1,4 +1,4 @@
-// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env.
+// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   braid::tools::addRunCommand(app);
   braid::tools::addBenchCommand(app);
   braid::tools::addEnvCommand(app);
+  braid::tools::addDetectCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,90 @@
+// What hardware one host has (issue 8): pure data. detect() fills it from procfs, sysfs and the CUDA runtime; the
+// braid command also reads and writes it as JSON (--topology FILE), so that every decision made from it (what
+// `braid detect`, `env`, `doctor` and the selector say) is tested against fixtures of machines we do not have.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace braid::topology {
+
+struct Gpu {
+  int index = 0;         ///< CUDA ordinal in this process
+  std::string name;      ///< "NVIDIA H200"
+  std::string uuid;      ///< "GPU-8c7b..."
+  std::string pciBusId;  ///< "0000:00:06.0"
+  int ccMajor = 0;       ///< compute capability
+  int ccMinor = 0;
+  int sms = 0;  ///< multiprocessors
+  std::uint64_t memoryBytes = 0;
+  int numaNode = -1;        ///< -1: unknown or a single node
+  bool migEnabled = false;  ///< MIG mode on (then `index` is a MIG instance)
+};
+
+/// What the driver says about a pair of GPUs (a < b).
+struct GpuPair {
+  int a = 0;
+  int b = 0;
+  bool p2p = false;   ///< cudaDeviceCanAccessPeer both ways
+  int perfRank = -1;  ///< the driver's P2P performance rank: 0 is the best link (NVLink), -1 unknown
+  bool nvlink = false;
+};
+
+struct Nic {
+  std::string name;      ///< "eth0"
+  std::string driver;    ///< "mlx5_core"
+  std::string pciBusId;  ///< empty for virtual devices
+  int speedMbps = -1;    ///< -1: the kernel does not say (virtual NICs, link down)
+  int mtu = 0;
+  bool up = false;
+  bool loopback = false;
+  int numaNode = -1;
+  std::vector<std::string> rdmaDevices;  ///< "mlx5_0": the RDMA devices on this port
+};
+
+struct NumaNode {
+  int id = 0;
+  std::vector<int> cpus;
+  std::uint64_t memoryBytes = 0;
+};
+
+struct Topology {
+  std::string hostname;
+  std::string cpuModel;
+  int logicalCpus = 0;  ///< online CPUs
+  int usableCpus = 0;   ///< in this process's affinity mask
+  int sockets = 0;
+  std::vector<NumaNode> numa;
+  std::uint64_t memoryBytes = 0;
+  double cgroupCpus = 0;                ///< the cgroup's CPU quota in CPUs; 0: none
+  std::uint64_t cgroupMemoryBytes = 0;  ///< the cgroup's memory limit; 0: none
+  std::uint64_t shmBytes = 0;           ///< size of /dev/shm
+  std::string container;                ///< "docker", "podman", "kubernetes", "lxc", "gvisor"; empty: none seen
+  int cudaDriverVersion = 0;            ///< 13000 for CUDA 13.0; 0: no driver
+  int cudaRuntimeVersion = 0;           ///< the runtime braid was built with; 0: built without CUDA
+  bool nvidiaPeermem = false;           ///< the nvidia_peermem module is loaded (GPUDirect RDMA)
+  std::vector<Gpu> gpus;
+  std::vector<GpuPair> gpuPairs;
+  std::vector<Nic> nics;
+
+  /// The pair (a, b) in either order, or null.
+  const GpuPair* pair(int a, int b) const;
+  /// Whether every pair of GPUs is joined by NVLink (false with fewer than two GPUs).
+  bool allNvlink() const;
+  /// Whether every pair of GPUs can reach each other's memory (true with fewer than two GPUs).
+  bool allP2p() const;
+  /// The fastest NIC that is up and not loopback, or null.
+  const Nic* fastestNic() const;
+};
+
+/// This host, as this process sees it. `root` prefixes every procfs and sysfs path (tests point it at a fake
+/// tree; then nothing is asked of this process or of the CUDA runtime).
+Topology detect(const std::string& root = "");
+
+/// The parts detect() reads from procfs and sysfs.
+Topology detectHost(const std::string& root);
+/// Adds the GPUs the CUDA runtime sees, and their pairs, to `t` (nothing in a build without CUDA).
+void detectGpus(Topology& t, const std::string& root);
+
+}  // namespace braid::topology

@@ -1,0 +1,190 @@
+// Topology (issue 8): host detection reads a fake procfs/sysfs tree right; JSON round-trips every fixture
+// machine; `braid detect`'s report of each fixture matches its golden file; the derived answers (NVLink
+// everywhere, P2P everywhere, fastest NIC) hold on each.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "base/error.hpp"
+#include "topology/detect_report.hpp"
+#include "topology/topology_json.hpp"
+
+namespace braid::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string fixtures() { return std::string(BRAID_FIXTURES_DIR) + "/topology"; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+constexpr const char* kMachines[] = {"h200x2-nvlink", "dgx-h100-nvswitch", "pcie-broken-p2p", "a100-mig", "cpu-vm"};
+
+TEST(Topology, EveryFixtureRoundTripsThroughJson) {
+  for (const char* machine : kMachines) {
+    const std::string path = fixtures() + "/" + machine + ".json";
+    const topology::Topology t = loadTopology(path);
+    const std::string once = topologyToJson(t);
+    EXPECT_EQ(topologyToJson(topologyFromJson(once, "round trip")), once) << machine;
+  }
+}
+
+TEST(Topology, DetectReportOfEveryFixtureMatchesItsGoldenFile) {
+  for (const char* machine : kMachines) {
+    const std::string base = fixtures() + "/" + machine;
+    EXPECT_EQ(detectReport(loadTopology(base + ".json")), slurp(base + ".detect.txt"))
+        << machine << ": regenerate with `braid detect --topology " << base << ".json > " << base << ".detect.txt`"
+        << " after checking the new output";
+  }
+}
+
+TEST(Topology, DerivedAnswersOnTheFixtures) {
+  const auto load = [](const char* m) { return loadTopology(fixtures() + "/" + m + ".json"); };
+  const auto h200 = load("h200x2-nvlink");
+  EXPECT_TRUE(h200.allNvlink());
+  EXPECT_TRUE(h200.allP2p());
+  const auto dgx = load("dgx-h100-nvswitch");
+  EXPECT_TRUE(dgx.allNvlink());
+  ASSERT_NE(dgx.fastestNic(), nullptr);
+  EXPECT_EQ(dgx.fastestNic()->speedMbps, 400000);
+  const auto pcie = load("pcie-broken-p2p");
+  EXPECT_FALSE(pcie.allNvlink());
+  EXPECT_FALSE(pcie.allP2p());
+  ASSERT_NE(pcie.pair(1, 0), nullptr);  // either order
+  EXPECT_TRUE(pcie.pair(1, 0)->p2p);
+  EXPECT_FALSE(pcie.pair(0, 2)->p2p);
+  const auto cpu = load("cpu-vm");
+  EXPECT_FALSE(cpu.allNvlink());
+  EXPECT_TRUE(cpu.allP2p());  // vacuously: no GPUs
+  EXPECT_NE(detectReport(cpu).find("GPUs: none"), std::string::npos);
+}
+
+TEST(Topology, ABrokenFileIsRefusedByName) {
+  try {
+    topologyFromJson("{\"gpus\": 3}", "broken.json");
+    FAIL() << "a malformed topology was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("broken.json"), std::string::npos) << e.what();
+  }
+  try {
+    loadTopology("/nonexistent/machine.json");
+    FAIL() << "a missing file was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/machine.json"), std::string::npos) << e.what();
+  }
+}
+
+// A fake root with the files detectHost reads.
+class FakeRoot {
+ public:
+  FakeRoot() : root_(fs::temp_directory_path() / ("braid-topology-" + std::to_string(::getpid()))) {
+    fs::remove_all(root_);
+  }
+  ~FakeRoot() { fs::remove_all(root_); }
+  void write(const std::string& path, const std::string& text) {
+    const fs::path p = root_ / path;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+  }
+  void link(const std::string& path, const std::string& target) {
+    const fs::path p = root_ / path;
+    fs::create_directories(p.parent_path());
+    fs::create_directory_symlink(target, p);
+  }
+  std::string path() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+TEST(Topology, HostDetectionReadsProcfsAndSysfs) {
+  FakeRoot r;
+  r.write("proc/sys/kernel/hostname", "node7\n");
+  r.write("proc/cpuinfo",
+          "processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\nmodel name\t: Test CPU 9000\n");
+  r.write("proc/meminfo", "MemTotal:       16384000 kB\nMemFree:  1 kB\n");
+  r.write("sys/devices/system/cpu/online", "0-3,6\n");
+  for (int c : {0, 1, 2, 3, 6}) {
+    r.write("sys/devices/system/cpu/cpu" + std::to_string(c) + "/topology/physical_package_id", c < 2 ? "0\n" : "1\n");
+  }
+  r.write("sys/devices/system/node/node0/cpulist", "0-1\n");
+  r.write("sys/devices/system/node/node0/meminfo", "Node 0 MemTotal:       8192000 kB\n");
+  r.write("sys/devices/system/node/node1/cpulist", "2-3,6\n");
+  r.write("sys/devices/system/node/node1/meminfo", "Node 1 MemTotal:       8192000 kB\n");
+  r.write("sys/fs/cgroup/cpu.max", "150000 100000\n");
+  r.write("sys/fs/cgroup/memory.max", "4294967296\n");
+  r.write(".dockerenv", "");
+  r.write("sys/class/net/lo/operstate", "unknown\n");
+  r.write("sys/class/net/lo/type", "772\n");
+  r.write("sys/class/net/lo/mtu", "65536\n");
+  r.write("sys/class/net/eth1/operstate", "up\n");
+  r.write("sys/class/net/eth1/mtu", "9000\n");
+  r.write("sys/class/net/eth1/speed", "100000\n");
+  r.write("sys/bus/pci/devices/0000:17:00.0/numa_node", "1\n");
+  r.write("sys/bus/pci/drivers/mlx5_core/bind", "");
+  r.link("sys/class/net/eth1/device", r.path() + "/sys/bus/pci/devices/0000:17:00.0");
+  r.link("sys/bus/pci/devices/0000:17:00.0/driver", r.path() + "/sys/bus/pci/drivers/mlx5_core");
+  r.write("sys/bus/pci/devices/0000:17:00.0/net/eth1/ifindex", "3\n");
+  r.link("sys/class/infiniband/mlx5_0/device", r.path() + "/sys/bus/pci/devices/0000:17:00.0");
+  r.write("sys/class/net/eth2/operstate", "down\n");
+  r.write("sys/class/net/eth2/mtu", "1500\n");
+  r.write("sys/class/net/eth2/speed", "-1\n");
+  r.write("sys/module/nvidia_peermem/refcnt", "0\n");
+
+  const topology::Topology t = topology::detect(r.path());
+  EXPECT_EQ(t.hostname, "node7");
+  EXPECT_EQ(t.cpuModel, "Test CPU 9000");
+  EXPECT_EQ(t.logicalCpus, 5);
+  EXPECT_EQ(t.usableCpus, 5);  // a fake root asks nothing of this process
+  EXPECT_EQ(t.sockets, 2);
+  ASSERT_EQ(t.numa.size(), 2u);
+  EXPECT_EQ(t.numa[1].cpus, (std::vector<int>{2, 3, 6}));
+  EXPECT_EQ(t.numa[0].memoryBytes, 8192000ull * 1024);
+  EXPECT_EQ(t.memoryBytes, 16384000ull * 1024);
+  EXPECT_DOUBLE_EQ(t.cgroupCpus, 1.5);
+  EXPECT_EQ(t.cgroupMemoryBytes, 4294967296ull);
+  EXPECT_EQ(t.container, "docker");
+  EXPECT_TRUE(t.nvidiaPeermem);
+  EXPECT_TRUE(t.gpus.empty());  // a fake root never asks the CUDA runtime
+  ASSERT_EQ(t.nics.size(), 3u);
+  const topology::Nic* eth1 = t.fastestNic();
+  ASSERT_NE(eth1, nullptr);
+  EXPECT_EQ(eth1->name, "eth1");
+  EXPECT_EQ(eth1->speedMbps, 100000);
+  EXPECT_EQ(eth1->mtu, 9000);
+  EXPECT_EQ(eth1->driver, "mlx5_core");
+  EXPECT_EQ(eth1->pciBusId, "0000:17:00.0");
+  EXPECT_EQ(eth1->numaNode, 1);
+  EXPECT_EQ(eth1->rdmaDevices, (std::vector<std::string>{"mlx5_0"}));
+  for (const topology::Nic& nic : t.nics) {
+    if (nic.name == "lo") {
+      EXPECT_TRUE(nic.loopback && nic.up);
+    }
+    if (nic.name == "eth2") {
+      EXPECT_TRUE(!nic.up && nic.speedMbps == -1);
+    }
+  }
+}
+
+TEST(Topology, HostDetectionOfThisMachineFindsItsCpus) {
+  const topology::Topology t = topology::detect();
+  EXPECT_GE(t.logicalCpus, 1);
+  EXPECT_GE(t.usableCpus, 1);
+  EXPECT_LE(t.usableCpus, t.logicalCpus);
+  EXPECT_GT(t.memoryBytes, 0u);
+  EXPECT_FALSE(detectReport(t).empty());
+}
+
+}  // namespace
+}  // namespace braid::tools
