@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "topology/detect_report.hpp"
+#include "topology/env_advice.hpp"
 #include "topology/topology_json.hpp"
 
 namespace braid::tools {
@@ -184,6 +185,53 @@ TEST(Topology, HostDetectionOfThisMachineFindsItsCpus) {
   EXPECT_LE(t.usableCpus, t.logicalCpus);
   EXPECT_GT(t.memoryBytes, 0u);
   EXPECT_FALSE(detectReport(t).empty());
+}
+
+TEST(EnvAdvice, EveryFixtureMatchesItsGoldenScript) {
+  for (const char* machine : kMachines) {
+    const std::string base = fixtures() + "/" + machine;
+    const topology::Topology t = loadTopology(base + ".json");
+    EXPECT_EQ(envScript(adviseEnv(t, 0), bindingNotes(t)), slurp(base + ".env.txt"))
+        << machine << ": regenerate with `braid env --topology " << base << ".json > " << base << ".env.txt`"
+        << " after checking the new output";
+  }
+}
+
+TEST(EnvAdvice, TheScriptIsOnlyCommentsAndQuotedExports) {
+  for (const char* machine : kMachines) {
+    const topology::Topology t = loadTopology(fixtures() + "/" + machine + ".json");
+    std::istringstream lines(envScript(adviseEnv(t, 0), bindingNotes(t)));
+    std::string line;
+    while (std::getline(lines, line)) {
+      const bool comment = line.rfind("# ", 0) == 0;
+      const bool exported = line.rfind("export ", 0) == 0 && line.find("='") != std::string::npos &&
+                            line.back() == '\'' && line.find('\'', line.find("='") + 2) == line.size() - 1;
+      EXPECT_TRUE(comment || exported) << machine << ": " << line;
+    }
+  }
+}
+
+TEST(EnvAdvice, AnswersFollowTheMachineAndTheRankCount) {
+  const auto value = [](const std::vector<EnvAdvice>& advice, const std::string& name) {
+    for (const EnvAdvice& a : advice) {
+      if (a.name == name) return a.value;
+    }
+    return std::string("(absent)");
+  };
+  const auto dgx = loadTopology(fixtures() + "/dgx-h100-nvswitch.json");
+  EXPECT_EQ(value(adviseEnv(dgx, 0), "OMP_NUM_THREADS"), "28");  // 224 CPUs over 8 GPUs' ranks
+  EXPECT_EQ(value(adviseEnv(dgx, 4), "OMP_NUM_THREADS"), "56");
+  EXPECT_EQ(value(adviseEnv(dgx, 0), "NCCL_P2P_DISABLE"), "(absent)");
+  EXPECT_EQ(value(adviseEnv(dgx, 0), "BRAID_IFNAME"), "ibp0s0");
+  const auto pcie = loadTopology(fixtures() + "/pcie-broken-p2p.json");
+  EXPECT_EQ(value(adviseEnv(pcie, 0), "NCCL_P2P_DISABLE"), "1");
+  const auto mig = loadTopology(fixtures() + "/a100-mig.json");
+  EXPECT_EQ(value(adviseEnv(mig, 2), "OMP_NUM_THREADS"), "8");  // the cgroup's 16 CPUs over 2 ranks
+  EXPECT_EQ(value(adviseEnv(mig, 0), "TORCH_CUDA_ARCH_LIST"), "8.0");
+  const auto cpu = loadTopology(fixtures() + "/cpu-vm.json");
+  EXPECT_EQ(value(adviseEnv(cpu, 0), "TORCH_CUDA_ARCH_LIST"), "(absent)");
+  EXPECT_EQ(bindingNotes(dgx).size(), 9u);
+  EXPECT_TRUE(bindingNotes(cpu).empty());
 }
 
 }  // namespace
