@@ -1,4 +1,4 @@
-// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect.
+// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   braid::tools::addBenchCommand(app);
   braid::tools::addEnvCommand(app);
   braid::tools::addDetectCommand(app);
+  braid::tools::addDoctorCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -232,6 +232,7 @@ Topology detectHost(const std::string& root) {
   readNics(t, root);
   std::error_code ec;
   t.nvidiaPeermem = fs::exists(root + "/sys/module/nvidia_peermem", ec);
+  t.iommu = !entries(root + "/sys/class/iommu").empty();
   return t;
 }
 

@@ -64,6 +64,7 @@ struct Topology {
   int cudaDriverVersion = 0;            ///< 13000 for CUDA 13.0; 0: no driver
   int cudaRuntimeVersion = 0;           ///< the runtime braid was built with; 0: built without CUDA
   bool nvidiaPeermem = false;           ///< the nvidia_peermem module is loaded (GPUDirect RDMA)
+  bool iommu = false;                   ///< an IOMMU is on (PCIe P2P may then need ACS off or passthrough)
   std::vector<Gpu> gpus;
   std::vector<GpuPair> gpuPairs;
   std::vector<Nic> nics;

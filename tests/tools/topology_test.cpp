@@ -12,6 +12,7 @@
 
 #include "base/error.hpp"
 #include "topology/detect_report.hpp"
+#include "topology/doctor_checks.hpp"
 #include "topology/env_advice.hpp"
 #include "topology/topology_json.hpp"
 
@@ -232,6 +233,54 @@ TEST(EnvAdvice, AnswersFollowTheMachineAndTheRankCount) {
   EXPECT_EQ(value(adviseEnv(cpu, 0), "TORCH_CUDA_ARCH_LIST"), "(absent)");
   EXPECT_EQ(bindingNotes(dgx).size(), 9u);
   EXPECT_TRUE(bindingNotes(cpu).empty());
+}
+
+TEST(Doctor, EveryFixtureMatchesItsGoldenReport) {
+  for (const char* machine : kMachines) {
+    const std::string base = fixtures() + "/" + machine;
+    const topology::Topology t = loadTopology(base + ".json");
+    bool failed = false;
+    EXPECT_EQ(doctorReport(t.hostname, checkTopology(t), &failed), slurp(base + ".doctor.txt"))
+        << machine << ": regenerate with `braid doctor --topology " << base << ".json > " << base << ".doctor.txt`"
+        << " after checking the new output";
+  }
+}
+
+TEST(Doctor, VerdictsFollowTheMachine) {
+  const auto verdictOf = [](const topology::Topology& t, const std::string& name) {
+    for (const Check& c : checkTopology(t)) {
+      if (c.name == name) return std::string(verdictName(c.verdict));
+    }
+    return std::string("(none)");
+  };
+  auto t = loadTopology(fixtures() + "/h200x2-nvlink.json");
+  EXPECT_EQ(verdictOf(t, "cuda"), "ok");
+  EXPECT_EQ(verdictOf(t, "p2p"), "ok");
+  t.cudaDriverVersion = 12080;  // an older driver than the toolkit braid was built with
+  EXPECT_EQ(verdictOf(t, "cuda"), "FAIL");
+  t.shmBytes = 64 << 20;  // Docker's default
+  EXPECT_EQ(verdictOf(t, "shm"), "warn");
+  t.gpuPairs[0].p2p = false;
+  EXPECT_EQ(verdictOf(t, "p2p"), "warn");
+  bool failed = false;
+  doctorReport("x", checkTopology(t), &failed);
+  EXPECT_TRUE(failed);
+  const auto mig = loadTopology(fixtures() + "/a100-mig.json");
+  EXPECT_EQ(verdictOf(mig, "mig"), "warn");
+  const auto pcie = loadTopology(fixtures() + "/pcie-broken-p2p.json");
+  EXPECT_EQ(verdictOf(pcie, "network"), "warn");  // 2.5 Gb/s
+  const auto dgx = loadTopology(fixtures() + "/dgx-h100-nvswitch.json");
+  EXPECT_EQ(verdictOf(dgx, "gpudirect-rdma"), "ok");
+  EXPECT_EQ(verdictOf(dgx, "numa"), "info");
+  failed = true;
+  doctorReport("x", checkTopology(dgx), &failed);
+  EXPECT_FALSE(failed);
+}
+
+TEST(Doctor, ThisProcessIsChecked) {
+  const auto checks = checkProcess(topology::detect());
+  ASSERT_FALSE(checks.empty());
+  EXPECT_EQ(checks.front().name, "memlock");
 }
 
 }  // namespace
