@@ -18,6 +18,7 @@
 #include "braid/braid.hpp"
 #include "core/communicator_impl.hpp"
 #include "transport/host_identity.hpp"
+#include "tuning/net_selector.hpp"
 
 namespace braid {
 
@@ -50,7 +51,22 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
-  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), settings.directMaxBytes, settings.tcpSpinMicros,
+  host::NetPolicy policy;
+  policy.choose = [size, settings](std::size_t bytes) {
+    switch (tuning::chooseNetAllreduce(bytes, size, settings).algorithm) {
+      case tuning::NetAlgorithm::kDoubling:
+        return host::NetAlgorithm::kDoubling;
+      case tuning::NetAlgorithm::kRing:
+        return host::NetAlgorithm::kRing;
+      case tuning::NetAlgorithm::kDirect:
+        break;
+    }
+    return host::NetAlgorithm::kDirect;
+  };
+  policy.explain = [size, settings](std::size_t bytes) {
+    return tuning::explainNetAllreduce(tuning::chooseNetAllreduce(bytes, size, settings), bytes, size, settings);
+  };
+  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), std::move(policy), settings.tcpSpinMicros,
                                                   settings.debug == "detail");
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
 }

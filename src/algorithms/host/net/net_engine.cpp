@@ -7,8 +7,8 @@
 
 namespace braid::host {
 
-NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros, bool fingerprint)
-    : mesh_(std::move(mesh)), directMaxBytes_(directMaxBytes), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
+NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, NetPolicy policy, long spinMicros, bool fingerprint)
+    : mesh_(std::move(mesh)), policy_(std::move(policy)), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
 
 void NetEngine::exchangeFingerprints(NetCall& call) {
   // A step no algorithm uses (they count up from 0 and from 2^31).
@@ -25,20 +25,7 @@ std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const {
   return doubling(bytes) ? "doubling" : direct(bytes) ? "direct" : "ring";
 }
 
-std::string NetEngine::explainAllreduce(std::size_t bytes) const {
-  if (size() <= 1) return "direct: a single rank copies";
-  if (doubling(bytes)) {
-    return strCat("doubling: ", bytes, " B <= BRAID_DIRECT_MAX_BYTES (", directMaxBytes_, ") over ", size(),
-                  " ranks: log2 n exchanges of the whole buffer cost less than n-1 messages per rank");
-  }
-  if (direct(bytes)) {
-    return strCat("direct: ", bytes, " B <= BRAID_DIRECT_MAX_BYTES (", directMaxBytes_,
-                  "): one message latency, every rank reduces all ", size(), " inputs in rank order");
-  }
-  return strCat("ring: ", bytes, " B > BRAID_DIRECT_MAX_BYTES (", directMaxBytes_,
-                "): reduce-scatter + allgather over ", size(), " ranks, ", mesh_->streamsPerPeer(),
-                " TCP streams per peer, each rank sends 2(n-1)/n of the ", "buffer (bandwidth-optimal)");
-}
+std::string NetEngine::explainAllreduce(std::size_t bytes) const { return policy_.explain(bytes); }
 
 void NetEngine::barrier(const OpEnv& env) {
   runCall(describeCall(Collective::kBarrier, env.context.seq, DataType::kUint8, 0), env, [&](NetCall& call) {

@@ -24,12 +24,21 @@
 
 namespace braid::host {
 
+enum class NetAlgorithm { kDirect, kDoubling, kRing };
+
+/// The engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning): which allreduce
+/// algorithm a size takes (every other collective goes direct unless this says ring), and why.
+struct NetPolicy {
+  std::function<NetAlgorithm(std::size_t bytes)> choose;
+  std::function<std::string(std::size_t bytes)> explain;
+};
+
 class NetEngine final : public Engine {
  public:
   /// `spinMicros`: how long a waiting caller reads its sockets itself before it sleeps (BRAID_TCP_SPIN_US).
   /// `fingerprint` (BRAID_DEBUG=detail): before each call every rank shows every other its call's descriptor, so
   /// any disagreement fails the call with Mismatch on every rank, whatever the algorithm's message pattern.
-  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, std::size_t directMaxBytes, long spinMicros, bool fingerprint = false);
+  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, NetPolicy policy, long spinMicros, bool fingerprint = false);
 
   tcp::TcpMesh& mesh() { return *mesh_; }
   int rank() const { return mesh_->rank(); }
@@ -69,14 +78,10 @@ class NetEngine final : public Engine {
   template <typename Body>
   void runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body);
 
-  bool direct(std::size_t bytes) const { return bytes <= directMaxBytes_ || size() <= 1; }
-  // From 4 ranks on, small allreduces exchange whole buffers by recursive doubling (log2 n messages each, in
-  // sequence) rather than directly with every peer (n-1 messages at once): per-message costs dominate small
-  // messages over TCP. Measured on the H200 host over loopback (docs/BENCHMARKS.md): 4 ranks, 8 B 34.8 -> 29.0 us,
-  // 32 KiB 82.9 -> 53.6 us; 8 ranks, 8 B 86.6 -> 42.1 us, 32 KiB 258 -> 88 us. With 2 ranks both are one exchange;
-  // with 3, doubling's fold adds two message latencies to direct's one.
-  static constexpr int kDoublingMinRanks = 4;
-  bool doubling(std::size_t bytes) const { return direct(bytes) && size() >= kDoublingMinRanks; }
+  /// Latency-bound sizes (one message per peer) against pipelined ones, and recursive doubling for allreduce
+  /// (tuning/net_selector.cpp says when and why).
+  bool direct(std::size_t bytes) const { return size() <= 1 || policy_.choose(bytes) != NetAlgorithm::kRing; }
+  bool doubling(std::size_t bytes) const { return size() > 1 && policy_.choose(bytes) == NetAlgorithm::kDoubling; }
   /// Reduce-scatter around the ring over `accum` (this rank's contribution, reduced in place): afterwards block
   /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block).
   void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
@@ -100,7 +105,7 @@ class NetEngine final : public Engine {
   void exchangeFingerprints(NetCall& call);
 
   std::unique_ptr<tcp::TcpMesh> mesh_;
-  std::size_t directMaxBytes_;
+  NetPolicy policy_;
   long spinMicros_;
   bool fingerprint_;
   std::vector<std::byte> scratch_;
