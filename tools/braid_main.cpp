@@ -1,4 +1,4 @@
-// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor.
+// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor, explain.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   braid::tools::addEnvCommand(app);
   braid::tools::addDetectCommand(app);
   braid::tools::addDoctorCommand(app);
+  braid::tools::addExplainCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -14,6 +14,7 @@
 #include "topology/detect_report.hpp"
 #include "topology/doctor_checks.hpp"
 #include "topology/env_advice.hpp"
+#include "topology/explain_call.hpp"
 #include "topology/topology_json.hpp"
 
 namespace braid::tools {
@@ -281,6 +282,39 @@ TEST(Doctor, ThisProcessIsChecked) {
   const auto checks = checkProcess(topology::detect());
   ASSERT_FALSE(checks.empty());
   EXPECT_EQ(checks.front().name, "memlock");
+}
+
+TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
+  Settings settings;
+  settings.directMaxBytes = 64 * 1024;
+  settings.tcpStreams = 2;
+  const auto explain = [&](const char* machine, CallShape call) {
+    return explainCall(loadTopology(fixtures() + "/" + machine + ".json"), call, settings);
+  };
+  const auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  // GPU buffers, 2 H200s over NVLink: LL up to 512 KiB, one-shot above (device_selector's table).
+  std::string e = explain("h200x2-nvlink", {"allreduce", 256 << 10, true, 2, 1});
+  EXPECT_TRUE(has(e, "cuda_ipc (braid's kernels over NVLink)")) << e;
+  EXPECT_TRUE(has(e, "algorithm: ll:")) << e;
+  e = explain("h200x2-nvlink", {"allreduce", std::size_t{1} << 30, true, 2, 1});
+  EXPECT_TRUE(has(e, "algorithm: oneshot:")) << e;
+  // 8 GPUs: two-shot for large messages; a PCIe box without P2P everywhere stages.
+  EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", std::size_t{1} << 30, true, 8, 1}), "twoshot"));
+  e = explain("pcie-broken-p2p", {"allreduce", 8, true, 4, 1});
+  EXPECT_TRUE(has(e, "staging through pinned host memory")) << e;
+  // Host buffers: shared memory on one host (direct, then rsag past BRAID_DIRECT_MAX_BYTES), TCP across hosts.
+  EXPECT_TRUE(has(explain("cpu-vm", {"allreduce", 1 << 20, false, 4, 1}), "rsag: 1048576 B > BRAID_DIRECT_MAX_BYTES"));
+  EXPECT_TRUE(has(explain("cpu-vm", {"allreduce", 1 << 20, false, 2, 1}), "direct: 2 ranks"));
+  e = explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2});
+  EXPECT_TRUE(has(e, "TCP between all ranks over ibp0s0")) << e;
+  EXPECT_TRUE(has(e, "ring: 16777216 B")) << e;
+  EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 8, false, 16, 2}), "doubling"));
+  EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 8, true, 16, 2}), "staged through pinned host memory"));
+  // Bad shapes are refused by name.
+  EXPECT_THROW(explain("cpu-vm", {"allscatter", 8, false, 2, 1}), Error);
+  EXPECT_THROW(explain("cpu-vm", {"allreduce", 8, false, 1, 2}), Error);
 }
 
 }  // namespace

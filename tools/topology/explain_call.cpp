@@ -1,0 +1,108 @@
+#include "topology/explain_call.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "base/error.hpp"
+#include "tuning/device_selector.hpp"
+#include "tuning/net_selector.hpp"
+#include "tuning/selector.hpp"
+
+namespace braid::tools {
+
+namespace {
+
+constexpr const char* kCollectives[] = {"allreduce", "reduce", "broadcast", "allgather", "reducescatter", "alltoall",
+                                        "alltoallv", "gather", "scatter",   "barrier",   "allgatherv",    "sendrecv"};
+
+bool reduces(const std::string& c) { return c == "allreduce" || c == "reduce"; }
+
+// What the GPU path does with a collective other than allreduce.
+std::string deviceSchedule(const std::string& c) {
+  if (c == "allgatherv" || c == "alltoallv" || c == "sendrecv") {
+    return "staged: per-rank counts differ between ranks, so the buffers go through pinned host memory and the "
+           "host path";
+  }
+  if (c == "barrier") return "a host barrier (no buffers)";
+  return "cuda_ipc kernel: producers push their blocks into the consumers' inboxes over the link, per-block flags";
+}
+
+// What the TCP path does with a collective other than allreduce.
+std::string netSchedule(const std::string& c, bool direct) {
+  if (c == "broadcast") return direct ? "binomial tree from the root" : "pipelined chain from the root";
+  if (c == "allgather" || c == "allgatherv")
+    return direct ? "direct: every rank sends its block to every peer" : "ring";
+  if (c == "reducescatter") return "ring reduce-scatter";
+  if (c == "alltoall" || c == "alltoallv") return "all pairs at once";
+  if (c == "gather" || c == "scatter") return "direct with the root";
+  if (c == "barrier") return "dissemination";
+  return "point to point";
+}
+
+}  // namespace
+
+std::string explainCall(const topology::Topology& t, const CallShape& call, const Settings& settings) {
+  if (std::find(std::begin(kCollectives), std::end(kCollectives), call.collective) == std::end(kCollectives)) {
+    fail(ErrorCode::kInvalidArgument, {}, "'", call.collective,
+         "' is not a collective (allreduce, reduce, broadcast, allgather, reducescatter, alltoall, alltoallv, "
+         "gather, scatter, barrier, allgatherv, sendrecv)");
+  }
+  if (call.ranks < 1 || call.hosts < 1 || call.ranks < call.hosts) {
+    fail(ErrorCode::kInvalidArgument, {}, call.ranks, " rank(s) over ", call.hosts,
+         " host(s): need at least one rank per host");
+  }
+  const int local = (call.ranks + call.hosts - 1) / call.hosts;
+  std::ostringstream out;
+  out << call.collective << " of " << call.bytes << " B over " << call.ranks << " rank(s)"
+      << (call.hosts > 1 ? " on " + std::to_string(call.hosts) + " hosts" : std::string(" on one host")) << ", "
+      << (call.device ? "GPU" : "host") << " buffers, on " << (t.hostname.empty() ? "this machine" : t.hostname)
+      << ":\n";
+  if (call.hosts > 1) {
+    const tuning::NetChoice net = tuning::chooseNetAllreduce(call.bytes, call.ranks, settings);
+    const topology::Nic* nic = t.fastestNic();
+    out << "  transport: TCP between all ranks"
+        << (nic != nullptr ? " over " + (settings.ifname.empty() ? nic->name : settings.ifname) : std::string()) << ", "
+        << settings.tcpStreams << " stream(s) per peer\n";
+    if (call.device)
+      out << "  GPU buffers: staged through pinned host memory (braid has no GPU-direct network path yet)\n";
+    out << "  algorithm: "
+        << (reduces(call.collective) ? tuning::explainNetAllreduce(net, call.bytes, call.ranks, settings)
+                                     : netSchedule(call.collective, net.algorithm != tuning::NetAlgorithm::kRing))
+        << "\n";
+    return out.str();
+  }
+  if (!call.device) {
+    out << "  transport: shared memory between the " << local << " local rank(s)\n";
+    if (reduces(call.collective)) {
+      out << "  algorithm: "
+          << tuning::explain(tuning::chooseLocalReduce(call.bytes, local, settings), call.bytes, local, settings)
+          << "\n";
+    } else {
+      out << "  algorithm: every rank copies through the shared slots (one schedule for this collective)\n";
+    }
+    return out.str();
+  }
+  // GPU buffers on one host: braid's kernels when every GPU reaches every other, else staging.
+  const bool enoughGpus = !t.gpus.empty();
+  const bool channel = enoughGpus && t.allP2p();
+  const bool nvlink = t.allNvlink();
+  out << "  transport: "
+      << (channel
+              ? std::string("cuda_ipc (braid's kernels over ") + (nvlink ? "NVLink" : "PCIe peer access") + ")"
+              : std::string(enoughGpus ? "staging through pinned host memory: not every pair of GPUs has peer access"
+                                       : "none: this machine has no GPU"))
+      << "\n";
+  if (!enoughGpus) return out.str();
+  if (local > static_cast<int>(t.gpus.size())) {
+    out << "  note: " << local << " ranks on " << t.gpus.size() << " GPU(s): several ranks share a GPU\n";
+  }
+  if (call.collective == "allreduce") {
+    const tuning::DeviceChoice d = tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings);
+    out << "  algorithm: " << tuning::explainDeviceAllreduce(d, call.bytes, local, nvlink) << "\n";
+  } else {
+    out << "  algorithm: " << (channel ? deviceSchedule(call.collective) : deviceSchedule("sendrecv")) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace braid::tools
