@@ -1,4 +1,4 @@
-// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor, explain.
+// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor, explain, plan.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   braid::tools::addDetectCommand(app);
   braid::tools::addDoctorCommand(app);
   braid::tools::addExplainCommand(app);
+  braid::tools::addPlanCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

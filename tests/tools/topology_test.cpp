@@ -15,6 +15,7 @@
 #include "topology/doctor_checks.hpp"
 #include "topology/env_advice.hpp"
 #include "topology/explain_call.hpp"
+#include "topology/plan_memory.hpp"
 #include "topology/topology_json.hpp"
 
 namespace braid::tools {
@@ -315,6 +316,47 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   // Bad shapes are refused by name.
   EXPECT_THROW(explain("cpu-vm", {"allscatter", 8, false, 2, 1}), Error);
   EXPECT_THROW(explain("cpu-vm", {"allreduce", 8, false, 1, 2}), Error);
+}
+
+TEST(Plan, BytesPerParameterFollowTheZeroAccounting) {
+  ModelShape shape;
+  shape.params = 7e9;
+  shape.layers = 32;
+  shape.hidden = 4096;
+  const Plan plan = planMemory(shape, 8, 80.0 * (1u << 30));
+  ASSERT_EQ(plan.strategies.size(), 4u);
+  const Strategy& ddp = plan.strategies[0];
+  EXPECT_DOUBLE_EQ(ddp.weights, 2 * 7e9);     // bf16 weights
+  EXPECT_DOUBLE_EQ(ddp.grads, 2 * 7e9);       // bf16 gradients
+  EXPECT_DOUBLE_EQ(ddp.optimizer, 12 * 7e9);  // fp32 master weights, momentum and variance
+  const Strategy& zero3 = plan.strategies[3];
+  EXPECT_DOUBLE_EQ(zero3.weights + zero3.grads + zero3.optimizer, 16 * 7e9 / 8);
+  EXPECT_DOUBLE_EQ(ddp.activations, 34.0 * 4096 * 4096 * 32);  // 34 s b h per layer
+  EXPECT_LT(ddp.activationsCheckpointed, ddp.activations / 10);
+  // fp32 with SGD: 4 bytes of weights, 4 of gradients, 4 of momentum.
+  shape.dtype = "fp32";
+  shape.optimizer = "sgd";
+  const Plan sgd = planMemory(shape, 1, 80.0 * (1u << 30));
+  EXPECT_DOUBLE_EQ(sgd.strategies[0].weights + sgd.strategies[0].grads + sgd.strategies[0].optimizer, 12 * 7e9);
+}
+
+TEST(Plan, TheAnswerAboutActivationCheckpointing) {
+  const auto answer = [](double params, int gpus, double gib, int microBatch) {
+    ModelShape shape;
+    shape.params = params;
+    shape.microBatch = microBatch;
+    const std::string report = planReport(planMemory(shape, gpus, gib * (1u << 30)), "GPU");
+    return report.substr(report.rfind("\n", report.size() - 2) + 1);
+  };
+  EXPECT_EQ(answer(7e9, 8, 80, 1).rfind("Activation checkpointing: not needed. ZeRO-1", 0), 0u)
+      << answer(7e9, 8, 80, 1);
+  EXPECT_EQ(answer(7e9, 8, 80, 8).rfind("Activation checkpointing: needed.", 0), 0u) << answer(7e9, 8, 80, 8);
+  EXPECT_EQ(answer(70e9, 8, 80, 1).rfind("Nothing fits", 0), 0u) << answer(70e9, 8, 80, 1);
+  EXPECT_THROW(planMemory(ModelShape{}, 8, 80.0 * (1u << 30)), Error);  // no parameters
+  ModelShape odd;
+  odd.params = 1e9;
+  odd.dtype = "fp8";
+  EXPECT_THROW(planMemory(odd, 8, 80.0 * (1u << 30)), Error);
 }
 
 }  // namespace
