@@ -1,4 +1,4 @@
-// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor, explain, plan.
+// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor, explain, plan, tune.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   braid::tools::addDoctorCommand(app);
   braid::tools::addExplainCommand(app);
   braid::tools::addPlanCommand(app);
+  braid::tools::addTuneCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <variant>
 
 #include "base/error.hpp"
@@ -48,6 +50,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_CHUNK_BYTES", KnobType::kBytes, "32K",
         "bytes a block of a one-shot GPU allreduce pushes between two flags (pipelining); 0 pushes its whole piece"},
        &Settings::cudaChunkBytes},
+      // `braid tune` writes KNOB=VALUE lines there; the environment still wins over them.
+      {{"BRAID_TUNE_FILE", KnobType::kString, "",
+        "measured knob values to use where the environment sets none (braid tune writes it); empty: "
+        "~/.cache/braid/tune.env if it exists"},
+       &Settings::tuneFile},
       {{"BRAID_CPU_ISA", KnobType::kString, "",
         "cap the CPU reduction kernels' instruction set: generic, avx2 or avx512; empty picks the best present"},
        &Settings::isa},
@@ -190,17 +197,50 @@ std::optional<std::size_t> parseBytes(const std::string& text) {
   return static_cast<std::size_t>(v << shift);
 }
 
+namespace {
+
+// The tune file: KNOB=VALUE lines (an "export " before them and # comments are allowed), knobs only.
+std::map<std::string, std::string> readTuneFile(const std::string& path) {
+  std::map<std::string, std::string> values;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("export ", 0) == 0) line.erase(0, 7);
+    const auto eq = line.find('=');
+    if (line.empty() || line[0] == '#' || eq == std::string::npos) continue;
+    std::string value = line.substr(eq + 1);
+    if (value.size() >= 2 && value.front() == '\'' && value.back() == '\'') value = value.substr(1, value.size() - 2);
+    values[line.substr(0, eq)] = value;
+  }
+  return values;
+}
+
+}  // namespace
+
 Settings Settings::fromEnvironment(const Lookup& lookup) {
+  auto get = [&](const std::string& name) -> std::optional<std::string> {
+    if (lookup) return lookup(name);
+    if (const char* env = std::getenv(name.c_str())) return std::string(env);
+    return std::nullopt;
+  };
+  // Which tune file: the knob's, else (for the real environment only, so that tests stay hermetic) the default.
+  std::string tunePath = get("BRAID_TUNE_FILE").value_or("");
+  if (tunePath.empty() && !lookup) {
+    if (const char* home = std::getenv("HOME")) tunePath = std::string(home) + "/.cache/braid/tune.env";
+  }
+  const auto tuned = tunePath.empty() ? std::map<std::string, std::string>{} : readTuneFile(tunePath);
   Settings s;
   for (const auto& row : rows()) {
-    std::optional<std::string> value;
-    if (lookup) {
-      value = lookup(row.info.name);
-    } else if (const char* env = std::getenv(row.info.name.c_str())) {
-      value = std::string(env);
+    std::optional<std::string> value = get(row.info.name);
+    if (!value) {
+      if (const auto it = tuned.find(row.info.name); it != tuned.end()) {
+        value = it->second;
+        s.tuned += (s.tuned.empty() ? "" : ", ") + row.info.name + "=" + it->second;
+      }
     }
     assign(s, row, value.value_or(row.info.defaultValue));
   }
+  if (!s.tuned.empty()) s.tuned += " from " + tunePath;
   return s;
 }
 

@@ -41,6 +41,9 @@ struct Settings {
   std::size_t cudaWorkspaceBytes = 0;   // BRAID_CUDA_WORKSPACE_BYTES
   std::size_t cudaChunkBytes = 0;       // BRAID_CUDA_CHUNK_BYTES
   std::string cudaMemory;               // BRAID_CUDA_MEMORY
+  std::string tuneFile;                 // BRAID_TUNE_FILE
+  /// The tuned values in use ("BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"); empty if none.
+  std::string tuned;
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK
   std::string worldSize;  // BRAID_WORLD_SIZE
@@ -50,8 +53,9 @@ struct Settings {
   long port = 0;          // BRAID_PORT
 
   using Lookup = std::function<std::optional<std::string>(const std::string&)>;
-  /// Reads every knob through `lookup` (getenv by default). A malformed value throws InvalidArgument naming
-  /// the knob and the value.
+  /// Reads every knob through `lookup` (getenv by default); a knob it does not set takes its value from the tune
+  /// file (`braid tune` writes it: BRAID_TUNE_FILE, by default ~/.cache/braid/tune.env when reading the real
+  /// environment), else its default. A malformed value throws InvalidArgument naming the knob and the value.
   static Settings fromEnvironment(const Lookup& lookup = {});
 };
 

@@ -192,6 +192,10 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
       fail(ErrorCode::kInvalidArgument, {}, "--compare: unknown peer '", p, "' (gloo, mpi; nccl with --mem device)");
     }
   }
+  // Measured knob values change what braid runs: say so above the table.
+  if (const std::string tuned = Settings::fromEnvironment().tuned; !tuned.empty()) {
+    std::printf("# tuned values in use (braid tune): %s\n", tuned.c_str());
+  }
   char tmpl[] = "/tmp/braid-bench-XXXXXX";
   const int fd = ::mkstemp(tmpl);
   if (fd < 0) fail(ErrorCode::kInternal, {}, "cannot create a temporary file for the ranks' results");

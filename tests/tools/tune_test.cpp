@@ -1,0 +1,55 @@
+// braid tune's arithmetic (the crossover of two made-up sweeps) and its file, which every communicator's settings
+// read under the environment.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/config.hpp"
+#include "tune_crossover.hpp"
+
+namespace braid::tools {
+namespace {
+
+TEST(Tune, DirectKeepsTheSizesUpToWhereRsagWinsForGood) {
+  // rsag wins from 64 KiB on; a noisy win at 8 KiB (then a loss) does not count.
+  const std::map<std::size_t, double> direct = {{4096, 10},  {8192, 12},  {16384, 15},
+                                                {32768, 20}, {65536, 40}, {131072, 80}};
+  const std::map<std::size_t, double> rsag = {{4096, 20},  {8192, 11},  {16384, 18},
+                                              {32768, 21}, {65536, 30}, {131072, 45}};
+  const Crossover c = directCrossover(direct, rsag);
+  EXPECT_EQ(c.directMaxBytes, 32768u);
+  EXPECT_NE(c.why.find("from 65536 B on"), std::string::npos) << c.why;
+  // Never beaten (within noise): direct keeps everything; always beaten: below the smallest size.
+  EXPECT_EQ(directCrossover({{1024, 10}, {2048, 10}}, {{1024, 9.8}, {2048, 10.1}}).directMaxBytes, 2048u);
+  EXPECT_EQ(directCrossover({{1024, 10}, {2048, 10}}, {{1024, 5}, {2048, 5}}).directMaxBytes, 512u);
+  EXPECT_EQ(directCrossover({}, {{1024, 5}}).directMaxBytes, 0u);
+}
+
+TEST(Tune, TheTuneFileFillsWhatTheEnvironmentLeavesUnset) {
+  const std::string path = std::filesystem::temp_directory_path() / ("braid-tune-" + std::to_string(::getpid()));
+  std::ofstream(path) << "# braid tune\nBRAID_DIRECT_MAX_BYTES=131072\nexport BRAID_SPIN_US='7'\n";
+  auto lookup = [&](std::map<std::string, std::string> env) {
+    return [env, path](const std::string& name) -> std::optional<std::string> {
+      if (name == "BRAID_TUNE_FILE") return path;
+      const auto it = env.find(name);
+      return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+    };
+  };
+  const Settings tuned = Settings::fromEnvironment(lookup({}));
+  EXPECT_EQ(tuned.directMaxBytes, 131072u);
+  EXPECT_EQ(tuned.spinMicros, 7);
+  EXPECT_NE(tuned.tuned.find("BRAID_DIRECT_MAX_BYTES=131072"), std::string::npos) << tuned.tuned;
+  EXPECT_NE(tuned.tuned.find(path), std::string::npos) << tuned.tuned;
+  const Settings overridden = Settings::fromEnvironment(lookup({{"BRAID_DIRECT_MAX_BYTES", "4096"}}));
+  EXPECT_EQ(overridden.directMaxBytes, 4096u);  // the environment wins
+  EXPECT_EQ(overridden.tuned.find("BRAID_DIRECT_MAX_BYTES"), std::string::npos) << overridden.tuned;
+  std::filesystem::remove(path);
+  // A lookup without BRAID_TUNE_FILE reads no file at all (tests stay hermetic).
+  const Settings plain = Settings::fromEnvironment([](const std::string&) { return std::nullopt; });
+  EXPECT_TRUE(plain.tuned.empty());
+}
+
+}  // namespace
+}  // namespace braid::tools
