@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "topology/nvml.hpp"
 #include "topology/topology.hpp"
 
 #if BRAID_WITH_CUDA
@@ -71,12 +72,14 @@ void detectGpus(Topology& t, const std::string& root) {
       if (p.p2p && cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, a, b) == cudaSuccess) {
         p.perfRank = rank;
       }
-      // Without NVML, the driver's best performance rank stands for NVLink (as the device channel assumes).
+      // Until NVML says otherwise (below), the driver's best performance rank stands for NVLink (as the device
+      // channel assumes).
       p.nvlink = p.p2p && p.perfRank == 0;
       (void)cudaGetLastError();
       t.gpuPairs.push_back(p);
     }
   }
+  addNvmlFacts(t);
 }
 
 #else

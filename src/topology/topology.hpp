@@ -29,6 +29,7 @@ struct GpuPair {
   bool p2p = false;   ///< cudaDeviceCanAccessPeer both ways
   int perfRank = -1;  ///< the driver's P2P performance rank: 0 is the best link (NVLink), -1 unknown
   bool nvlink = false;
+  int nvlinks = 0;  ///< NVLinks between the two (through NVSwitches: each GPU's own), from NVML; 0: unknown
 };
 
 struct Nic {

@@ -37,7 +37,7 @@ std::string linkCell(const topology::Topology& t, int a, int b) {
   if (a == b) return "X";
   const topology::GpuPair* p = t.pair(a, b);
   if (p == nullptr || !p->p2p) return "--";
-  if (p->nvlink) return "NV";
+  if (p->nvlink) return p->nvlinks > 0 ? "NV" + std::to_string(p->nvlinks) : std::string("NV");
   return "P2P" + (p->perfRank >= 0 ? std::to_string(p->perfRank) : std::string("?"));
 }
 
@@ -104,7 +104,7 @@ std::string detectReport(const topology::Topology& t) {
       out << "\n";
     }
     if (t.gpus.size() >= 2) {
-      out << "GPU links (NV: NVLink; P2Pn: peer access over PCIe, the driver's rank n; --: none):\n        ";
+      out << "GPU links (NV#: # NVLinks; P2Pn: peer access over PCIe, the driver's rank n; --: none):\n        ";
       for (const topology::Gpu& g : t.gpus) {
         char head[16];
         std::snprintf(head, sizeof head, "%-6s", ("GPU" + std::to_string(g.index)).c_str());
