@@ -12,7 +12,8 @@ constexpr double kNoise = 0.03;
 
 }  // namespace
 
-Crossover directCrossover(const std::map<std::size_t, double>& directUs, const std::map<std::size_t, double>& rsagUs) {
+Crossover keepUpTo(const std::map<std::size_t, double>& directUs, const std::map<std::size_t, double>& rsagUs,
+                   const std::string& first, const std::string& second) {
   std::vector<std::size_t> sizes;
   for (const auto& [bytes, us] : directUs) {
     if (rsagUs.count(bytes) != 0) sizes.push_back(bytes);
@@ -30,24 +31,27 @@ Crossover directCrossover(const std::map<std::size_t, double>& directUs, const s
     from = i;
   }
   if (from == sizes.size()) {
-    c.directMaxBytes = sizes.back();
-    c.why = "direct was as fast as reduce-scatter + allgather at every size up to " + std::to_string(sizes.back()) +
+    c.maxBytes = sizes.back();
+    c.why = first + " was as fast as " + second + " at every size up to " + std::to_string(sizes.back()) +
             " B: it keeps all of them";
   } else if (from == 0) {
-    c.directMaxBytes = sizes.front() / 2;
-    c.why = "reduce-scatter + allgather was faster from the smallest size measured (" + std::to_string(sizes.front()) +
-            " B)";
+    c.maxBytes = sizes.front() / 2;
+    c.why = second + " was faster than " + first + " from the smallest size measured (" +
+            std::to_string(sizes.front()) + " B)";
   } else {
-    c.directMaxBytes = sizes[from - 1];
-    c.why = "reduce-scatter + allgather is faster from " + std::to_string(sizes[from]) + " B on (" +
+    c.maxBytes = sizes[from - 1];
+    c.why = second + " is faster than " + first + " from " + std::to_string(sizes[from]) + " B on (" +
             std::to_string(static_cast<int>(rsagUs.at(sizes[from]))) + " us against " +
             std::to_string(static_cast<int>(directUs.at(sizes[from]))) + " us)";
   }
   return c;
 }
 
-std::string crossoverTable(const std::map<std::size_t, double>& directUs, const std::map<std::size_t, double>& rsagUs) {
-  std::string out = "        bytes    direct us      rsag us\n";
+std::string crossoverTable(const std::map<std::size_t, double>& directUs, const std::map<std::size_t, double>& rsagUs,
+                           const std::string& first, const std::string& second) {
+  char head[96];
+  std::snprintf(head, sizeof head, "%13s %12s %12s\n", "bytes", (first + " us").c_str(), (second + " us").c_str());
+  std::string out = head;
   for (const auto& [bytes, us] : directUs) {
     const auto r = rsagUs.find(bytes);
     if (r == rsagUs.end()) continue;

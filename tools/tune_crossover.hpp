@@ -9,16 +9,18 @@
 namespace braid::tools {
 
 struct Crossover {
-  std::size_t directMaxBytes = 0;  ///< the largest size for which direct runs
+  std::size_t maxBytes = 0;  ///< the largest size the first algorithm keeps
   std::string why;
 };
 
-/// Direct keeps every size up to the first one at which reduce-scatter + allgather was faster by more than 3%
-/// (two sweeps' noise) and stayed faster at every larger size measured; the answer is the size before it. Sizes
-/// present in only one sweep are ignored.
-Crossover directCrossover(const std::map<std::size_t, double>& directUs, const std::map<std::size_t, double>& rsagUs);
+/// The first algorithm (the one for small sizes) keeps every size up to the first one at which the second was
+/// faster by more than 3% (two sweeps' noise) and stayed faster at every larger size measured; the answer is the
+/// size before it. Sizes present in only one sweep are ignored. `first`/`second` name them in `why`.
+Crossover keepUpTo(const std::map<std::size_t, double>& firstUs, const std::map<std::size_t, double>& secondUs,
+                   const std::string& first, const std::string& second);
 
 /// The two sweeps side by side.
-std::string crossoverTable(const std::map<std::size_t, double>& directUs, const std::map<std::size_t, double>& rsagUs);
+std::string crossoverTable(const std::map<std::size_t, double>& firstUs, const std::map<std::size_t, double>& secondUs,
+                           const std::string& first, const std::string& second);
 
 }  // namespace braid::tools

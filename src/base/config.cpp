@@ -47,6 +47,13 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
         "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
        &Settings::cudaMemory},
+      // 0: the table in tuning/device_selector.cpp; braid tune --mem device measures and writes both.
+      {{"BRAID_CUDA_LL_MAX_BYTES", KnobType::kBytes, "0",
+        "largest GPU allreduce the LL kernel takes (at most 512K); 0 lets braid's table choose"},
+       &Settings::cudaLlMaxBytes},
+      {{"BRAID_CUDA_ONESHOT_MAX_BYTES", KnobType::kBytes, "0",
+        "largest GPU allreduce the one-shot kernel takes (two-shot above); 0 lets braid's table choose"},
+       &Settings::cudaOneshotMaxBytes},
       {{"BRAID_CUDA_CHUNK_BYTES", KnobType::kBytes, "32K",
         "bytes a block of a one-shot GPU allreduce pushes between two flags (pipelining); 0 pushes its whole piece"},
        &Settings::cudaChunkBytes},

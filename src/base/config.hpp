@@ -40,6 +40,8 @@ struct Settings {
   long cudaBlocks = 0;                  // BRAID_CUDA_BLOCKS
   std::size_t cudaWorkspaceBytes = 0;   // BRAID_CUDA_WORKSPACE_BYTES
   std::size_t cudaChunkBytes = 0;       // BRAID_CUDA_CHUNK_BYTES
+  std::size_t cudaLlMaxBytes = 0;       // BRAID_CUDA_LL_MAX_BYTES
+  std::size_t cudaOneshotMaxBytes = 0;  // BRAID_CUDA_ONESHOT_MAX_BYTES
   std::string cudaMemory;               // BRAID_CUDA_MEMORY
   std::string tuneFile;                 // BRAID_TUNE_FILE
   /// The tuned values in use ("BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"); empty if none.

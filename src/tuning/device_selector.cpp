@@ -56,7 +56,14 @@ DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bo
   if (forced == "oneshot" || forced == "ll") return {DeviceAlgorithm::kOneShot, DeviceReason::kForced};
   if (forced == "twoshot") return {DeviceAlgorithm::kTwoShot, DeviceReason::kForced};
   if (forced == "staged") return {DeviceAlgorithm::kStaged, DeviceReason::kForced};
-  if (bytes <= llTableBytes(ranks)) return {DeviceAlgorithm::kLL, DeviceReason::kTable};
+  // BRAID_CUDA_LL_MAX_BYTES / BRAID_CUDA_ONESHOT_MAX_BYTES (braid tune writes them) replace the table's bounds.
+  const std::size_t llMax =
+      settings.cudaLlMaxBytes != 0 ? std::min(settings.cudaLlMaxBytes, kLlMaxBytes) : llTableBytes(ranks);
+  if (bytes <= llMax) return {DeviceAlgorithm::kLL, DeviceReason::kTable};
+  if (settings.cudaOneshotMaxBytes != 0) {
+    return {bytes <= settings.cudaOneshotMaxBytes ? DeviceAlgorithm::kOneShot : DeviceAlgorithm::kTwoShot,
+            DeviceReason::kTable};
+  }
   for (const OneShotRow& row : kOneShot) {
     if (ranks <= row.maxRanks && nvlink == row.nvlink) {
       return {bytes <= row.maxBytes ? DeviceAlgorithm::kOneShot : DeviceAlgorithm::kTwoShot, DeviceReason::kTable};

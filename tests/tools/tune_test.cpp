@@ -18,13 +18,13 @@ TEST(Tune, DirectKeepsTheSizesUpToWhereRsagWinsForGood) {
                                                 {32768, 20}, {65536, 40}, {131072, 80}};
   const std::map<std::size_t, double> rsag = {{4096, 20},  {8192, 11},  {16384, 18},
                                               {32768, 21}, {65536, 30}, {131072, 45}};
-  const Crossover c = directCrossover(direct, rsag);
-  EXPECT_EQ(c.directMaxBytes, 32768u);
-  EXPECT_NE(c.why.find("from 65536 B on"), std::string::npos) << c.why;
-  // Never beaten (within noise): direct keeps everything; always beaten: below the smallest size.
-  EXPECT_EQ(directCrossover({{1024, 10}, {2048, 10}}, {{1024, 9.8}, {2048, 10.1}}).directMaxBytes, 2048u);
-  EXPECT_EQ(directCrossover({{1024, 10}, {2048, 10}}, {{1024, 5}, {2048, 5}}).directMaxBytes, 512u);
-  EXPECT_EQ(directCrossover({}, {{1024, 5}}).directMaxBytes, 0u);
+  const Crossover c = keepUpTo(direct, rsag, "direct", "rsag");
+  EXPECT_EQ(c.maxBytes, 32768u);
+  EXPECT_NE(c.why.find("rsag is faster than direct from 65536 B on"), std::string::npos) << c.why;
+  // Never beaten (within noise): the first keeps everything; always beaten: below the smallest size.
+  EXPECT_EQ(keepUpTo({{1024, 10}, {2048, 10}}, {{1024, 9.8}, {2048, 10.1}}, "a", "b").maxBytes, 2048u);
+  EXPECT_EQ(keepUpTo({{1024, 10}, {2048, 10}}, {{1024, 5}, {2048, 5}}, "a", "b").maxBytes, 512u);
+  EXPECT_EQ(keepUpTo({}, {{1024, 5}}, "a", "b").maxBytes, 0u);
 }
 
 TEST(Tune, TheTuneFileFillsWhatTheEnvironmentLeavesUnset) {

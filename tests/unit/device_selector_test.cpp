@@ -79,5 +79,17 @@ TEST(DeviceSelector, BlocksGrowWithTheWindowUpTo128OrTheKnob) {
   EXPECT_EQ(deviceBlocks(8, 64, forced), 64);
 }
 
+TEST(DeviceSelector, TunedBoundsReplaceTheTable) {
+  Settings s;
+  s.cudaLlMaxBytes = 32 * 1024;
+  s.cudaOneshotMaxBytes = 4u << 20;
+  EXPECT_EQ(chooseDeviceAllreduce(32 * 1024, 2, true, true, s).algorithm, DeviceAlgorithm::kLL);
+  EXPECT_EQ(chooseDeviceAllreduce(32 * 1024 + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce(4u << 20, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+  EXPECT_EQ(chooseDeviceAllreduce((4u << 20) + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kTwoShot);
+  s.cudaLlMaxBytes = std::size_t{1} << 30;  // more than the LL area holds: capped at 512 KiB
+  EXPECT_EQ(chooseDeviceAllreduce((512 * 1024) + 1, 2, true, true, s).algorithm, DeviceAlgorithm::kOneShot);
+}
+
 }  // namespace
 }  // namespace braid::tuning
