@@ -48,11 +48,18 @@ setup(
     ext_modules=[
         CppExtension(
             name="braid_torch._C",
-            sources=[os.path.join("braid_torch", "csrc", f) for f in ("braid_backend.cpp", "module.cpp")],
+            sources=[
+                os.path.join("braid_torch", "csrc", f)
+                for f in ("braid_backend.cpp", "braid_collectives.cpp", "module.cpp")
+            ],
             include_dirs=[os.path.join(ROOT, "include")],
             extra_objects=BRAID_OBJECTS,
-            depends=BRAID_OBJECTS  # a new libbraid relinks the extension
-            + [os.path.join("braid_torch", "csrc", f) for f in ("braid_backend.hpp", "braid_work.hpp", "torch_store.hpp")],
+            # A new libbraid or header rebuilds the extension.
+            depends=BRAID_OBJECTS
+            + [
+                os.path.join("braid_torch", "csrc", f)
+                for f in ("braid_backend.hpp", "braid_work.hpp", "tensor_buffers.hpp", "torch_store.hpp")
+            ],
             libraries=["crypto", "dl", "rt"],
             extra_compile_args=["-std=c++20", "-O2"],
         )

@@ -1,4 +1,5 @@
-// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect, doctor, explain, plan, tune.
+// The `braid` command: run (local launcher), bench (nccl-tests-style sweeps with peers side by side), env, detect,
+// doctor, explain, plan, tune.
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>

@@ -17,6 +17,8 @@
 
 namespace braid_torch {
 
+class Dense;
+
 class BraidBackend final : public c10d::Backend {
  public:
   BraidBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size, std::chrono::milliseconds timeout);
@@ -91,6 +93,11 @@ class BraidBackend final : public c10d::Backend {
   c10::intrusive_ptr<BraidWork> launch(c10d::OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
                                        std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
                                        const Issue& issue, std::function<void()> after = {});
+  /// A *_coalesced op: `call` makes the braid call of one (input, output) pair; one Work for all of them.
+  using PairCall = std::function<braid::Work(bool async, Dense& in, Dense& out, const braid::CallOptions& options)>;
+  c10::intrusive_ptr<c10d::Work> launchPairs(c10d::OpType type, std::vector<at::Tensor>& inputs,
+                                             std::vector<at::Tensor>& outputs, std::chrono::milliseconds timeout,
+                                             const PairCall& call);
   /// A send or receive posted inside a coalescing region: recorded, and its Work completes with the group's.
   c10::intrusive_ptr<c10d::Work> coalesce(c10d::OpType type, const at::Tensor& tensor, int peer, int tag);
 
