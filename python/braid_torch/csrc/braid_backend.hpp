@@ -66,15 +66,19 @@ class BraidBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
+  // abort, shutdown, setTimeout and supportsCoalescing joined c10d::Backend in later torch releases than the
+  // oldest this backend builds against: declared without `override`, they override where the base has them and
+  // are plain members where it does not (same signatures as the base's).
+
   /// Makes every running and queued op end with Aborted, and every later one fail (from any thread).
-  void abort() override;
+  void abort();  // NOLINT(modernize-use-override): see above
   /// What destroy_process_group calls: lets queued ops finish, then frees the communicator; later ops fail.
-  void shutdown() override;
-  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  void shutdown();                                                            // NOLINT(modernize-use-override)
+  void setTimeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }  // NOLINT(modernize-use-override)
 
   /// Coalescing (batch_isend_irecv, _coalescing_manager): sends and receives between start and end go out as one
   /// braid group, which never deadlocks whatever order the ranks posted them in; collectives run as usual.
-  bool supportsCoalescing() const override { return true; }
+  bool supportsCoalescing() const { return true; }  // NOLINT(modernize-use-override)
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   /// braid's count of this communicator's collectives (the same on every rank while they agree).
