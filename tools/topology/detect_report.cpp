@@ -3,34 +3,11 @@
 #include <cstdio>
 #include <sstream>
 
+#include "topology/units_text.hpp"
+
 namespace braid::tools {
 
 namespace {
-
-std::string gib(std::uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.1f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
-  return text;
-}
-
-std::string mib(std::uint64_t bytes) {
-  if (bytes >= (std::uint64_t{1} << 30)) return gib(bytes);
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f MiB", static_cast<double>(bytes) / (1024.0 * 1024));
-  return text;
-}
-
-std::string cudaVersion(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-
-std::string speed(int mbps) {
-  if (mbps < 0) return "speed unknown";
-  if (mbps >= 1000) {
-    char text[32];
-    std::snprintf(text, sizeof text, mbps % 1000 == 0 ? "%.0f Gb/s" : "%.1f Gb/s", mbps / 1000.0);
-    return text;
-  }
-  return std::to_string(mbps) + " Mb/s";
-}
 
 // One cell of the GPU matrix: NV (NVLink), P2P with the driver's rank (PCIe), or -- (no peer access).
 std::string linkCell(const topology::Topology& t, int a, int b) {
@@ -58,10 +35,11 @@ std::string transportPlan(const topology::Topology& t) {
     out << "  GPU buffers: ranks sharing the one GPU use braid's kernels on it (cuda_ipc)\n";
   }
   out << "  host buffers between local ranks: shared memory";
-  if (t.shmBytes > 0) out << " (/dev/shm " << mib(t.shmBytes) << ")";
+  if (t.shmBytes > 0) out << " (/dev/shm " << sizeText(t.shmBytes) << ")";
   out << "\n";
   if (const topology::Nic* nic = t.fastestNic()) {
-    out << "  between hosts: TCP over " << nic->name << " (" << speed(nic->speedMbps) << ", MTU " << nic->mtu << ")";
+    out << "  between hosts: TCP over " << nic->name << " (" << linkSpeedText(nic->speedMbps) << ", MTU " << nic->mtu
+        << ")";
     if (!nic->rdmaDevices.empty()) out << "; RDMA device " << nic->rdmaDevices.front() << " present, not used yet";
     out << "\n";
   } else {
@@ -75,9 +53,9 @@ std::string detectReport(const topology::Topology& t) {
   out << "host " << (t.hostname.empty() ? "(unnamed)" : t.hostname) << ": "
       << (t.cpuModel.empty() ? "CPU model unknown" : t.cpuModel) << "\n";
   out << "  " << t.sockets << " socket(s), " << t.logicalCpus << " logical CPUs (" << t.usableCpus << " usable here), "
-      << (t.numa.empty() ? 1 : t.numa.size()) << " NUMA node(s), " << gib(t.memoryBytes) << " memory\n";
+      << (t.numa.empty() ? 1 : t.numa.size()) << " NUMA node(s), " << gibText(t.memoryBytes) << " memory\n";
   for (const topology::NumaNode& n : t.numa) {
-    out << "  NUMA " << n.id << ": " << n.cpus.size() << " CPUs, " << gib(n.memoryBytes) << "\n";
+    out << "  NUMA " << n.id << ": " << n.cpus.size() << " CPUs, " << gibText(n.memoryBytes) << "\n";
   }
   if (!t.container.empty() || t.cgroupCpus > 0 || t.cgroupMemoryBytes > 0) {
     out << "  limits:";
@@ -87,18 +65,19 @@ std::string detectReport(const topology::Topology& t) {
       std::snprintf(cpus, sizeof cpus, "%.1f", t.cgroupCpus);
       out << " cgroup CPUs " << cpus << ";";
     }
-    if (t.cgroupMemoryBytes > 0) out << " cgroup memory " << gib(t.cgroupMemoryBytes) << ";";
+    if (t.cgroupMemoryBytes > 0) out << " cgroup memory " << gibText(t.cgroupMemoryBytes) << ";";
     out << "\n";
   }
-  out << "CUDA: driver " << (t.cudaDriverVersion > 0 ? cudaVersion(t.cudaDriverVersion) : "none")
-      << ", braid built with " << (t.cudaRuntimeVersion > 0 ? cudaVersion(t.cudaRuntimeVersion) : "no CUDA") << "\n";
+  out << "CUDA: driver " << (t.cudaDriverVersion > 0 ? cudaVersionText(t.cudaDriverVersion) : "none")
+      << ", braid built with " << (t.cudaRuntimeVersion > 0 ? cudaVersionText(t.cudaRuntimeVersion) : "no CUDA")
+      << "\n";
   if (t.gpus.empty()) {
     out << "GPUs: none\n";
   } else {
     out << "GPUs:\n";
     for (const topology::Gpu& g : t.gpus) {
       out << "  " << g.index << "  " << g.name << "  sm_" << g.ccMajor << g.ccMinor << "  " << g.sms << " SMs  "
-          << gib(g.memoryBytes) << "  PCI " << (g.pciBusId.empty() ? "?" : g.pciBusId);
+          << gibText(g.memoryBytes) << "  PCI " << (g.pciBusId.empty() ? "?" : g.pciBusId);
       if (g.numaNode >= 0) out << "  NUMA " << g.numaNode;
       if (g.migEnabled) out << "  MIG";
       out << "\n";
@@ -129,7 +108,8 @@ std::string detectReport(const topology::Topology& t) {
   for (const topology::Nic& nic : t.nics) {
     if (nic.loopback) continue;
     any = true;
-    out << "  " << nic.name << "  " << (nic.up ? "up" : "down") << "  " << speed(nic.speedMbps) << "  MTU " << nic.mtu;
+    out << "  " << nic.name << "  " << (nic.up ? "up" : "down") << "  " << linkSpeedText(nic.speedMbps) << "  MTU "
+        << nic.mtu;
     if (!nic.driver.empty()) out << "  " << nic.driver;
     if (nic.numaNode >= 0) out << "  NUMA " << nic.numaNode;
     for (const std::string& ib : nic.rdmaDevices) out << "  RDMA " << ib;

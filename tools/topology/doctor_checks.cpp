@@ -6,18 +6,9 @@
 #include <cstdio>
 #include <sstream>
 
+#include "topology/units_text.hpp"
+
 namespace braid::tools {
-
-namespace {
-
-std::string cudaVersion(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-
-std::string mib(std::uint64_t bytes) {
-  if (bytes >= (std::uint64_t{1} << 30)) return std::to_string(bytes >> 30) + " GiB";
-  return std::to_string(bytes >> 20) + " MiB";
-}
-
-}  // namespace
 
 const char* verdictName(Verdict v) {
   switch (v) {
@@ -45,14 +36,14 @@ std::vector<Check> checkTopology(const topology::Topology& t) {
          t.gpus.empty() ? "no CUDA driver: host buffers only" : "GPUs are listed but no CUDA driver answers"});
   } else if (t.cudaDriverVersion / 1000 < t.cudaRuntimeVersion / 1000) {
     checks.push_back({"cuda", Verdict::kFail,
-                      "the driver supports CUDA " + cudaVersion(t.cudaDriverVersion) +
-                          " but braid was built with CUDA " + cudaVersion(t.cudaRuntimeVersion) +
+                      "the driver supports CUDA " + cudaVersionText(t.cudaDriverVersion) +
+                          " but braid was built with CUDA " + cudaVersionText(t.cudaRuntimeVersion) +
                           ": its kernels will not load. Update the driver, or build braid with a CUDA " +
                           std::to_string(t.cudaDriverVersion / 1000) + ".x toolkit"});
   } else {
     checks.push_back({"cuda", Verdict::kOk,
-                      "driver CUDA " + cudaVersion(t.cudaDriverVersion) + " runs braid's CUDA " +
-                          cudaVersion(t.cudaRuntimeVersion) + " kernels"});
+                      "driver CUDA " + cudaVersionText(t.cudaDriverVersion) + " runs braid's CUDA " +
+                          cudaVersionText(t.cudaRuntimeVersion) + " kernels"});
   }
   // 2. GPU peer access.
   if (t.gpus.size() >= 2) {
@@ -87,11 +78,11 @@ std::vector<Check> checkTopology(const topology::Topology& t) {
     checks.push_back({"shm", Verdict::kWarn, "cannot read the size of /dev/shm: local ranks need it"});
   } else if (t.shmBytes < (std::uint64_t{1} << 30)) {
     checks.push_back({"shm", Verdict::kWarn,
-                      "/dev/shm is " + mib(t.shmBytes) +
+                      "/dev/shm is " + sizeText(t.shmBytes) +
                           ": too small for many local ranks and large host tensors (PyTorch's data loaders use it "
                           "too). In Docker: --shm-size=16g or --ipc=host"});
   } else {
-    checks.push_back({"shm", Verdict::kOk, "/dev/shm has " + mib(t.shmBytes)});
+    checks.push_back({"shm", Verdict::kOk, "/dev/shm has " + sizeText(t.shmBytes)});
   }
   // 5. The network between hosts.
   if (const topology::Nic* nic = t.fastestNic()) {
@@ -148,7 +139,7 @@ std::vector<Check> checkProcess(const topology::Topology& t) {
     if (memlock.rlim_cur == RLIM_INFINITY || memlock.rlim_cur >= (rlim_t{64} << 20)) {
       checks.push_back({"memlock", Verdict::kOk,
                         memlock.rlim_cur == RLIM_INFINITY ? "locked memory is unlimited"
-                                                          : "locked memory limit " + mib(memlock.rlim_cur)});
+                                                          : "locked memory limit " + sizeText(memlock.rlim_cur)});
     } else {
       checks.push_back({"memlock", Verdict::kWarn,
                         "locked memory is limited to " + std::to_string(memlock.rlim_cur >> 10) +

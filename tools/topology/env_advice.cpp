@@ -5,6 +5,8 @@
 #include <set>
 #include <sstream>
 
+#include "topology/units_text.hpp"
+
 namespace braid::tools {
 
 namespace {
@@ -63,9 +65,7 @@ std::vector<EnvAdvice> adviseEnv(const topology::Topology& t, int ranksPerNode) 
   const auto nics = usableNics(t);
   if (!nics.empty()) {
     const topology::Nic& best = *nics.front();
-    char speed[32] = "speed unknown";
-    if (best.speedMbps > 0) std::snprintf(speed, sizeof speed, "%g Gb/s", best.speedMbps / 1000.0);
-    const std::string why = best.name + " is the fastest interface that is up (" + speed +
+    const std::string why = best.name + " is the fastest interface that is up (" + linkSpeedText(best.speedMbps) +
                             (nics.size() > 1 ? ", of " + std::to_string(nics.size()) : "") + ")";
     advice.push_back({"BRAID_IFNAME", best.name, why + ": braid's TCP transport between hosts uses it"});
     advice.push_back({"NCCL_SOCKET_IFNAME", best.name, why + ": NCCL's bootstrap and socket transport use it"});
