@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <thread>
 
@@ -38,6 +40,37 @@ std::vector<float> rampSum(std::size_t n, int ranks, float step = 1) {
 
 void requireFloats(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
   requireSameBytes(got.data(), want.data(), got.size() * 4, 4, what);
+}
+
+// An in-place float allreduce of ramps of each count on `s`, checked against the exact sum.
+void requireRampAllreduces(Communicator& c, cudaStream_t s, std::initializer_list<std::size_t> counts,
+                           const std::string& what) {
+  for (std::size_t n : counts) {
+    DeviceBytes buf(n * 4);
+    const auto in = ramp(n, c.rank());
+    upload(buf.get(), in.data(), n * 4, s);
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    std::vector<float> got(n);
+    download(got.data(), buf.get(), n * 4, s);
+    requireFloats(got, rampSum(n, c.size()), what + ", count " + std::to_string(n));
+  }
+}
+
+// Two ranks as threads of this process, rank r on GPU r % GPUs, each with a stream of its own. Threads: this
+// test's process uses CUDA itself, so it forks nothing after this.
+std::vector<std::string> runOnThreadRanks(const Settings& settings,
+                                          const std::function<void(Communicator&, cudaStream_t)>& body) {
+  const int gpus = cuda::deviceCount();
+  return testing::runThreads(
+      2,
+      [&](Communicator& c) {
+        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
+        cudaStream_t s = nullptr;
+        cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
+        body(c, s);
+        (void)cudaStreamDestroy(s);
+      },
+      settings);
 }
 
 TEST(DeviceSemantics, EveryMemoryKindWorksAndMixingHostWithGpuIsRefusedByName) {
@@ -192,15 +225,7 @@ TEST(DeviceSemantics, WithoutAUsableChannelDeviceBuffersAreStagedThroughHostMemo
   Settings settings = deviceSettings();
   settings.cudaWorkspaceBytes = 4096;  // too small for a channel: every rank falls back to staging, together
   const auto results = runOnGpus(2, 2, settings, [](Communicator& c, cudaStream_t s) {
-    for (std::size_t n : {std::size_t{5}, std::size_t{300007}}) {
-      DeviceBytes buf(n * 4);
-      const auto in = ramp(n, c.rank());
-      upload(buf.get(), in.data(), n * 4, s);
-      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-      std::vector<float> got(n);
-      download(got.data(), buf.get(), n * 4, s);
-      requireFloats(got, rampSum(n, c.size()), "staged, count " + std::to_string(n));
-    }
+    requireRampAllreduces(c, s, {5, 300007}, "staged");
     require(!c.asyncError().has_value(), "no asynchronous error on the staged path");
   });
   EXPECT_EQ(testing::failures(results), "");
@@ -208,41 +233,16 @@ TEST(DeviceSemantics, WithoutAUsableChannelDeviceBuffersAreStagedThroughHostMemo
 
 TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  // Threads: this test's process uses CUDA itself (it forks nothing after this).
-  const int gpus = cuda::deviceCount();
-  const auto results = testing::runThreads(
-      2,
-      [&](Communicator& c) {
-        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
-        cudaStream_t s = nullptr;
-        cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-        for (std::size_t n : {std::size_t{3}, std::size_t{1} << 20}) {
-          DeviceBytes buf(n * 4);
-          const auto in = ramp(n, c.rank());
-          upload(buf.get(), in.data(), n * 4, s);
-          c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-          std::vector<float> got(n);
-          download(got.data(), buf.get(), n * 4, s);
-          requireFloats(got, rampSum(n, c.size()), "threads, count " + std::to_string(n));
-        }
-        (void)cudaStreamDestroy(s);
-      },
-      deviceSettings());
+  const auto results = runOnThreadRanks(deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    requireRampAllreduces(c, s, {3, std::size_t{1} << 20}, "threads");
+  });
   EXPECT_EQ(testing::failures(results), "");
 }
 
 // BRAID_CUDA_MEMORY=ipc: workspaces shared through cudaMalloc + cudaIpc handles (where cuMem cannot export POSIX
 // fds), between processes (handles opened) and between threads of one process (the owner's pointer).
 void allreduceAndAllgather(Communicator& c, cudaStream_t s, const std::string& what) {
-  for (std::size_t n : {std::size_t{3}, std::size_t{1} << 20, (std::size_t{24} << 20) + 5}) {
-    DeviceBytes buf(n * 4);
-    const auto in = ramp(n, c.rank());
-    upload(buf.get(), in.data(), n * 4, s);
-    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-    std::vector<float> got(n);
-    download(got.data(), buf.get(), n * 4, s);
-    requireFloats(got, rampSum(n, c.size()), what + ", allreduce of " + std::to_string(n));
-  }
+  requireRampAllreduces(c, s, {3, std::size_t{1} << 20, (std::size_t{24} << 20) + 5}, what + ", allreduce");
   const std::size_t n = 4099;
   DeviceBytes mine(n * 4), all(n * 4 * static_cast<std::size_t>(c.size()));
   const auto in = ramp(n, c.rank());
@@ -271,17 +271,8 @@ TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcBetweenThreadsOfOneProcess) 
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
   settings.cudaMemory = "ipc";
-  const int gpus = cuda::deviceCount();
-  const auto results = testing::runThreads(
-      2,
-      [&](Communicator& c) {
-        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
-        cudaStream_t s = nullptr;
-        cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-        allreduceAndAllgather(c, s, "cudaIpc, threads");
-        (void)cudaStreamDestroy(s);
-      },
-      settings);
+  const auto results = runOnThreadRanks(
+      settings, [](Communicator& c, cudaStream_t s) { allreduceAndAllgather(c, s, "cudaIpc, threads"); });
   EXPECT_EQ(testing::failures(results), "");
 }
 
