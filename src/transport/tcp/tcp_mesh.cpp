@@ -405,7 +405,7 @@ void TcpMesh::handleEvents(const epoll_event* events, int n) {
     if (events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
       if (!readSome(s)) continue;
     }
-    if ((events[i].events & EPOLLOUT) && !flush(s)) endStream(s, strCat("sending failed: ", std::strerror(errno)));
+    if ((events[i].events & EPOLLOUT) && !flush(s)) sendFailed(s);
   }
 }
 

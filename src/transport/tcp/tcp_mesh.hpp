@@ -160,7 +160,10 @@ class TcpMesh {
   void complete(MeshOp& op);
   void failOp(MeshOp& op, ErrorCode code, std::string text);
   void endStream(Stream& s, const std::string& why);  // the stream closed or broke
-  void failPeer(int peer, std::string why);           // the peer is gone: every stream, every op with it
+  // A send on `s` failed: reads what the peer sent before it left (its failure notice names the cause worth
+  // reporting), then ends the stream.
+  void sendFailed(Stream& s);
+  void failPeer(int peer, std::string why);  // the peer is gone: every stream, every op with it
   void applyNotice(std::int64_t seq, const Notice& notice);
   bool mismatched(MeshOp& op, const FrameHeader& h);  // fails op and returns true when h does not fit it
   void callMismatch(int peer, const transport::CallDescriptor& theirs);  // the current call differs from a peer's

@@ -28,7 +28,15 @@ void TcpMesh::queueFrame(Stream& s, OutFrame frame) {
     return;
   }
   s.out.push_back(std::move(frame));
-  if (s.out.size() == 1 && !flush(s)) endStream(s, strCat("sending failed: ", std::strerror(errno)));
+  if (s.out.size() == 1 && !flush(s)) sendFailed(s);
+}
+
+void TcpMesh::sendFailed(Stream& s) {
+  const int err = errno;
+  // A peer that failed a call tells everyone why and may then exit at once: its notice can still sit unread in
+  // this socket when a send to it fails. Read it first, so that the error names the rank that really failed.
+  if (!readSome(s) || s.broken) return;
+  endStream(s, strCat("sending failed: ", std::strerror(err)));
 }
 
 bool TcpMesh::flush(Stream& s) {
