@@ -125,8 +125,11 @@ TEST(Concurrency, CompletionCallbacksRunOnceWithTheOutcomeAndMayQueueMoreCalls) 
     std::exception_ptr got;
     bad.onCompletion([](std::exception_ptr) { throw std::runtime_error("callback threw"); });
     bad.onCompletion([&](std::exception_ptr e) {
+      {
+        std::lock_guard lock(mu);  // before note(): the waiter reads `got` as soon as it sees the note
+        got = e;
+      }
       note("bad");
-      got = e;
     });
     {
       std::unique_lock lock(mu);
