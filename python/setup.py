@@ -61,6 +61,11 @@ setup(
                 for f in ("braid_backend.hpp", "braid_work.hpp", "tensor_buffers.hpp", "torch_store.hpp")
             ],
             libraries=["crypto", "dl", "rt"],
+            # Everything taken from static archives stays private to the module. Some toolchains (the GPU
+            # machine's /opt/gcc) link their newer libstdc++ statically: exported, its symbols were bound to the
+            # libstdc++.so torch had already loaded, and the module's iostreams called facets of the other
+            # library's layout (a crash formatting the first number in Communicator::create).
+            extra_link_args=["-Wl,--exclude-libs,ALL"],
             extra_compile_args=["-std=c++20", "-O2"],
         )
     ],

@@ -5,7 +5,7 @@
 
 namespace braid::device {
 
-std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool, DevicePolicy) {
+std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool, DevicePolicy, int) {
   fail(ErrorCode::kUnavailable, {}, "device buffers need a braid built with CUDA (BRAID_WITH_CUDA=ON)");
 }
 

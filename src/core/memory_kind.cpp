@@ -16,6 +16,7 @@ using CuInit = int (*)(unsigned);
 using CuPointerGetAttribute = int (*)(void* data, int attribute, std::uintptr_t ptr);
 constexpr int kAttributeMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 constexpr int kAttributeIsManaged = 8;      // CU_POINTER_ATTRIBUTE_IS_MANAGED
+constexpr int kAttributeDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
 constexpr unsigned kMemoryTypeDevice = 2;   // CU_MEMORYTYPE_DEVICE
 constexpr unsigned kMemoryTypeUnified = 4;  // CU_MEMORYTYPE_UNIFIED
 
@@ -77,6 +78,16 @@ MemoryKind classifyPointer(const void* ptr) {
   return kind;
 }
 
+int deviceOfPointer(const void* ptr) {
+  const Driver& d = driver();
+  int ordinal = -1;
+  if (!d.getAttribute || ptr == nullptr ||
+      d.getAttribute(&ordinal, kAttributeDeviceOrdinal, reinterpret_cast<std::uintptr_t>(ptr)) != 0) {
+    return -1;
+  }
+  return ordinal;
+}
+
 void addToRoute(Route& route, NamedBuffer buffer) {
   if (buffer.ptr == nullptr || route.conflictName != nullptr) return;
   const MemoryKind kind = classifyPointer(buffer.ptr);
@@ -85,6 +96,7 @@ void addToRoute(Route& route, NamedBuffer buffer) {
     route.firstName = buffer.name;
     route.firstKind = kind;
     route.device = gpu;
+    if (gpu) route.firstGpuPointer = buffer.ptr;
   } else if (gpu != route.device) {
     route.conflictName = buffer.name;
     route.conflictKind = kind;

@@ -11,6 +11,9 @@ namespace braid::core {
 enum class MemoryKind { kHost, kDevice, kManaged };
 
 MemoryKind classifyPointer(const void* ptr);
+/// The ordinal of the GPU whose memory `ptr` is (for managed memory: the GPU it was allocated from), asked of the
+/// driver each time (not cached: freed address space may come back on another GPU); -1 when the driver cannot say.
+int deviceOfPointer(const void* ptr);
 const char* memoryKindName(MemoryKind kind);
 
 /// Where one call's buffers live, which decides the engine that runs it: host memory goes to the host engine,
@@ -18,6 +21,7 @@ const char* memoryKindName(MemoryKind kind);
 /// GPU memory is refused (conflict names the two buffers).
 struct Route {
   bool device = false;
+  const void* firstGpuPointer = nullptr;  // binds the device engine to its GPU (the first call on GPU memory)
   const char* firstName = nullptr;
   MemoryKind firstKind = MemoryKind::kHost;
   const char* conflictName = nullptr;

@@ -239,6 +239,38 @@ TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
+// The first call on GPU memory is async, so it runs on the communicator's progress thread, whose current GPU is
+// GPU 0 on every rank: the engine must bind the GPU of the buffers (rank 1 once bound GPU 0 and summed junk). A
+// host call queued in front makes the sync call after it run there as well.
+void firstDeviceCallOnTheProgressThread(Communicator& c, cudaStream_t s, const std::string& what) {
+  const std::size_t n = (std::size_t{1} << 16) + 3;
+  DeviceBytes buf(n * 4);
+  const auto in = ramp(n, c.rank());
+  upload(buf.get(), in.data(), n * 4, s);
+  c.allreduceAsync(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s}).wait();
+  std::vector<float> got(n);
+  download(got.data(), buf.get(), n * 4, s);
+  requireFloats(got, rampSum(n, c.size()), what + ": async device call first");
+  std::vector<float> host(std::size_t{1} << 20, 1.0f);
+  Work queued = c.allreduceAsync(host.data(), host.data(), host.size(), DataType::kFloat32, ReduceKind::kSum);
+  requireRampAllreduces(c, s, {5, 300007}, what + ": sync device call behind an async host call");
+  queued.wait();
+  require(std::all_of(host.begin(), host.end(), [&](float v) { return v == static_cast<float>(c.size()); }),
+          what + ": the host call");
+}
+
+TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
+  BRAID_SKIP_WITHOUT_GPUS(2);
+  const auto processes = runOnGpus(2, 2, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    firstDeviceCallOnTheProgressThread(c, s, "processes");
+  });
+  EXPECT_EQ(testing::failures(processes), "");
+  const auto threads = runOnThreadRanks(deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    firstDeviceCallOnTheProgressThread(c, s, "threads");
+  });
+  EXPECT_EQ(testing::failures(threads), "");
+}
+
 // BRAID_CUDA_MEMORY=ipc: workspaces shared through cudaMalloc + cudaIpc handles (where cuMem cannot export POSIX
 // fds), between processes (handles opened) and between threads of one process (the owner's pointer).
 void allreduceAndAllgather(Communicator& c, cudaStream_t s, const std::string& what) {

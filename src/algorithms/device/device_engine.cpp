@@ -69,9 +69,8 @@ bool capturing(cudaStream_t stream) {
 }  // namespace
 
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost, DevicePolicy policy) {
-  if (!oneHost) return std::make_unique<StagingEngine>(host, size);
-  return std::make_unique<DeviceEngine>(host, rank, size, settings, std::move(policy));
+                                               bool oneHost, DevicePolicy policy, int device) {
+  return std::make_unique<DeviceEngine>(host, rank, size, settings, std::move(policy), device, oneHost);
 }
 
 const char* allreduceKernelName(AllreduceKernel kernel) {
@@ -88,8 +87,20 @@ const char* allreduceKernelName(AllreduceKernel kernel) {
   return "?";
 }
 
-DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy)
-    : host_(host), staging_(host, size), rank_(rank), size_(size), settings_(settings), policy_(std::move(policy)) {}
+DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy,
+                           int device, bool kernels)
+    : host_(host),
+      staging_(host, size),
+      rank_(rank),
+      size_(size),
+      settings_(settings),
+      policy_(std::move(policy)),
+      device_(device) {
+  if (!kernels) {
+    tried_ = true;
+    noChannelWhy_ = "the ranks span several hosts: braid's kernels reach only the GPUs of one host";
+  }
+}
 
 DeviceEngine::~DeviceEngine() {
   {
@@ -140,7 +151,7 @@ std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
 bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
   if (!tried_) {
     tried_ = true;
-    checkCuda(cudaGetDevice(&device_), "cudaGetDevice");
+    if (device_ < 0) checkCuda(cudaGetDevice(&device_), "cudaGetDevice");
     std::size_t slot = settings_.cudaWorkspaceBytes / (2 * static_cast<std::size_t>(size_ + 1));
     slot = slot / 4096 * 4096;
     if (slot < 64 * 1024) {

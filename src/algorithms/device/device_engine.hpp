@@ -27,8 +27,11 @@ namespace braid::device {
 
 class DeviceEngine final : public host::Engine {
  public:
-  /// `host` carries the connection's setup and the staged calls; it outlives this engine.
-  DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy);
+  /// `host` carries the connection's setup and the staged calls; it outlives this engine. `device`: the GPU every
+  /// call runs on (-1: the one current at the first call). `kernels`: false when the ranks span several hosts
+  /// (every call is staged through `host` then).
+  DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy, int device,
+               bool kernels);
   ~DeviceEngine() override;
 
   const char* transportName() const override;

@@ -30,8 +30,11 @@ struct DevicePolicy {
 
 /// The engine for calls on device (or managed) buffers, over `host` (which outlives it). `oneHost`: every rank
 /// runs on this host, so the GPU kernels may connect them; else device buffers are staged through `host`.
+/// `device`: the GPU this rank's engine is bound to (where its first device buffer lives); every call runs with it
+/// current, whichever thread runs the call (a call queued behind an async one runs on the progress thread, whose
+/// current GPU is not the caller's). -1: the GPU current on the thread of the first call.
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost, DevicePolicy policy);
+                                               bool oneHost, DevicePolicy policy, int device);
 
 /// Waits for the work queued on env.stream so far (nothing when it is null): host-buffer calls made with a stream
 /// start after it.
