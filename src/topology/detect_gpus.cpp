@@ -7,6 +7,7 @@
 #include "topology/topology.hpp"
 
 #if BRAID_WITH_CUDA
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #endif
 
@@ -22,6 +23,29 @@ std::string uuidText(const cudaUUID_t& uuid) {
   std::snprintf(text, sizeof text, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", b[0],
                 b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
   return text;
+}
+
+// Whether the GPU can export its memory as dma-buf (how RDMA NICs reach GPU memory without nvidia_peermem): a
+// driver attribute the runtime does not name (its slot 124 is "reserved"), asked through the driver's entry point.
+int dmaBufSupport(int ordinal) {
+  void* getDevice = nullptr;
+  void* getAttribute = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuDeviceGet", &getDevice, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      cudaGetDriverEntryPointByVersion("cuDeviceGetAttribute", &getAttribute, 12000, cudaEnableDefault, &found) !=
+          cudaSuccess ||
+      getDevice == nullptr || getAttribute == nullptr) {
+    (void)cudaGetLastError();
+    return -1;
+  }
+  CUdevice device = 0;
+  int supported = 0;
+  if (reinterpret_cast<decltype(&::cuDeviceGet)>(getDevice)(&device, ordinal) != CUDA_SUCCESS ||
+      reinterpret_cast<decltype(&::cuDeviceGetAttribute)>(getAttribute)(
+          &supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, device) != CUDA_SUCCESS) {
+    return -1;
+  }
+  return supported != 0 ? 1 : 0;
 }
 
 // sysfs names PCI devices in lower case ("0000:00:06.0"); the driver answers in upper case.
@@ -56,6 +80,7 @@ void detectGpus(Topology& t, const std::string& root) {
     g.memoryBytes = prop.totalGlobalMem;
     char bus[32] = {};
     if (cudaDeviceGetPCIBusId(bus, sizeof bus, d) == cudaSuccess) g.pciBusId = lower(bus);
+    g.dmaBuf = dmaBufSupport(d);
     std::ifstream numa(root + "/sys/bus/pci/devices/" + g.pciBusId + "/numa_node");
     if (!(numa >> g.numaNode)) g.numaNode = -1;
     t.gpus.push_back(std::move(g));

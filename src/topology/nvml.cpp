@@ -35,7 +35,20 @@ struct Nvml {
   NvmlReturn (*linkState)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*remotePci)(NvmlDevice, unsigned, NvmlPciInfo*) = nullptr;
   NvmlReturn (*migMode)(NvmlDevice, unsigned*, unsigned*) = nullptr;
+  // Optional: each fact is left unknown where the driver lacks its entry point.
+  NvmlReturn (*clock)(NvmlDevice, int, unsigned*) = nullptr;     // nvmlDeviceGetClockInfo
+  NvmlReturn (*maxClock)(NvmlDevice, int, unsigned*) = nullptr;  // nvmlDeviceGetMaxClockInfo
+  NvmlReturn (*reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  NvmlReturn (*eccMode)(NvmlDevice, int*, int*) = nullptr;
+  NvmlReturn (*eccErrors)(NvmlDevice, int, int, unsigned long long*) = nullptr;
+  NvmlReturn (*pcieWidth)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*pcieMaxWidth)(NvmlDevice, unsigned*) = nullptr;
 };
+
+constexpr int kClockSm = 1;             // NVML_CLOCK_SM
+constexpr int kClockMem = 2;            // NVML_CLOCK_MEM
+constexpr int kErrorUncorrected = 1;    // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kCounterVolatile = 0;     // NVML_VOLATILE_ECC: since the driver loaded
 
 template <typename Fn>
 bool symbol(void* lib, Fn& fn, const char* name) {
@@ -51,6 +64,27 @@ PciKey keyOf(const std::string& busId) {
   return {domain, bus, device};
 }
 
+void addDeviceFacts(const Nvml& n, NvmlDevice dev, Gpu& g) {
+  unsigned mhz = 0;
+  if (n.clock != nullptr && n.clock(dev, kClockSm, &mhz) == kNvmlSuccess) g.smClockMhz = static_cast<int>(mhz);
+  if (n.maxClock != nullptr && n.maxClock(dev, kClockSm, &mhz) == kNvmlSuccess) g.smClockMaxMhz = static_cast<int>(mhz);
+  if (n.maxClock != nullptr && n.maxClock(dev, kClockMem, &mhz) == kNvmlSuccess) {
+    g.memClockMaxMhz = static_cast<int>(mhz);
+  }
+  unsigned long long bits = 0;
+  if (n.reasons != nullptr && n.reasons(dev, &bits) == kNvmlSuccess) g.slowdown = bits;
+  int current = 0, pending = 0;
+  if (n.eccMode != nullptr && n.eccMode(dev, &current, &pending) == kNvmlSuccess) g.ecc = current != 0 ? 1 : 0;
+  unsigned long long errors = 0;
+  if (g.ecc == 1 && n.eccErrors != nullptr &&
+      n.eccErrors(dev, kErrorUncorrected, kCounterVolatile, &errors) == kNvmlSuccess) {
+    g.eccUncorrected = static_cast<std::int64_t>(errors);
+  }
+  unsigned lanes = 0;
+  if (n.pcieWidth != nullptr && n.pcieWidth(dev, &lanes) == kNvmlSuccess) g.pcieWidth = static_cast<int>(lanes);
+  if (n.pcieMaxWidth != nullptr && n.pcieMaxWidth(dev, &lanes) == kNvmlSuccess) g.pcieMaxWidth = static_cast<int>(lanes);
+}
+
 }  // namespace
 
 bool addNvmlFacts(Topology& t) {
@@ -62,6 +96,16 @@ bool addNvmlFacts(Topology& t) {
                      symbol(n.lib, n.linkState, "nvmlDeviceGetNvLinkState") &&
                      symbol(n.lib, n.remotePci, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
   (void)symbol(n.lib, n.migMode, "nvmlDeviceGetMigMode");  // older drivers have none: no MIG
+  (void)symbol(n.lib, n.clock, "nvmlDeviceGetClockInfo");
+  (void)symbol(n.lib, n.maxClock, "nvmlDeviceGetMaxClockInfo");
+  // Renamed in CUDA 12 (throttle -> event reasons); the bits are the same.
+  if (!symbol(n.lib, n.reasons, "nvmlDeviceGetCurrentClocksEventReasons")) {
+    (void)symbol(n.lib, n.reasons, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  }
+  (void)symbol(n.lib, n.eccMode, "nvmlDeviceGetEccMode");
+  (void)symbol(n.lib, n.eccErrors, "nvmlDeviceGetTotalEccErrors");
+  (void)symbol(n.lib, n.pcieWidth, "nvmlDeviceGetCurrPcieLinkWidth");
+  (void)symbol(n.lib, n.pcieMaxWidth, "nvmlDeviceGetMaxPcieLinkWidth");
   if (!found || n.init() != kNvmlSuccess) {
     dlclose(n.lib);
     return false;
@@ -76,6 +120,7 @@ bool addNvmlFacts(Topology& t) {
     if (n.byPciBusId(t.gpus[i].pciBusId.c_str(), &dev) != kNvmlSuccess) continue;
     unsigned current = 0, pending = 0;
     if (n.migMode != nullptr && n.migMode(dev, &current, &pending) == kNvmlSuccess) t.gpus[i].migEnabled = current == 1;
+    addDeviceFacts(n, dev, t.gpus[i]);
     for (unsigned link = 0; link < kMaxLinks; ++link) {
       int active = 0;
       if (n.linkState(dev, link, &active) != kNvmlSuccess || active == 0) continue;

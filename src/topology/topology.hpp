@@ -20,7 +20,26 @@ struct Gpu {
   std::uint64_t memoryBytes = 0;
   int numaNode = -1;        ///< -1: unknown or a single node
   bool migEnabled = false;  ///< MIG mode on (then `index` is a MIG instance)
+  // From NVML (0 or -1 where it cannot say):
+  int smClockMhz = 0;         ///< the SM clock now
+  int smClockMaxMhz = 0;      ///< the highest SM clock the board allows
+  int memClockMaxMhz = 0;     ///< the highest memory clock
+  std::uint64_t slowdown = 0;  ///< why the clocks are held down now: NVML's clock event reason bits (kSlowdown*)
+  int ecc = -1;                ///< ECC mode: 1 on, 0 off, -1 unknown
+  std::int64_t eccUncorrected = -1;  ///< uncorrected ECC errors since the driver loaded; -1 unknown
+  int pcieWidth = 0;                 ///< PCIe lanes the link runs on now
+  int pcieMaxWidth = 0;              ///< lanes the GPU and its slot could run on
+  // From the CUDA driver:
+  int dmaBuf = -1;  ///< the GPU can export memory as dma-buf (GPUDirect RDMA without nvidia_peermem); -1 unknown
 };
+
+/// NVML's clock event reasons (nvmlClocksEventReason*) that mean the GPU is slowed by something wrong with the
+/// machine, not by idleness or a setting.
+inline constexpr std::uint64_t kSlowdownSwPowerCap = 0x4;
+inline constexpr std::uint64_t kSlowdownHw = 0x8;
+inline constexpr std::uint64_t kSlowdownSwThermal = 0x20;
+inline constexpr std::uint64_t kSlowdownHwThermal = 0x40;
+inline constexpr std::uint64_t kSlowdownHwPowerBrake = 0x80;
 
 /// What the driver says about a pair of GPUs (a < b).
 struct GpuPair {

@@ -267,11 +267,21 @@ TEST(Doctor, VerdictsFollowTheMachine) {
   bool failed = false;
   doctorReport("x", checkTopology(t), &failed);
   EXPECT_TRUE(failed);
+  EXPECT_EQ(verdictOf(loadTopology(fixtures() + "/h200x2-nvlink.json"), "gpu-health"), "ok");
   const auto mig = loadTopology(fixtures() + "/a100-mig.json");
   EXPECT_EQ(verdictOf(mig, "mig"), "warn");
-  const auto pcie = loadTopology(fixtures() + "/pcie-broken-p2p.json");
-  EXPECT_EQ(verdictOf(pcie, "network"), "warn");  // 2.5 Gb/s
-  const auto dgx = loadTopology(fixtures() + "/dgx-h100-nvswitch.json");
+  EXPECT_EQ(verdictOf(mig, "gpu-health"), "FAIL");  // uncorrected ECC errors
+  auto pcie = loadTopology(fixtures() + "/pcie-broken-p2p.json");
+  EXPECT_EQ(verdictOf(pcie, "network"), "warn");     // 2.5 Gb/s
+  EXPECT_EQ(verdictOf(pcie, "gpu-health"), "warn");  // a thermal slowdown, a link on x8
+  EXPECT_EQ(verdictOf(pcie, "iommu"), "(none)");     // no peer access to speak of
+  for (auto& pair : pcie.gpuPairs) pair.p2p = true;
+  EXPECT_EQ(verdictOf(pcie, "iommu"), "warn");  // peer traffic over PCIe through the IOMMU
+  auto dgx = loadTopology(fixtures() + "/dgx-h100-nvswitch.json");
+  EXPECT_EQ(verdictOf(dgx, "gpudirect-rdma"), "ok");  // dma-buf, without nvidia_peermem
+  dgx.gpus[3].dmaBuf = 0;
+  EXPECT_EQ(verdictOf(dgx, "gpudirect-rdma"), "warn");
+  dgx.nvidiaPeermem = true;
   EXPECT_EQ(verdictOf(dgx, "gpudirect-rdma"), "ok");
   EXPECT_EQ(verdictOf(dgx, "numa"), "info");
   failed = true;

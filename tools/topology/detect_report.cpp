@@ -1,5 +1,6 @@
 #include "topology/detect_report.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -16,6 +17,25 @@ std::string linkCell(const topology::Topology& t, int a, int b) {
   if (p == nullptr || !p->p2p) return "--";
   if (p->nvlink) return p->nvlinks > 0 ? "NV" + std::to_string(p->nvlinks) : std::string("NV");
   return "P2P" + (p->perfRank >= 0 ? std::to_string(p->perfRank) : std::string("?"));
+}
+
+// What NVML told of a GPU's health, on one line; empty when it told nothing.
+std::string healthText(const topology::Gpu& g) {
+  std::string text;
+  auto part = [&](const std::string& p) { text += (text.empty() ? "" : "; ") + p; };
+  if (g.smClockMaxMhz > 0) {
+    part("SM clock " + std::to_string(g.smClockMhz) + " MHz (max " + std::to_string(g.smClockMaxMhz) + ")" +
+         (g.memClockMaxMhz > 0 ? ", memory up to " + std::to_string(g.memClockMaxMhz) + " MHz" : std::string()));
+  }
+  if (g.ecc == 1) {
+    part("ECC on" + (g.eccUncorrected >= 0 ? ", " + std::to_string(g.eccUncorrected) + " uncorrected error(s)"
+                                           : std::string()));
+  } else if (g.ecc == 0) {
+    part("ECC off");
+  }
+  if (g.pcieMaxWidth > 0) part("PCIe x" + std::to_string(g.pcieWidth) + " of x" + std::to_string(g.pcieMaxWidth));
+  if (g.dmaBuf == 1) part("dma-buf");
+  return text;
 }
 
 }  // namespace
@@ -81,6 +101,8 @@ std::string detectReport(const topology::Topology& t) {
       if (g.numaNode >= 0) out << "  NUMA " << g.numaNode;
       if (g.migEnabled) out << "  MIG";
       out << "\n";
+      const std::string health = healthText(g);
+      if (!health.empty()) out << "     " << health << "\n";
     }
     if (t.gpus.size() >= 2) {
       out << "GPU links (NV#: # NVLinks; P2Pn: peer access over PCIe, the driver's rank n; --: none):\n        ";
@@ -119,7 +141,9 @@ std::string detectReport(const topology::Topology& t) {
   bool rdma = false;
   for (const topology::Nic& nic : t.nics) rdma |= !nic.rdmaDevices.empty();
   if (rdma && !t.gpus.empty()) {
-    out << "GPUDirect RDMA: " << (t.nvidiaPeermem ? "nvidia_peermem loaded" : "nvidia_peermem not loaded") << "\n";
+    const bool dmaBuf = std::all_of(t.gpus.begin(), t.gpus.end(), [](const topology::Gpu& g) { return g.dmaBuf == 1; });
+    out << "GPUDirect RDMA: " << (t.nvidiaPeermem ? "nvidia_peermem loaded" : "nvidia_peermem not loaded")
+        << (dmaBuf ? ", dma-buf on every GPU" : "") << "\n";
   }
   out << "braid will use:\n" << transportPlan(t);
   // No trailing blanks (the matrix pads its cells): the report is compared line by line in tests.

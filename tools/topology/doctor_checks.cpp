@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -23,6 +24,63 @@ const char* verdictName(Verdict v) {
   }
   return "?";
 }
+
+namespace {
+
+std::string slowdownText(std::uint64_t bits) {
+  std::string text;
+  auto add = [&](std::uint64_t bit, const char* why) {
+    if ((bits & bit) != 0) text += (text.empty() ? "" : ", ") + std::string(why);
+  };
+  add(topology::kSlowdownHw, "hardware slowdown");
+  add(topology::kSlowdownHwThermal, "hardware thermal slowdown");
+  add(topology::kSlowdownSwThermal, "software thermal slowdown");
+  add(topology::kSlowdownHwPowerBrake, "power brake");
+  add(topology::kSlowdownSwPowerCap, "power cap");
+  return text;
+}
+
+// Uncorrected ECC errors (results may be wrong), clocks held down by heat or power, and a PCIe link running on
+// fewer lanes than it could: each worth a look before blaming the collectives.
+void checkGpuHealth(const topology::Topology& t, std::vector<Check>& checks) {
+  bool known = false;
+  bool healthy = true;
+  for (const topology::Gpu& g : t.gpus) {
+    const std::string gpu = "GPU " + std::to_string(g.index);
+    known |= g.eccUncorrected >= 0 || g.smClockMaxMhz > 0 || g.pcieMaxWidth > 0;
+    if (g.eccUncorrected > 0) {
+      healthy = false;
+      checks.push_back({"gpu-health", Verdict::kFail,
+                        gpu + " has " + std::to_string(g.eccUncorrected) +
+                            " uncorrected ECC error(s) since the driver loaded: its results cannot be trusted "
+                            "(drain the node, reset the GPU, and have it checked if errors come back)"});
+    }
+    const std::string slow = slowdownText(g.slowdown);
+    if (!slow.empty()) {
+      healthy = false;
+      checks.push_back({"gpu-health", Verdict::kWarn,
+                        gpu + " is held down now by: " + slow +
+                            (g.smClockMaxMhz > 0 ? " (SM clock " + std::to_string(g.smClockMhz) + " of " +
+                                                       std::to_string(g.smClockMaxMhz) + " MHz)"
+                                                 : std::string()) +
+                            ": check cooling and power limits (nvidia-smi -q -d PERFORMANCE)"});
+    }
+    if (g.pcieWidth > 0 && g.pcieMaxWidth > 0 && g.pcieWidth < g.pcieMaxWidth) {
+      healthy = false;
+      checks.push_back({"gpu-health", Verdict::kWarn,
+                        gpu + "'s PCIe link runs on x" + std::to_string(g.pcieWidth) + " of x" +
+                            std::to_string(g.pcieMaxWidth) +
+                            ": host copies (and PCIe peer traffic) run at a fraction of their speed (reseat the "
+                            "card, or check the slot and riser)"});
+    }
+  }
+  if (known && healthy) {
+    checks.push_back({"gpu-health", Verdict::kOk,
+                      "no uncorrected ECC errors, no thermal or power slowdown, PCIe links at full width"});
+  }
+}
+
+}  // namespace
 
 std::vector<Check> checkTopology(const topology::Topology& t) {
   std::vector<Check> checks;
@@ -63,6 +121,8 @@ std::vector<Check> checkTopology(const topology::Topology& t) {
                             (t.iommu ? " (an IOMMU is on here: try iommu=pt, or disable ACS in the BIOS)" : "")});
     }
   }
+  // 2b. Health: what NVML says of each GPU (nothing when NVML could not be asked).
+  checkGpuHealth(t, checks);
   // 3. MIG.
   for (const topology::Gpu& g : t.gpus) {
     if (g.migEnabled) {
@@ -105,14 +165,27 @@ std::vector<Check> checkTopology(const topology::Topology& t) {
   } else {
     checks.push_back({"network", Verdict::kInfo, "no interface is up besides loopback: one host only"});
   }
-  // 6. GPUDirect RDMA.
+  // 6. GPUDirect RDMA: through nvidia_peermem, or through dma-buf where every GPU can export its memory so.
   bool rdma = false;
   for (const topology::Nic& nic : t.nics) rdma |= nic.up && !nic.rdmaDevices.empty();
   if (rdma && !t.gpus.empty()) {
-    checks.push_back({"gpudirect-rdma", t.nvidiaPeermem ? Verdict::kOk : Verdict::kWarn,
-                      t.nvidiaPeermem ? "nvidia_peermem is loaded: RDMA NICs can reach GPU memory"
-                                      : "RDMA NICs and GPUs but nvidia_peermem is not loaded: NICs cannot read GPU "
-                                        "memory directly (modprobe nvidia_peermem)"});
+    const bool dmaBuf = std::all_of(t.gpus.begin(), t.gpus.end(), [](const topology::Gpu& g) { return g.dmaBuf == 1; });
+    if (t.nvidiaPeermem) {
+      checks.push_back({"gpudirect-rdma", Verdict::kOk, "nvidia_peermem is loaded: RDMA NICs can reach GPU memory"});
+    } else if (dmaBuf) {
+      checks.push_back({"gpudirect-rdma", Verdict::kOk,
+                        "every GPU exports its memory as dma-buf: RDMA NICs can reach it without nvidia_peermem"});
+    } else {
+      checks.push_back({"gpudirect-rdma", Verdict::kWarn,
+                        "RDMA NICs and GPUs, but nvidia_peermem is not loaded and the GPUs offer no dma-buf: NICs "
+                        "cannot read GPU memory directly (modprobe nvidia_peermem)"});
+    }
+  }
+  // 6b. An IOMMU between GPUs that talk over PCIe translates (and on some platforms drops) their peer traffic.
+  if (t.iommu && t.gpus.size() >= 2 && t.allP2p() && !t.allNvlink()) {
+    checks.push_back({"iommu", Verdict::kWarn,
+                      "an IOMMU is on and GPUs reach each other over PCIe: their peer traffic goes through it "
+                      "(slower; boot with iommu=pt, or disable ACS, if braid's P2P probe or bandwidth disappoints)"});
   }
   // 7. cgroup limits against the work one rank per GPU brings.
   const int ranks = t.gpus.empty() ? 1 : static_cast<int>(t.gpus.size());

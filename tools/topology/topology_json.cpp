@@ -10,7 +10,8 @@ namespace braid::topology {
 
 // Field names are the members' names; a missing field keeps its default, so fixtures list only what they know.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Gpu, index, name, uuid, pciBusId, ccMajor, ccMinor, sms, memoryBytes,
-                                                numaNode, migEnabled)
+                                                numaNode, migEnabled, smClockMhz, smClockMaxMhz, memClockMaxMhz,
+                                                slowdown, ecc, eccUncorrected, pcieWidth, pcieMaxWidth, dmaBuf)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuPair, a, b, p2p, perfRank, nvlink, nvlinks)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Nic, name, driver, pciBusId, speedMbps, mtu, up, loopback, numaNode,
                                                 rdmaDevices)
