@@ -47,6 +47,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
         "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
        &Settings::cudaMemory},
+      // Off: two event records per call cost ~1 us of the host's time, a fifth of a small call's.
+      {{"BRAID_CUDA_TIMELINE", KnobType::kInt, "0",
+        "1: time every GPU collective kernel between CUDA events and log (info) its GPU time and how long the "
+        "GPU waited before it; for finding where a call's time goes"},
+       &Settings::cudaTimeline},
       // 0: the table in tuning/device_selector.cpp; braid tune --mem device measures and writes both.
       {{"BRAID_CUDA_LL_MAX_BYTES", KnobType::kBytes, "0",
         "largest GPU allreduce the LL kernel takes (at most 512K); 0 lets braid's table choose"},

@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "base/logging.hpp"
 #include "gpu/device_ranks.hpp"
 #include "gpu/gpu_test_support.hpp"
 #include "support/collective_cases.hpp"
@@ -269,6 +270,27 @@ TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
     firstDeviceCallOnTheProgressThread(c, s, "threads");
   });
   EXPECT_EQ(testing::failures(threads), "");
+}
+
+// BRAID_CUDA_TIMELINE=1: a line per kernel, once it ended, with its GPU time (all of them by the communicator's end).
+TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  Settings settings = deviceSettings();
+  settings.cudaTimeline = 1;
+  setLogLevel("info");
+  ::testing::internal::CaptureStderr();
+  const auto results = runOnThreadRanks(
+      settings, [](Communicator& c, cudaStream_t s) { requireRampAllreduces(c, s, {3, 5000, 300007}, "timed"); });
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  setLogLevel("warn");
+  EXPECT_EQ(testing::failures(results), "");
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int n = 1; n <= 3; ++n) {
+      const std::string line = "braid[rank " + std::to_string(rank) + "] info: timeline #" + std::to_string(n) + ": allreduce seq ";
+      EXPECT_NE(log.find(line), std::string::npos) << "no \"" << line << "\" in:\n" << log;
+    }
+  }
+  EXPECT_NE(log.find(" us, stream idle "), std::string::npos) << log;
 }
 
 // BRAID_CUDA_MEMORY=ipc: workspaces shared through cudaMalloc + cudaIpc handles (where cuMem cannot export POSIX

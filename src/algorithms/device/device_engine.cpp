@@ -96,6 +96,7 @@ DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Setting
       settings_(settings),
       policy_(std::move(policy)),
       device_(device) {
+  if (settings_.cudaTimeline != 0) timeline_ = std::make_unique<KernelTimeline>(rank);
   if (!kernels) {
     tried_ = true;
     noChannelWhy_ = "the ranks span several hosts: braid's kernels reach only the GPUs of one host";
@@ -283,9 +284,15 @@ void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int bl
     found = functions_.emplace(kernel, function).first;
   }
   void* args[] = {const_cast<CollectiveParams*>(&p)};
+  const bool timed = timeline_ && !capturing(stream);
+  if (timed) timeline_->before(stream);
   const CUresult status = cuda::driverApi().launchKernel(
       reinterpret_cast<CUfunction>(found->second), static_cast<unsigned>(blocks), 1, 1,
       cuda::kernels::kCollectiveThreads, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr);
+  if (timed && status == CUDA_SUCCESS) {
+    timeline_->after(stream, strCat(env.context.op, " seq ", env.context.seq, " ", algorithm, " ", blocks,
+                                    " blocks, ", p.count, " elements"));
+  }
   if (status != CUDA_SUCCESS) {
     cuda::checkDriver(status, strCat("cuLaunchKernel(", env.context.op, " ", algorithm, ")").c_str());
   }

@@ -18,6 +18,7 @@
 #include <unordered_map>
 
 #include "algorithms/device/device_channel.hpp"
+#include "algorithms/device/kernel_timeline.hpp"
 #include "algorithms/device/staging.hpp"
 #include "algorithms/host/engine.hpp"
 #include "base/config.hpp"
@@ -98,6 +99,7 @@ class DeviceEngine final : public host::Engine {
   std::unique_ptr<DeviceChannel> channel_;            // made and used by the thread running calls
   std::atomic<DeviceChannel*> channelView_{nullptr};  // the same, for abort() and asyncError() from any thread
 
+  std::unique_ptr<KernelTimeline> timeline_;  // BRAID_CUDA_TIMELINE=1 only
   CUstream_st* lastStream_ = nullptr;
   bool haveLast_ = false;
   cudaEvent_t join_ = nullptr;
