@@ -171,6 +171,16 @@ class Communicator {
   int size() const;
   /// The sequence number the next collective will carry (starts at 0, +1 per call).
   std::int64_t sequenceNumber() const;
+  /// Where the ranks run, learned at creation (ranks share a host when they share a boot id and a network
+  /// namespace): the hosts this communicator spans; this rank's index among the ranks of its host and how many
+  /// they are (as MPI_COMM_TYPE_SHARED's rank and size, or torchrun's LOCAL_RANK and LOCAL_WORLD_SIZE).
+  int hostCount() const;
+  int localRank() const;
+  int localSize() const;
+  /// The host `rank` runs on (numbered from 0 in the order of each host's lowest rank) and its name.
+  /// InvalidArgument for a rank out of range.
+  int hostOf(int rank) const;
+  std::string hostName(int rank) const;
 
   // Collectives. `count` is in elements of `type`. send == recv (or recv == nullptr where noted) is in place.
   // Every rank must call the same collective with the same type, op and counts; braid checks and raises

@@ -23,6 +23,20 @@ Communicator::~Communicator() = default;
 int Communicator::rank() const { return impl_->rank(); }
 int Communicator::size() const { return impl_->size(); }
 std::int64_t Communicator::sequenceNumber() const { return impl_->sequenceNumber(); }
+int Communicator::hostCount() const { return impl_->placement().hosts(); }
+int Communicator::localRank() const { return impl_->placement().localRank; }
+int Communicator::localSize() const { return impl_->placement().localSize; }
+int Communicator::hostOf(int rank) const {
+  if (rank < 0 || rank >= size()) {
+    fail(ErrorCode::kInvalidArgument, {.rank = this->rank(), .op = "hostOf"}, "rank ", rank, " out of range for ",
+         size(), " ranks");
+  }
+  return impl_->placement().hostOf[static_cast<std::size_t>(rank)];
+}
+std::string Communicator::hostName(int rank) const {
+  const auto& names = impl_->placement().hostNames;
+  return names[static_cast<std::size_t>(hostOf(rank))];
+}
 void Communicator::abort() { impl_->abort(); }
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }
 

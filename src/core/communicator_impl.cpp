@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "base/logging.hpp"
 #include "core/work_state.hpp"
+#include "transport/host_identity.hpp"
 #include "tuning/device_selector.hpp"
 #include "tuning/selector.hpp"
 
@@ -92,10 +93,22 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
       keepAlive_(std::move(keepAlive)),
       yieldWhileSpinning_(size > usableCpus()) {
   setLogLevel(settings_.logLevel);
+  placement_ = Placement::of(std::vector<RankHost>(static_cast<std::size_t>(size_), RankHost{"", transport::hostName()}),
+                             rank_);
   if (logEnabled(LogLevel::kInfo)) {
     logLine(LogLevel::kInfo, rank_,
             strCat("communicator of ", size_, " ranks over ", engine_->transportName(),
                    yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
+  }
+}
+
+void CommunicatorImpl::attachPlacement(Placement placement) {
+  placement_ = std::move(placement);
+  if (logEnabled(LogLevel::kInfo)) {
+    logLine(LogLevel::kInfo, rank_,
+            strCat("on host ", placement_.hostNames[static_cast<std::size_t>(placement_.hostOf[rank_])], " (",
+                   placement_.hostOf[rank_] + 1, " of ", placement_.hosts(), "), local rank ", placement_.localRank,
+                   " of ", placement_.localSize));
   }
 }
 

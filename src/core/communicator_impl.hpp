@@ -20,6 +20,7 @@
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
 #include "core/memory_kind.hpp"
+#include "core/placement.hpp"
 #include "transport/local_group.hpp"
 
 namespace braid::core {
@@ -127,6 +128,10 @@ class CommunicatorImpl {
   /// same, because these calls are made in the same order on every rank that makes them.
   std::int64_t nextSplitNumber() { return splits_++; }
   std::int64_t nextSubgroupNumber(const std::vector<int>& ranks) { return subgroups_[ranks]++; }
+  /// Where the ranks run (core/placement.hpp), learned at creation; communicators made without a store (thread
+  /// ranks) are on one host.
+  void attachPlacement(Placement placement);
+  const Placement& placement() const { return placement_; }
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
 
@@ -158,6 +163,7 @@ class CommunicatorImpl {
   std::unique_ptr<host::Engine> deviceEngine_;            // made by the first call on device buffers (in issue order)
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
+  Placement placement_;
   std::shared_ptr<bootstrap::Store> store_;
   std::shared_ptr<AbortHandle> abortHandle_;
   std::int64_t splits_ = 0;

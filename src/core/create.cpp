@@ -71,11 +71,15 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
 }
 
-// Ranks share a host when they share a boot id and a network namespace: only then may they map each other's
-// shared memory and trust each other's pids (a hostname says neither).
-bool allOnOneHost(bootstrap::Store& store, int rank, int size, Deadline deadline) {
-  const auto ids = bootstrap::allGather(store, "host", rank, size, transport::hostIdentity(), deadline);
-  return std::all_of(ids.begin(), ids.end(), [&](const std::string& id) { return id == ids.front(); });
+// Every rank tells the others its host. Ranks share a host when they share a boot id and a network namespace:
+// only then may they map each other's shared memory and trust each other's pids (a hostname says neither).
+core::Placement placeRanks(bootstrap::Store& store, int rank, int size, Deadline deadline) {
+  const std::string mine = core::Placement::encode({transport::hostIdentity(), transport::hostName()});
+  std::vector<core::RankHost> hosts;
+  for (const std::string& text : bootstrap::allGather(store, "host", rank, size, mine, deadline)) {
+    hosts.push_back(core::Placement::decode(text));
+  }
+  return core::Placement::of(hosts, rank);
 }
 
 std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
@@ -89,8 +93,8 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_DEBUG=", settings.debug, " is not one of: (empty), detail");
   }
   const Deadline deadline = Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr);
-  const bool tcp = settings.transport == "tcp" ||
-                   (settings.transport == "auto" && !allOnOneHost(*rendezvous->store, rank, size, deadline));
+  core::Placement placement = placeRanks(*rendezvous->store, rank, size, deadline);
+  const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
   std::unique_ptr<core::CommunicatorImpl> impl;
   if (tcp) {
@@ -101,6 +105,7 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous));
   }
   impl->attachStore(store);
+  impl->attachPlacement(std::move(placement));
   if (abort) impl->attachAbortHandle(abort);
   return std::make_unique<Communicator>(std::move(impl));
 }

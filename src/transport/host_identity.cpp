@@ -29,4 +29,10 @@ std::string netNamespace() {
 
 std::string hostIdentity() { return bootIdOrHostName() + "/" + netNamespace(); }
 
+std::string hostName() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') return name;
+  return "?";
+}
+
 }  // namespace braid::transport

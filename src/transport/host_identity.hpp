@@ -14,4 +14,7 @@ namespace braid::transport {
 /// so that two machines are never taken for one.
 std::string hostIdentity();
 
+/// This host's name (gethostname), for messages; "?" where it has none.
+std::string hostName();
+
 }  // namespace braid::transport

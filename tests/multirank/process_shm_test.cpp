@@ -45,6 +45,42 @@ TEST(ProcessShm, SegmentsAreUnlinkedOnceEveryRankMappedThem) {
   EXPECT_EQ(failures(results), "");
 }
 
+// Ranks tell each other their hosts at creation: one host here, so every rank is local, in rank order; a split
+// communicator learns its own placement.
+void requireOneHost(Communicator& comm, const std::string& what) {
+  require(comm.hostCount() == 1, what + ": " + std::to_string(comm.hostCount()) + " hosts, expected 1");
+  require(comm.localRank() == comm.rank() && comm.localSize() == comm.size(),
+          what + ": local rank " + std::to_string(comm.localRank()) + " of " + std::to_string(comm.localSize()));
+  for (int r = 0; r < comm.size(); ++r) {
+    require(comm.hostOf(r) == 0 && comm.hostName(r) == comm.hostName(comm.rank()), what + ": host of rank " +
+                                                                                        std::to_string(r));
+  }
+  bool refused = false;
+  try {
+    (void)comm.hostOf(comm.size());
+  } catch (const Error& e) {
+    refused = e.code() == ErrorCode::kInvalidArgument;
+  }
+  require(refused, what + ": hostOf(size) must be refused");
+}
+
+TEST(ProcessShm, RanksKnowTheirHostsAndLocalRanks) {
+  char name[256] = {};
+  ASSERT_EQ(::gethostname(name, sizeof name - 1), 0);
+  const std::string host = name;
+  auto results = runProcesses(3, [&](Communicator& comm) {
+    requireOneHost(comm, "processes");
+    require(comm.hostName(0) == host, "host name " + comm.hostName(0) + ", expected " + host);
+    auto half = comm.split(comm.rank() % 2, comm.rank());
+    requireOneHost(*half, "split");
+  });
+  EXPECT_EQ(failures(results), "");
+  EXPECT_EQ(failures(runThreads(3, [](Communicator& comm) { requireOneHost(comm, "thread ranks"); })), "");
+  EXPECT_EQ(failures(runThreads(2, [](Communicator& comm) { requireOneHost(comm, "thread ranks over tcp"); },
+                                tcpSettings())),
+            "");
+}
+
 // The usual pattern: make a unique id (its store starts a thread), then fork the ranks. The children must never
 // inherit a lock that thread held (OpenSSL's, while it authenticates earlier children): seen once as a hang.
 TEST(ProcessShm, ForkingRanksRightAfterMakingTheIdNeverHangs) {

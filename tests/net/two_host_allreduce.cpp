@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
                    comm->rank());
       return 1;
     }
+    // What the communicator learned at creation agrees: every rank on a host of its own.
+    if (crossHost && (comm->hostCount() != comm->size() || comm->localRank() != 0 || comm->localSize() != 1 ||
+                      comm->hostOf(comm->rank()) != comm->rank())) {
+      std::fprintf(stderr, "rank %d: placement says %d hosts, local rank %d of %d, host %d\n", comm->rank(),
+                   comm->hostCount(), comm->localRank(), comm->localSize(), comm->hostOf(comm->rank()));
+      return 1;
+    }
     int failures = 0;
     for (const std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
       failures += checkAllreduce(*comm, count);

@@ -1,0 +1,31 @@
+// Where the ranks of a communicator run, learned at its creation: every rank tells the others its host (identity
+// and name), so that the communicator (and whoever asks it) knows the hosts, each rank's host, and this rank's
+// place among the ranks of its own host. Pure data; core/create.cpp gathers it over the bootstrap store.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace braid::core {
+
+struct RankHost {
+  std::string identity;  ///< transport::hostIdentity(): equal strings mean one host (shared memory possible)
+  std::string name;      ///< the host's name, for messages
+};
+
+struct Placement {
+  std::vector<int> hostOf;             ///< per rank: its host, numbered 0.. in the order of each host's lowest rank
+  std::vector<std::string> hostNames;  ///< per host
+  int localRank = 0;                   ///< this rank's index among the ranks of its host (in rank order)
+  int localSize = 1;                   ///< ranks on this rank's host
+
+  int hosts() const { return static_cast<int>(hostNames.size()); }
+
+  /// The placement seen from `rank`, given every rank's host.
+  static Placement of(const std::vector<RankHost>& ranks, int rank);
+  /// One line per rank's host, and back (what ranks exchange).
+  static std::string encode(const RankHost& host);
+  static RankHost decode(const std::string& text);
+};
+
+}  // namespace braid::core

@@ -1,0 +1,42 @@
+// core::Placement: which host each rank is on and each rank's place among its host's ranks, from the hosts the
+// ranks report at creation.
+#include "core/placement.hpp"
+
+#include <gtest/gtest.h>
+
+namespace braid::core {
+namespace {
+
+TEST(Placement, HostsAreNumberedByTheirLowestRankAndLocalRanksFollowRankOrder) {
+  // Ranks 0, 2 on host a; 1, 3, 5 on b; 4 on c.
+  const std::vector<RankHost> ranks = {{"id-a", "a"}, {"id-b", "b"}, {"id-a", "a"},
+                                       {"id-b", "b"}, {"id-c", "c"}, {"id-b", "b"}};
+  const std::vector<int> hostOf = {0, 1, 0, 1, 2, 1};
+  const std::vector<int> localRank = {0, 0, 1, 1, 0, 2};
+  const std::vector<int> localSize = {2, 3, 2, 3, 1, 3};
+  for (int r = 0; r < 6; ++r) {
+    const Placement p = Placement::of(ranks, r);
+    EXPECT_EQ(p.hostOf, hostOf);
+    EXPECT_EQ(p.hosts(), 3);
+    EXPECT_EQ(p.hostNames, (std::vector<std::string>{"a", "b", "c"}));
+    EXPECT_EQ(p.localRank, localRank[r]) << "rank " << r;
+    EXPECT_EQ(p.localSize, localSize[r]) << "rank " << r;
+  }
+}
+
+TEST(Placement, TheIdentityDecidesNotTheName) {
+  // Two network namespaces of one machine share its name but are two hosts to braid; one name twice is no merger.
+  const std::vector<RankHost> ranks = {{"boot/net:[1]", "node"}, {"boot/net:[2]", "node"}};
+  EXPECT_EQ(Placement::of(ranks, 1).hosts(), 2);
+  EXPECT_EQ(Placement::of(ranks, 1).localSize, 1);
+}
+
+TEST(Placement, WhatRanksSendRoundTrips) {
+  const RankHost host{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/net:[4026531840]", "gpu-node-7.example"};
+  const RankHost back = Placement::decode(Placement::encode(host));
+  EXPECT_EQ(back.identity, host.identity);
+  EXPECT_EQ(back.name, host.name);
+}
+
+}  // namespace
+}  // namespace braid::core
