@@ -45,10 +45,10 @@ struct Nvml {
   NvmlReturn (*pcieMaxWidth)(NvmlDevice, unsigned*) = nullptr;
 };
 
-constexpr int kClockSm = 1;             // NVML_CLOCK_SM
-constexpr int kClockMem = 2;            // NVML_CLOCK_MEM
-constexpr int kErrorUncorrected = 1;    // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
-constexpr int kCounterVolatile = 0;     // NVML_VOLATILE_ECC: since the driver loaded
+constexpr int kClockSm = 1;           // NVML_CLOCK_SM
+constexpr int kClockMem = 2;          // NVML_CLOCK_MEM
+constexpr int kErrorUncorrected = 1;  // NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+constexpr int kCounterVolatile = 0;   // NVML_VOLATILE_ECC: since the driver loaded
 
 template <typename Fn>
 bool symbol(void* lib, Fn& fn, const char* name) {
@@ -82,7 +82,8 @@ void addDeviceFacts(const Nvml& n, NvmlDevice dev, Gpu& g) {
   }
   unsigned lanes = 0;
   if (n.pcieWidth != nullptr && n.pcieWidth(dev, &lanes) == kNvmlSuccess) g.pcieWidth = static_cast<int>(lanes);
-  if (n.pcieMaxWidth != nullptr && n.pcieMaxWidth(dev, &lanes) == kNvmlSuccess) g.pcieMaxWidth = static_cast<int>(lanes);
+  if (n.pcieMaxWidth != nullptr && n.pcieMaxWidth(dev, &lanes) == kNvmlSuccess)
+    g.pcieMaxWidth = static_cast<int>(lanes);
 }
 
 }  // namespace

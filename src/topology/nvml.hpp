@@ -7,7 +7,8 @@
 namespace braid::topology {
 
 /// Fills in, for the GPUs already in `t` (matched by PCI address): NVLink per pair (true link counts, also
-/// through NVSwitches), MIG mode, clocks and what holds them down, ECC mode and uncorrected errors, PCIe width. Returns false, changing nothing, when NVML cannot be loaded or initialised.
+/// through NVSwitches), MIG mode, clocks and what holds them down, ECC mode and uncorrected errors, PCIe width. Returns
+/// false, changing nothing, when NVML cannot be loaded or initialised.
 bool addNvmlFacts(Topology& t);
 
 }  // namespace braid::topology

@@ -21,11 +21,11 @@ struct Gpu {
   int numaNode = -1;        ///< -1: unknown or a single node
   bool migEnabled = false;  ///< MIG mode on (then `index` is a MIG instance)
   // From NVML (0 or -1 where it cannot say):
-  int smClockMhz = 0;         ///< the SM clock now
-  int smClockMaxMhz = 0;      ///< the highest SM clock the board allows
-  int memClockMaxMhz = 0;     ///< the highest memory clock
-  std::uint64_t slowdown = 0;  ///< why the clocks are held down now: NVML's clock event reason bits (kSlowdown*)
-  int ecc = -1;                ///< ECC mode: 1 on, 0 off, -1 unknown
+  int smClockMhz = 0;                ///< the SM clock now
+  int smClockMaxMhz = 0;             ///< the highest SM clock the board allows
+  int memClockMaxMhz = 0;            ///< the highest memory clock
+  std::uint64_t slowdown = 0;        ///< why the clocks are held down now: NVML's clock event reason bits (kSlowdown*)
+  int ecc = -1;                      ///< ECC mode: 1 on, 0 off, -1 unknown
   std::int64_t eccUncorrected = -1;  ///< uncorrected ECC errors since the driver loaded; -1 unknown
   int pcieWidth = 0;                 ///< PCIe lanes the link runs on now
   int pcieMaxWidth = 0;              ///< lanes the GPU and its slot could run on

@@ -266,9 +266,8 @@ TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
     firstDeviceCallOnTheProgressThread(c, s, "processes");
   });
   EXPECT_EQ(testing::failures(processes), "");
-  const auto threads = runOnThreadRanks(deviceSettings(), [](Communicator& c, cudaStream_t s) {
-    firstDeviceCallOnTheProgressThread(c, s, "threads");
-  });
+  const auto threads = runOnThreadRanks(
+      deviceSettings(), [](Communicator& c, cudaStream_t s) { firstDeviceCallOnTheProgressThread(c, s, "threads"); });
   EXPECT_EQ(testing::failures(threads), "");
 }
 
@@ -279,14 +278,16 @@ TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
   settings.cudaTimeline = 1;
   setLogLevel("info");
   ::testing::internal::CaptureStderr();
-  const auto results = runOnThreadRanks(
-      settings, [](Communicator& c, cudaStream_t s) { requireRampAllreduces(c, s, {3, 5000, 300007}, "timed"); });
+  const auto results = runOnThreadRanks(settings, [](Communicator& c, cudaStream_t s) {
+    requireRampAllreduces(c, s, {3, 5000, 300007}, "timed");
+  });
   const std::string log = ::testing::internal::GetCapturedStderr();
   setLogLevel("warn");
   EXPECT_EQ(testing::failures(results), "");
   for (int rank = 0; rank < 2; ++rank) {
     for (int n = 1; n <= 3; ++n) {
-      const std::string line = "braid[rank " + std::to_string(rank) + "] info: timeline #" + std::to_string(n) + ": allreduce seq ";
+      const std::string line =
+          "braid[rank " + std::to_string(rank) + "] info: timeline #" + std::to_string(n) + ": allreduce seq ";
       EXPECT_NE(log.find(line), std::string::npos) << "no \"" << line << "\" in:\n" << log;
     }
   }

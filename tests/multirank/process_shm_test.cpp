@@ -52,8 +52,8 @@ void requireOneHost(Communicator& comm, const std::string& what) {
   require(comm.localRank() == comm.rank() && comm.localSize() == comm.size(),
           what + ": local rank " + std::to_string(comm.localRank()) + " of " + std::to_string(comm.localSize()));
   for (int r = 0; r < comm.size(); ++r) {
-    require(comm.hostOf(r) == 0 && comm.hostName(r) == comm.hostName(comm.rank()), what + ": host of rank " +
-                                                                                        std::to_string(r));
+    require(comm.hostOf(r) == 0 && comm.hostName(r) == comm.hostName(comm.rank()),
+            what + ": host of rank " + std::to_string(r));
   }
   bool refused = false;
   try {
@@ -76,8 +76,8 @@ TEST(ProcessShm, RanksKnowTheirHostsAndLocalRanks) {
   });
   EXPECT_EQ(failures(results), "");
   EXPECT_EQ(failures(runThreads(3, [](Communicator& comm) { requireOneHost(comm, "thread ranks"); })), "");
-  EXPECT_EQ(failures(runThreads(2, [](Communicator& comm) { requireOneHost(comm, "thread ranks over tcp"); },
-                                tcpSettings())),
+  EXPECT_EQ(failures(runThreads(
+                2, [](Communicator& comm) { requireOneHost(comm, "thread ranks over tcp"); }, tcpSettings())),
             "");
 }
 

@@ -28,8 +28,8 @@ std::string healthText(const topology::Gpu& g) {
          (g.memClockMaxMhz > 0 ? ", memory up to " + std::to_string(g.memClockMaxMhz) + " MHz" : std::string()));
   }
   if (g.ecc == 1) {
-    part("ECC on" + (g.eccUncorrected >= 0 ? ", " + std::to_string(g.eccUncorrected) + " uncorrected error(s)"
-                                           : std::string()));
+    part("ECC on" +
+         (g.eccUncorrected >= 0 ? ", " + std::to_string(g.eccUncorrected) + " uncorrected error(s)" : std::string()));
   } else if (g.ecc == 0) {
     part("ECC off");
   }

@@ -290,8 +290,8 @@ void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int bl
       reinterpret_cast<CUfunction>(found->second), static_cast<unsigned>(blocks), 1, 1,
       cuda::kernels::kCollectiveThreads, 1, 1, 0, reinterpret_cast<CUstream>(stream), args, nullptr);
   if (timed && status == CUDA_SUCCESS) {
-    timeline_->after(stream, strCat(env.context.op, " seq ", env.context.seq, " ", algorithm, " ", blocks,
-                                    " blocks, ", p.count, " elements"));
+    timeline_->after(stream, strCat(env.context.op, " seq ", env.context.seq, " ", algorithm, " ", blocks, " blocks, ",
+                                    p.count, " elements"));
   }
   if (status != CUDA_SUCCESS) {
     cuda::checkDriver(status, strCat("cuLaunchKernel(", env.context.op, " ", algorithm, ")").c_str());

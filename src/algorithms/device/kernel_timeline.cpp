@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "base/logging.hpp"
 #include "base/error.hpp"
+#include "base/logging.hpp"
 
 namespace braid::device {
 
