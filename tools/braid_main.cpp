@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   braid::tools::addExplainCommand(app);
   braid::tools::addPlanCommand(app);
   braid::tools::addTuneCommand(app);
+  braid::tools::addModelCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -15,6 +15,7 @@ void addDoctorCommand(CLI::App& app);
 void addExplainCommand(CLI::App& app);
 void addPlanCommand(CLI::App& app);
 void addTuneCommand(CLI::App& app);
+void addModelCommand(CLI::App& app);
 
 /// The arguments after the program name, as given (for re-launching ranks and recording runs).
 void setCommandLine(int argc, char** argv);

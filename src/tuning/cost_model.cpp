@@ -1,0 +1,176 @@
+#include "tuning/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace braid::tuning {
+
+const char* linkName(Link link) {
+  switch (link) {
+    case Link::kNvlink:
+      return "nvlink";
+    case Link::kPcie:
+      return "pcie";
+    case Link::kShm:
+      return "shm";
+    case Link::kTcp:
+      return "tcp";
+  }
+  return "?";
+}
+
+std::optional<Link> parseLink(const std::string& name) {
+  for (Link l : {Link::kNvlink, Link::kPcie, Link::kShm, Link::kTcp}) {
+    if (name == linkName(l)) return l;
+  }
+  return std::nullopt;
+}
+
+LinkCost defaultLinkCost(Link link) {
+  switch (link) {
+    case Link::kNvlink:
+      // 2xH200, NV18 (docs/BENCHMARKS.md, sessions 4-5): the LL kernel (one step) takes 2.8-3.0 us of GPU time per
+      // call, one-shot (two steps) 5.3; one-shot moves 342 GB/s at 512 MiB (365 is the SM-store ceiling).
+      return {2.7, 342, "2xH200 NV18, measured (LL 2.8 us, one-shot 342 GB/s at 512 MiB)", true};
+    case Link::kPcie:
+      return {5.0, 22, "assumed: PCIe 4.0 x16 peer copies (~22 GB/s); not measured here", true};
+    case Link::kShm:
+      // The 2-core development VM: an 8-byte allreduce (direct, two steps) 0.35 us; 16 MiB (two-shot) 4.8 GB/s.
+      return {0.17, 5.0, "2 ranks on the 2-core development VM, measured (8 B 0.35 us, 16 MiB 4.8 GB/s busbw)"};
+    case Link::kTcp:
+      // Loopback, 2 ranks on the 2-core VM: 8 B in 6-8 us (direct, two steps), 512 KiB-2 MiB at 2.7-2.9 GB/s.
+      return {3.3, 2.8, "loopback, 2 ranks on the 2-core development VM, measured (8 B 6.7 us, 2 MiB 2.7 GB/s)"};
+  }
+  return {};
+}
+
+const char* scheduleName(Schedule schedule) {
+  switch (schedule) {
+    case Schedule::kLL:
+      return "ll";
+    case Schedule::kDirect:
+      return "direct";
+    case Schedule::kTwoShot:
+      return "twoshot";
+    case Schedule::kRing:
+      return "ring";
+    case Schedule::kDoubling:
+      return "doubling";
+    case Schedule::kHierarchical:
+      return "hierarchical";
+  }
+  return "?";
+}
+
+std::optional<Collective> parseCollective(const std::string& name) {
+  if (name == "allreduce") return Collective::kAllreduce;
+  if (name == "allgather") return Collective::kAllgather;
+  if (name == "reducescatter" || name == "reduce_scatter") return Collective::kReduceScatter;
+  return std::nullopt;
+}
+
+namespace {
+
+// steps * latency + bytes / bandwidth, in microseconds.
+double cost(double steps, double bytes, const LinkCost& link) {
+  return steps * link.latencyUs + bytes / (link.bandwidthGBs * 1e3);
+}
+
+// An allreduce of `n` bytes among `p` ranks joined by `link` (one host, or the bottleneck link of several). A step
+// is one message (or one batch of messages sent at once) and its latency; every schedule but LL ends with one more,
+// the synchronisation that lets the buffers be reused (LL's flags ride inside its data).
+std::optional<double> flatAllreduce(Schedule s, double n, int p, const LinkCost& link, bool oneHost) {
+  if (p == 1) return 0.0;
+  const double peers = p - 1;
+  switch (s) {
+    case Schedule::kLL:
+      if (!oneHost || !link.ll) return std::nullopt;
+      return cost(1, 2 * peers * n, link);  // half of every line is flags
+    case Schedule::kDirect:
+      return cost(2, peers * n, link);
+    case Schedule::kTwoShot:
+      if (!oneHost) return std::nullopt;
+      return cost(3, 2 * peers / p * n, link);
+    case Schedule::kRing:
+      return cost(2 * peers + 1, 2 * peers / p * n, link);
+    case Schedule::kDoubling: {
+      const double rounds = std::ceil(std::log2(p));
+      // Where p is no power of two, the ranks past the largest power fold in first and are told at the end.
+      const double extra = (1 << static_cast<int>(std::floor(std::log2(p)))) == p ? 0 : 2;
+      return cost(rounds + extra + 1, (rounds + extra) * n, link);
+    }
+    case Schedule::kHierarchical:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+// Allgather (and reduce-scatter, its mirror) of `n` bytes in all among `p` ranks: each rank's n/p reaches every
+// peer. Direct: every rank sends its piece to every peer in one step; ring: p - 1 steps.
+std::optional<double> flatGather(Schedule s, double n, int p, const LinkCost& link, bool oneHost) {
+  if (p == 1) return 0.0;
+  const double peers = p - 1;
+  switch (s) {
+    case Schedule::kDirect:
+      if (!oneHost) return std::nullopt;
+      return cost(2, peers / p * n, link);
+    case Schedule::kRing:
+      return cost(peers + 1, peers / p * n, link);
+    default:
+      return std::nullopt;
+  }
+}
+
+// Per rank, the share of its host's NICs when all of its host's ranks cross at once.
+LinkCost nicShare(const Cluster& c) {
+  LinkCost share = c.inter;
+  share.bandwidthGBs = c.inter.bandwidthGBs * std::min(c.nics, c.ranksPerNode) / c.ranksPerNode;
+  return share;
+}
+
+}  // namespace
+
+std::optional<double> projectUs(Collective collective, Schedule schedule, std::size_t bytes, const Cluster& c) {
+  const double n = static_cast<double>(bytes);
+  const int p = c.ranks();
+  const int local = c.ranksPerNode;
+  const bool oneHost = c.nodes == 1;
+  if (p < 1 || local < 1) return std::nullopt;
+  if (schedule == Schedule::kHierarchical) {
+    if (oneHost || local == 1) return std::nullopt;
+    // Inside each host a direct reduce-scatter (allgather) of n; between hosts, each local rank's ring over its
+    // n / local bytes, all local ranks at once on the host's NICs.
+    const double inside = *flatGather(Schedule::kDirect, n, local, c.intra, true);
+    const double shard = n / local;
+    if (collective == Collective::kAllreduce) {
+      return inside + *flatAllreduce(Schedule::kRing, shard, c.nodes, nicShare(c), false) + inside;
+    }
+    // Allgather: first a ring between hosts gathers each local rank's n / local bytes, then the hosts' ranks
+    // exchange those directly; reduce-scatter is the mirror image, at the same cost.
+    return *flatGather(Schedule::kRing, shard, c.nodes, nicShare(c), false) + inside;
+  }
+  // Flat schedules over several hosts: the ring (or doubling) crosses between hosts once per host and step, on
+  // one NIC, which is slower than anything inside a host.
+  const LinkCost& link = oneHost ? c.intra : c.inter;
+  if (collective == Collective::kAllreduce) return flatAllreduce(schedule, n, p, link, oneHost);
+  return flatGather(schedule, n, p, link, oneHost);
+}
+
+std::vector<Projection> projectAll(Collective collective, std::size_t bytes, const Cluster& cluster) {
+  std::vector<Projection> out;
+  for (Schedule s : {Schedule::kLL, Schedule::kDirect, Schedule::kTwoShot, Schedule::kRing, Schedule::kDoubling,
+                     Schedule::kHierarchical}) {
+    if (const auto us = projectUs(collective, s, bytes, cluster)) out.push_back({s, *us});
+  }
+  std::stable_sort(out.begin(), out.end(), [](const Projection& a, const Projection& b) { return a.us < b.us; });
+  return out;
+}
+
+double busBandwidthGBs(Collective collective, std::size_t bytes, int ranks, double us) {
+  if (us <= 0 || ranks < 1) return 0;
+  const double algbw = static_cast<double>(bytes) / (us * 1e3);
+  const double p = ranks;
+  return collective == Collective::kAllreduce ? algbw * 2 * (p - 1) / p : algbw * (p - 1) / p;
+}
+
+}  // namespace braid::tuning

@@ -1,0 +1,66 @@
+// What a collective should cost, projected from link costs: every algorithm is a number of synchronisation steps
+// (each paying the link's latency) and a number of bytes each rank moves over its busiest link (at the link's
+// bandwidth), Hockney's model. Link costs are data (cost_model.cpp, each with where it was measured); `braid model`
+// projects clusters we do not have with them, and docs/BENCHMARKS.md compares its projections with what we measured.
+// A projection, not a measurement: caches, contention and host jitter are not in it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace braid::tuning {
+
+/// What joins two ranks.
+enum class Link { kNvlink, kPcie, kShm, kTcp };
+
+struct LinkCost {
+  double latencyUs = 0;    ///< one synchronisation step between ranks over the link
+  double bandwidthGBs = 0;  ///< what one rank moves over it per second, its peers together (1e9 bytes)
+  std::string source;      ///< where the numbers come from
+  bool ll = false;         ///< GPU kernels over it can send flags inside the data (the LL protocol)
+};
+
+const char* linkName(Link link);
+std::optional<Link> parseLink(const std::string& name);
+/// The measured (or, where marked, assumed) cost of each kind of link.
+LinkCost defaultLinkCost(Link link);
+
+/// `nodes` hosts of `ranksPerNode` ranks, joined inside a host by `intra` and between hosts by `nics` NICs of
+/// cost `inter` each (per host).
+struct Cluster {
+  int nodes = 1;
+  int ranksPerNode = 2;
+  LinkCost intra;
+  LinkCost inter;
+  int nics = 1;
+  int ranks() const { return nodes * ranksPerNode; }
+};
+
+enum class Collective { kAllreduce, kAllgather, kReduceScatter };
+std::optional<Collective> parseCollective(const std::string& name);
+
+/// The schedules the model knows. Within one host: kLL (GPU links only: one step, every 8 data bytes ride in a
+/// 16-byte line with their flag),
+/// kDirect (one-shot: every rank sends its whole input to every peer), kTwoShot (reduce-scatter then allgather,
+/// both direct), kRing, kDoubling (recursive doubling). Across hosts: kRing and kDoubling over all ranks (the
+/// inter-host link is the bottleneck), or kHierarchical (reduce-scatter inside each host, a ring between hosts
+/// among the ranks of equal local rank, allgather inside each host).
+enum class Schedule { kLL, kDirect, kTwoShot, kRing, kDoubling, kHierarchical };
+const char* scheduleName(Schedule schedule);
+
+struct Projection {
+  Schedule schedule;
+  double us = 0;
+};
+
+/// The time of `schedule` for `bytes` (for allgather and reduce-scatter: the whole gathered size, as nccl-tests
+/// count it); nullopt where the schedule does not apply (LL and two-shot only inside one host).
+std::optional<double> projectUs(Collective collective, Schedule schedule, std::size_t bytes, const Cluster& cluster);
+/// Every schedule that applies, fastest first.
+std::vector<Projection> projectAll(Collective collective, std::size_t bytes, const Cluster& cluster);
+/// nccl-tests' bus bandwidth of a collective of `bytes` over `ranks` ranks that took `us`.
+double busBandwidthGBs(Collective collective, std::size_t bytes, int ranks, double us);
+
+}  // namespace braid::tuning
