@@ -1,9 +1,12 @@
-// One rank of a job whose ranks sit on different "hosts" (tests/net/netns_two_hosts.sh starts one per network
-// namespace): joins through BRAID_RANK / BRAID_WORLD_SIZE / BRAID_ROOT_ADDR / BRAID_TOKEN, checks that ranks on
-// different hosts were not wired through shared memory, and checks int32 allreduces to the exact sum.
+// One rank of a job whose ranks sit on different "hosts" (tests/net/netns_hosts.sh starts them in network
+// namespaces): joins through BRAID_RANK / BRAID_WORLD_SIZE / BRAID_ROOT_ADDR / BRAID_TOKEN, checks that ranks on
+// different hosts were not wired through shared memory and that the communicator's placement (hosts, local ranks)
+// matches the hosts the ranks really have, and checks int32 allreduces to the exact sum.
 // Exit status 0 on success; otherwise the error is printed and the status is 1.
 //
-// With --then-cut it goes on allreducing until the link between the hosts is cut (netns_two_hosts.sh cut), and
+// With --every-collective it then runs every collective on several types, ops, sizes, roots, in place and out of
+// place, each result checked exactly (tests/support/collective_cases.hpp).
+// With --then-cut it goes on allreducing until the link between the hosts is cut (netns_hosts.sh ... cut), and
 // succeeds when that ends in PeerLost within BRAID_HEARTBEAT_TIMEOUT + 1 s of the last call that completed.
 #include <algorithm>
 #include <braid/braid.hpp>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "core/communicator_impl.hpp"
+#include "support/collective_cases.hpp"
 #include "transport/host_identity.hpp"
 
 namespace {
@@ -53,6 +57,63 @@ int checkAllreduce(braid::Communicator& comm, std::size_t count) {
 
 }  // namespace
 
+// Hosts numbered by their lowest rank, local ranks in rank order: what core::Placement promises.
+bool placementMatches(braid::Communicator& comm, const std::vector<std::string>& ids) {
+  std::vector<std::string> hosts;
+  int localRank = 0, localSize = 0;
+  bool ok = true;
+  for (int r = 0; r < comm.size(); ++r) {
+    auto it = std::find(hosts.begin(), hosts.end(), ids[r]);
+    if (it == hosts.end()) it = hosts.insert(hosts.end(), ids[r]);
+    ok &= comm.hostOf(r) == static_cast<int>(it - hosts.begin());
+    if (ids[r] == ids[comm.rank()]) {
+      localRank += r < comm.rank() ? 1 : 0;
+      ++localSize;
+    }
+  }
+  ok &= comm.hostCount() == static_cast<int>(hosts.size()) && comm.localRank() == localRank &&
+        comm.localSize() == localSize;
+  if (!ok) {
+    std::fprintf(stderr, "rank %d: placement says %d hosts, local rank %d of %d; the identities say %zu, %d of %d\n",
+                 comm.rank(), comm.hostCount(), comm.localRank(), comm.localSize(), hosts.size(), localRank, localSize);
+  }
+  return ok;
+}
+
+// Every collective, on types of each width class, sum and max, three sizes (one element, an odd count, and one
+// past a TCP frame), in place and out of place where the collective has it, rooted ones at the last rank, and one
+// async call each; returns 0 when every result was exact.
+int runEveryCollective(braid::Communicator& comm) {
+  using braid::testing::Case;
+  int cases = 0;
+  for (const braid::testing::Coll coll : braid::testing::allColls()) {
+    for (const braid::DataType type :
+         {braid::DataType::kFloat32, braid::DataType::kInt64, braid::DataType::kBFloat16}) {
+      const std::vector<braid::ReduceKind> ops =
+          braid::testing::reduces(coll)
+              ? std::vector<braid::ReduceKind>{braid::ReduceKind::kSum, braid::ReduceKind::kMax}
+              : std::vector<braid::ReduceKind>{braid::ReduceKind::kSum};
+      for (const braid::ReduceKind op : ops) {
+        for (const std::size_t count : {std::size_t{1}, std::size_t{4099}, std::size_t{70001}}) {
+          for (const bool inPlace : {false, true}) {
+            if (inPlace && !braid::testing::supportsInPlace(coll)) continue;
+            Case c{coll, type, op, count, inPlace, comm.size() - 1, count == 4099};
+            try {
+              braid::testing::runCase(comm, c);
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "rank %d: %s: %s\n", comm.rank(), braid::testing::describe(c).c_str(), e.what());
+              return 1;
+            }
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  std::printf("rank %d: %d collective cases exact\n", comm.rank(), cases);
+  return 0;
+}
+
 // Allreduces until one fails; returns 0 when that failure is PeerLost within the heartbeat timeout + 1 s of the
 // last success (the cut), else 1.
 int loopUntilCut(braid::Communicator& comm) {
@@ -77,6 +138,7 @@ int loopUntilCut(braid::Communicator& comm) {
 
 int main(int argc, char** argv) {
   const bool thenCut = argc > 1 && std::strcmp(argv[1], "--then-cut") == 0;
+  const bool everyCollective = argc > 1 && std::strcmp(argv[1], "--every-collective") == 0;
   try {
     auto comm = braid::Communicator::fromEnvironment();
     const std::string transport = comm->impl().transportName();
@@ -92,22 +154,18 @@ int main(int argc, char** argv) {
                    comm->rank());
       return 1;
     }
-    // What the communicator learned at creation agrees: every rank on a host of its own.
-    if (crossHost && (comm->hostCount() != comm->size() || comm->localRank() != 0 || comm->localSize() != 1 ||
-                      comm->hostOf(comm->rank()) != comm->rank())) {
-      std::fprintf(stderr, "rank %d: placement says %d hosts, local rank %d of %d, host %d\n", comm->rank(),
-                   comm->hostCount(), comm->localRank(), comm->localSize(), comm->hostOf(comm->rank()));
-      return 1;
-    }
+    // What the communicator learned at creation agrees with the identities gathered here.
+    if (!placementMatches(*comm, ids)) return 1;
     int failures = 0;
     for (const std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{1} << 20}) {
       failures += checkAllreduce(*comm, count);
     }
     if (failures == 0) std::printf("rank %d: allreduce sums exact\n", comm->rank());
     if (failures) return 1;
+    if (everyCollective) return runEveryCollective(*comm);
     return thenCut ? loopUntilCut(*comm) : 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "two_host_allreduce: %s\n", e.what());
+    std::fprintf(stderr, "netns_rank: %s\n", e.what());
     return 1;
   }
 }
