@@ -44,6 +44,7 @@ struct Settings {
   std::size_t cudaOneshotMaxBytes = 0;  // BRAID_CUDA_ONESHOT_MAX_BYTES
   std::string cudaMemory;               // BRAID_CUDA_MEMORY
   long cudaTimeline = 0;                // BRAID_CUDA_TIMELINE
+  std::string hierarchy;                // BRAID_HIERARCHY
   std::string tuneFile;                 // BRAID_TUNE_FILE
   /// The tuned values in use ("BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"); empty if none.
   std::string tuned;

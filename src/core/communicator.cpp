@@ -66,7 +66,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).allreduce(send, recv, count, type, op, env); });
+      [=](const host::OpEnv& env) { c->allreduce(route, send, recv, count, type, op, env); });
 }
 
 auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,

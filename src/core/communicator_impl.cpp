@@ -13,6 +13,7 @@
 #include "core/work_state.hpp"
 #include "transport/host_identity.hpp"
 #include "tuning/device_selector.hpp"
+#include "tuning/net_selector.hpp"
 #include "tuning/selector.hpp"
 
 namespace braid::core {
@@ -142,6 +143,22 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
   return *deviceEngine_;
 }
 
+void CommunicatorImpl::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
+                                 ReduceOp op, const host::OpEnv& env) {
+  // The same answer on every rank: the placement, the size and the settings are the same everywhere.
+  if (!route.device && Hierarchy::composes(op) && Hierarchy::fits(placement_) &&
+      tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
+    if (!hierarchy_) {
+      hierarchy_ = Hierarchy::make(*this);
+      hierarchyView_.store(hierarchy_.get(), std::memory_order_release);
+      if (aborted_.load(std::memory_order_acquire)) hierarchy_->abort();
+    }
+    hierarchy_->allreduce(send, recv, count, type, op, env);
+    return;
+  }
+  engineFor(route, env).allreduce(send, recv, count, type, op, env);
+}
+
 std::optional<Error> CommunicatorImpl::asyncError() const {
   const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire);
   return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1}) : std::nullopt;
@@ -153,10 +170,20 @@ std::int64_t CommunicatorImpl::sequenceNumber() const {
 }
 
 std::string CommunicatorImpl::allreduceAlgorithm(std::size_t bytes) const {
+  if (Hierarchy::fits(placement_) && tuning::useHierarchy(bytes, settings_)) {
+    if (const Hierarchy* h = hierarchyView_.load(std::memory_order_acquire)) return h->describe(bytes);
+    return "hierarchical (inside hosts, then between them; set up at the first such call)";
+  }
   return strCat(engine_->transportName(), "/", engine_->allreduceAlgorithm(bytes));
 }
 
 std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
+  if (Hierarchy::fits(placement_) && tuning::useHierarchy(bytes, settings_)) {
+    return strCat("allreduce of ", bytes, " B over ", size_, " ranks on ", placement_.hosts(), " hosts of ",
+                  placement_.localSize, ": ", allreduceAlgorithm(bytes), ": each rank sends 1/", placement_.localSize,
+                  " of the message between hosts (BRAID_HIERARCHY=", settings_.hierarchy, ", from ",
+                  tuning::kHierarchyMinBytes, " B)");
+  }
   return strCat("allreduce of ", bytes, " B over ", size_, " ranks (", engine_->transportName(),
                 "): ", engine_->explainAllreduce(bytes));
 }
@@ -195,6 +222,7 @@ void CommunicatorImpl::abort() {
   }
   engine_->abort();
   if (host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
+  if (Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire)) hierarchy->abort();
   cv_.notify_all();
 }
 

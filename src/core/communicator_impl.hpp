@@ -20,6 +20,7 @@
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
 #include "core/memory_kind.hpp"
+#include "core/hierarchy.hpp"
 #include "core/placement.hpp"
 #include "transport/local_group.hpp"
 
@@ -106,6 +107,10 @@ class CommunicatorImpl {
   }
 
   host::Engine& engine() { return *engine_; }
+  /// An allreduce on the buffers of `route`: hierarchical across hosts where the placement and size call for it
+  /// (core/hierarchy.hpp), else on engineFor(route).
+  void allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const host::OpEnv& env);
   /// The engine for a call whose buffers took `route`: the host engine (after the call's stream, when it has
   /// one) or the device engine, made at the first call on GPU memory.
   host::Engine& engineFor(const Route& route, const host::OpEnv& env);
@@ -164,6 +169,9 @@ class CommunicatorImpl {
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   Placement placement_;
+  // Made at the first hierarchical allreduce by the thread running calls; abort() reads it from any thread.
+  std::unique_ptr<Hierarchy> hierarchy_;
+  std::atomic<Hierarchy*> hierarchyView_{nullptr};
   std::shared_ptr<bootstrap::Store> store_;
   std::shared_ptr<AbortHandle> abortHandle_;
   std::int64_t splits_ = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "base/config.hpp"
 #include "bootstrap/store.hpp"
@@ -18,5 +19,10 @@ std::unique_ptr<Communicator> createWithSettings(const UniqueId& id, int rank, i
 /// does; `keepAlive` is held as long as the new communicator (the parent's rendezvous server, for a split).
 std::unique_ptr<Communicator> joinOverStore(std::shared_ptr<bootstrap::Store> store, std::shared_ptr<void> keepAlive,
                                             int rank, int size, const Settings& settings);
+
+class CommunicatorImpl;
+/// Communicator::subgroup without its checks (`ranks` valid, distinct, this rank among them): the listed ranks of
+/// `parent` join a communicator of their own over its store, with no collective of the parent's.
+std::unique_ptr<Communicator> makeSubgroup(CommunicatorImpl& parent, const std::vector<int>& ranks);
 
 }  // namespace braid::core

@@ -63,6 +63,11 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::vector<int>& ran
     fail(ErrorCode::kInvalidArgument, ctx, "rank ", rank(), " called subgroup but is not in its list of ", ranks.size(),
          " ranks");
   }
+  return core::makeSubgroup(parent, ranks);
+}
+
+std::unique_ptr<Communicator> core::makeSubgroup(CommunicatorImpl& parent, const std::vector<int>& ranks) {
+  const int newRank = static_cast<int>(std::find(ranks.begin(), ranks.end(), parent.rank()) - ranks.begin());
   const auto& store = storeOf(parent, "subgroup");
   // The list names the group (hashed: a long list must not make a long key); the count of earlier subgroups of the
   // same list tells repeated ones apart.

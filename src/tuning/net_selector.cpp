@@ -52,4 +52,15 @@ std::string explainNetAllreduce(const NetChoice& choice, std::size_t bytes, int 
                 " TCP stream(s) per peer, each rank sends 2(n-1)/n of the buffer (bandwidth-optimal)");
 }
 
+bool useHierarchy(std::size_t bytes, const Settings& settings) {
+  if (settings.hierarchy == "on") return true;
+  if (settings.hierarchy == "off") return false;
+  if (!settings.hierarchy.empty() && settings.hierarchy != "auto") {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_HIERARCHY=", settings.hierarchy, " is not one of auto, on, off");
+  }
+  // The cost model (2 hosts x 2 ranks, shm inside, TCP between) puts the crossover with flat direct near 8 KiB and
+  // with recursive doubling near 5 KiB; 64 KiB leaves room for hosts whose links differ from those.
+  return bytes >= kHierarchyMinBytes;
+}
+
 }  // namespace braid::tuning

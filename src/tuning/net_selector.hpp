@@ -25,4 +25,10 @@ const char* netAlgorithmName(NetAlgorithm algorithm);
 /// "ring: 1048576 B > BRAID_DIRECT_MAX_BYTES (65536): reduce-scatter + allgather over 4 ranks, ..."
 std::string explainNetAllreduce(const NetChoice& choice, std::size_t bytes, int ranks, const Settings& settings);
 
+/// Whether an allreduce of `bytes` over several hosts with several ranks each goes hierarchical (reduce-scatter
+/// inside hosts, allreduce between them, allgather inside) rather than flat over TCP: BRAID_HIERARCHY, else from
+/// kHierarchyMinBytes. InvalidArgument for a BRAID_HIERARCHY that is not auto, on or off.
+bool useHierarchy(std::size_t bytes, const Settings& settings);
+inline constexpr std::size_t kHierarchyMinBytes = 64 * 1024;
+
 }  // namespace braid::tuning

@@ -114,6 +114,41 @@ int runEveryCollective(braid::Communicator& comm) {
   return 0;
 }
 
+// Hosts of several ranks each: from 64 KiB the allreduce goes hierarchical, and its results (of inputs that round,
+// unlike runCase's) are the same bits on every rank. Returns 0 when both hold.
+int checkHierarchy(braid::Communicator& comm) {
+  const std::string algorithm = comm.impl().allreduceAlgorithm(std::size_t{1} << 20);
+  std::printf("rank %d: a 1 MiB allreduce runs %s\n", comm.rank(), algorithm.c_str());
+  const bool expected = comm.hostCount() > 1 && comm.localSize() > 1;
+  if (expected != (algorithm.rfind("hierarchical", 0) == 0)) {
+    std::fprintf(stderr, "rank %d: %d hosts of %d ranks, but a 1 MiB allreduce runs %s\n", comm.rank(),
+                 comm.hostCount(), comm.localSize(), algorithm.c_str());
+    return 1;
+  }
+  for (const std::size_t count : {std::size_t{1} << 18, (std::size_t{1} << 18) + 3}) {
+    std::vector<float> buf(count);
+    for (std::size_t i = 0; i < count; ++i) buf[i] = 1.0f / static_cast<float>(i % 97 + comm.rank() + 3);
+    comm.allreduce(buf.data(), buf.data(), count, braid::DataType::kFloat32, braid::ReduceKind::kSum);
+    std::uint64_t hash = 1469598103934665603ull;
+    for (float v : buf) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      hash = (hash ^ bits) * 1099511628211ull;
+    }
+    std::vector<std::uint64_t> all(static_cast<std::size_t>(comm.size()));
+    comm.allgather(&hash, all.data(), 1, braid::DataType::kUint64);
+    for (int r = 0; r < comm.size(); ++r) {
+      if (all[static_cast<std::size_t>(r)] != hash) {
+        std::fprintf(stderr, "rank %d: allreduce of %zu floats: rank %d's result differs from this rank's\n",
+                     comm.rank(), count, r);
+        return 1;
+      }
+    }
+  }
+  std::printf("rank %d: allreduce results bitwise identical on every rank\n", comm.rank());
+  return 0;
+}
+
 // Allreduces until one fails; returns 0 when that failure is PeerLost within the heartbeat timeout + 1 s of the
 // last success (the cut), else 1.
 int loopUntilCut(braid::Communicator& comm) {
@@ -162,7 +197,7 @@ int main(int argc, char** argv) {
     }
     if (failures == 0) std::printf("rank %d: allreduce sums exact\n", comm->rank());
     if (failures) return 1;
-    if (everyCollective) return runEveryCollective(*comm);
+    if (everyCollective) return checkHierarchy(*comm) != 0 ? 1 : runEveryCollective(*comm);
     return thenCut ? loopUntilCut(*comm) : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "netns_rank: %s\n", e.what());

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
+
 namespace braid::tuning {
 namespace {
 
@@ -31,6 +33,25 @@ TEST(NetSelector, ExplainNamesTheAlgorithmAndTheKnob) {
   EXPECT_NE(ring.find("2 TCP stream(s) per peer"), std::string::npos) << ring;
   const std::string doubling = explainNetAllreduce(chooseNetAllreduce(8, 8, s), 8, 8, s);
   EXPECT_EQ(doubling.rfind("doubling:", 0), 0u) << doubling;
+}
+
+}  // namespace
+}  // namespace braid::tuning
+
+namespace braid::tuning {
+namespace {
+
+TEST(NetSelector, HierarchyFromItsThresholdOrAsForced) {
+  Settings s;
+  s.hierarchy = "auto";
+  EXPECT_FALSE(useHierarchy(kHierarchyMinBytes - 1, s));
+  EXPECT_TRUE(useHierarchy(kHierarchyMinBytes, s));
+  s.hierarchy = "on";
+  EXPECT_TRUE(useHierarchy(8, s));
+  s.hierarchy = "off";
+  EXPECT_FALSE(useHierarchy(std::size_t{1} << 30, s));
+  s.hierarchy = "sometimes";
+  EXPECT_THROW(useHierarchy(8, s), Error);
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
-// core::Placement: which host each rank is on and each rank's place among its host's ranks, from the hosts the
-// ranks report at creation.
+// core::Placement (and whether core::Hierarchy fits it): which host each rank is on and each rank's place among its
+// host's ranks, from the hosts the ranks report at creation.
 #include "core/placement.hpp"
 
 #include <gtest/gtest.h>
+
+#include "core/hierarchy.hpp"
 
 namespace braid::core {
 namespace {
@@ -36,6 +38,21 @@ TEST(Placement, WhatRanksSendRoundTrips) {
   const RankHost back = Placement::decode(Placement::encode(host));
   EXPECT_EQ(back.identity, host.identity);
   EXPECT_EQ(back.name, host.name);
+}
+
+TEST(Hierarchy, FitsSeveralHostsOfEqualRankCountsAboveOne) {
+  auto place = [](const std::vector<std::string>& ids) {
+    std::vector<RankHost> hosts;
+    for (const auto& id : ids) hosts.push_back({id, id});
+    return Placement::of(hosts, 0);
+  };
+  EXPECT_TRUE(Hierarchy::fits(place({"a", "a", "b", "b"})));
+  EXPECT_TRUE(Hierarchy::fits(place({"a", "b", "a", "b", "c", "c"})));  // interleaved ranks are fine
+  EXPECT_FALSE(Hierarchy::fits(place({"a", "a", "a"})));                // one host
+  EXPECT_FALSE(Hierarchy::fits(place({"a", "b", "c"})));                // one rank per host: flat is the same
+  EXPECT_FALSE(Hierarchy::fits(place({"a", "a", "b"})));                // uneven hosts
+  EXPECT_TRUE(Hierarchy::composes(ReduceOp{ReduceKind::kMax}));
+  EXPECT_FALSE(Hierarchy::composes(ReduceOp{ReduceKind::kAvg}));  // integer averages would truncate twice
 }
 
 }  // namespace
