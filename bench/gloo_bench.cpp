@@ -272,7 +272,10 @@ int run(int argc, char** argv, int& rank) {
   requireGlooCan(o, size);
 
   gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";  // one host: loopback, whatever interfaces the machine has
+  // One host: loopback, whatever interfaces the machine has; across hosts (scripts/netns-bench.sh) the address
+  // of this rank's host.
+  const char* host = std::getenv("BRAID_BENCH_GLOO_HOST");
+  attr.hostname = host && *host ? host : "127.0.0.1";
   auto device = gloo::transport::tcp::CreateDevice(attr);
   gloo::rendezvous::FileStore fileStore(storeDir);
   // A prefix per run lets one store directory serve several runs; runPeer() sets a fresh one.
@@ -297,7 +300,7 @@ int run(int argc, char** argv, int& rank) {
   if (rank == 0 && !args.jsonPath.empty()) {
     const std::string version = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
                                 std::to_string(GLOO_VERSION_PATCH);
-    writeResults(args.jsonPath, {{"impl", "gloo"}, {"library", "Gloo " + version + ", TCP transport on 127.0.0.1"}},
+    writeResults(args.jsonPath, {{"impl", "gloo"}, {"library", "Gloo " + version + ", TCP transport on " + attr.hostname}},
                  rows);
   }
   // Leave together: a rank that exits first would look like a lost peer to the others' last calls.

@@ -47,10 +47,9 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
         "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
        &Settings::cudaMemory},
-      // auto: from 64 KiB (tuning/net_selector.cpp), where the cost model has the hierarchy ahead of flat direct and
-      // recursive doubling between hosts.
+      // auto: from 2 MiB (tuning/net_selector.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
-        "allreduce across hosts with several ranks each: auto (hierarchical from 64 KiB), on (always), off (flat)"},
+        "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},
        &Settings::hierarchy},
       // Off: two event records per call cost ~1 us of the host's time, a fifth of a small call's.
       {{"BRAID_CUDA_TIMELINE", KnobType::kInt, "0",

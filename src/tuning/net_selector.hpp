@@ -29,6 +29,6 @@ std::string explainNetAllreduce(const NetChoice& choice, std::size_t bytes, int 
 /// inside hosts, allreduce between them, allgather inside) rather than flat over TCP: BRAID_HIERARCHY, else from
 /// kHierarchyMinBytes. InvalidArgument for a BRAID_HIERARCHY that is not auto, on or off.
 bool useHierarchy(std::size_t bytes, const Settings& settings);
-inline constexpr std::size_t kHierarchyMinBytes = 64 * 1024;
+inline constexpr std::size_t kHierarchyMinBytes = 2 * 1024 * 1024;
 
 }  // namespace braid::tuning

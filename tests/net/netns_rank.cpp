@@ -114,18 +114,18 @@ int runEveryCollective(braid::Communicator& comm) {
   return 0;
 }
 
-// Hosts of several ranks each: from 64 KiB the allreduce goes hierarchical, and its results (of inputs that round,
+// Hosts of several ranks each: from 2 MiB the allreduce goes hierarchical, and its results (of inputs that round,
 // unlike runCase's) are the same bits on every rank. Returns 0 when both hold.
 int checkHierarchy(braid::Communicator& comm) {
-  const std::string algorithm = comm.impl().allreduceAlgorithm(std::size_t{1} << 20);
-  std::printf("rank %d: a 1 MiB allreduce runs %s\n", comm.rank(), algorithm.c_str());
+  const std::string algorithm = comm.impl().allreduceAlgorithm(std::size_t{4} << 20);
+  std::printf("rank %d: a 4 MiB allreduce runs %s\n", comm.rank(), algorithm.c_str());
   const bool expected = comm.hostCount() > 1 && comm.localSize() > 1;
   if (expected != (algorithm.rfind("hierarchical", 0) == 0)) {
-    std::fprintf(stderr, "rank %d: %d hosts of %d ranks, but a 1 MiB allreduce runs %s\n", comm.rank(),
+    std::fprintf(stderr, "rank %d: %d hosts of %d ranks, but a 4 MiB allreduce runs %s\n", comm.rank(),
                  comm.hostCount(), comm.localSize(), algorithm.c_str());
     return 1;
   }
-  for (const std::size_t count : {std::size_t{1} << 18, (std::size_t{1} << 18) + 3}) {
+  for (const std::size_t count : {std::size_t{1} << 20, (std::size_t{1} << 20) + 3}) {
     std::vector<float> buf(count);
     for (std::size_t i = 0; i < count; ++i) buf[i] = 1.0f / static_cast<float>(i % 97 + comm.rank() + 3);
     comm.allreduce(buf.data(), buf.data(), count, braid::DataType::kFloat32, braid::ReduceKind::kSum);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# braid and Gloo on the same shaped multi-host bed (scripts/netns-bed.sh): HOSTS network namespaces, RANKS ranks
+# in each, every link shaped to RATE both ways; one sweep each, in that order, merged into one JSON. Needs root,
+# iproute2 and tc, and a build with braid-bench-gloo (libgloo-dev).
+#
+#   scripts/netns-bench.sh HOSTS RANKS RATE OUT.json [braid bench options, e.g. allreduce -b 1M -e 64M -f 4]
+#
+# BRAID_BUILD_DIR (default build) holds bin/braid and bin/braid-bench-gloo.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[[ $# -ge 4 ]] || { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+hosts=$1 per_host=$2 rate=$3 out=$4
+shift 4
+coll=${1:-allreduce}
+shift || true
+bin=${BRAID_BUILD_DIR:-build}/bin
+[[ -x $bin/braid ]] || { echo "netns-bench: no $bin/braid" >&2; exit 1; }
+size=$((hosts * per_host))
+export NETNS_BED_PREFIX="braidb$$"
+work=$(mktemp -d)
+cleanup() { scripts/netns-bed.sh down; rm -rf "$work"; }
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+scripts/netns-bed.sh up "$hosts" --rate "$rate"
+
+# Defaults sized for a shaped link: a few MiB to 64 MiB, enough calls to average the shaper's bursts.
+opts=(-b 1M -e 64M -f 4 -n 10 -w 3 --reps 3)
+(($# > 0)) && opts=("$@")
+
+run_ranks() {  # what, then the command per rank (RANK and HOST_IP set for it)
+  local what=$1 pids=() r
+  shift
+  for ((r = 0; r < size; ++r)); do
+    local h=$((r / per_host))
+    scripts/netns-bed.sh run "$h" -- env RANK="$r" WORLD_SIZE="$size" HOST_IP="10.77.0.$((h + 1))" "$@" \
+      >"$work/$what-$r.log" 2>&1 &
+    pids+=($!)
+  done
+  local status=0
+  for ((r = 0; r < size; ++r)); do wait "${pids[$r]}" || status=1; done
+  if ((status)); then
+    echo "netns-bench: $what failed:" >&2
+    tail -n 20 "$work"/"$what"-*.log >&2
+    exit 1
+  fi
+  cat "$work/$what-0.log"
+}
+
+token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+# braid: ranks started as a launcher would (the bench measures as one rank of the job; rank 0 writes the rows).
+run_ranks braid sh -c "BRAID_RANK=\$RANK BRAID_WORLD_SIZE=\$WORLD_SIZE BRAID_ROOT_ADDR=10.77.0.1:29500 \
+  BRAID_TOKEN=$token exec $bin/braid bench $coll ${opts[*]} --json $work/braid.json"
+# Gloo: its file store in a directory every namespace sees, its TCP device on each host's address.
+mkdir -p "$work/store"
+run_ranks gloo sh -c "BRAID_BENCH_STORE=$work/store BRAID_BENCH_GLOO_HOST=\$HOST_IP exec $bin/braid-bench-gloo \
+  --collective $coll ${opts[*]} --json $work/gloo.json"
+python3 scripts/merge-results.py "$out" "$work/braid.json" "$work/gloo.json"
+echo "netns-bench: $hosts hosts x $per_host ranks at $rate: $out"
