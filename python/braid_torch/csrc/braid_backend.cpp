@@ -4,6 +4,8 @@
 #include "braid_backend.hpp"
 
 #include <ATen/ATen.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include "braid_work.hpp"
@@ -103,27 +105,52 @@ void BraidBackend::shutdown() {
   comm_.reset();
 }
 
+c10::Stream BraidBackend::streamOn(c10::Device device) {
+  auto found = streams_.find(device.index());
+  if (found == streams_.end()) {
+    found = streams_
+                .emplace(device.index(), c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
+                                             ->getStreamFromGlobalPool(device, /*isHighPriority=*/true))
+                .first;
+  }
+  return found->second;
+}
+
 c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
                                                    std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
                                                    const Issue& issue, std::function<void()> after) {
   braid::CallOptions o;
   o.timeout = timeout.count() > 0 ? timeout : timeout_;
   std::optional<c10::Device> device;
-  if (like.defined() && like.is_cuda()) {
-    // Queued on the current stream of the tensor's device: it runs after what the caller queued there, and what
-    // the caller queues next sees its result. The stream comes through c10's device-generic interface, so this
-    // file needs no CUDA headers.
-    device = like.device();
-    o.stream = static_cast<CUstream_st*>(
-        c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(*device).native_handle());
-  }
-  auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
+  // Streams, events and the caching allocator come through c10's device-generic interfaces, so this file needs no
+  // CUDA headers.
+  if (like.defined() && like.is_cuda()) device = like.device();
   if (device) {
-    issue(false, o);
-    if (after) after();
-    work->complete(nullptr);
+    // braid's stream starts after what the caller queued on its current stream (the inputs), runs the op and its
+    // last steps (copies into list outputs), and the caller's stream waits for it in Work::wait.
+    const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+    const c10::Stream side = streamOn(*device);
+    c10::Event inputsReady(c10::DeviceType::CUDA);
+    inputsReady.record(cuda->getStream(*device));
+    inputsReady.block(side);
+    o.stream = static_cast<CUstream_st*>(side.native_handle());
+    {
+      const c10::StreamGuard onBraidsStream(side);
+      issue(false, o);
+      if (after) after();
+    }
+    // Memory braid's stream still uses must not go to the caller's stream's next allocation: the caching allocator
+    // waits for braid's stream before it reuses these blocks.
+    for (const auto* tensors : {&outputs, &keep}) {
+      for (const at::Tensor& t : *tensors) {
+        if (t.defined() && t.is_cuda()) cuda->recordDataPtrOnStream(t.storage().data_ptr(), side);
+      }
+    }
+    auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
+    work->completeOn(side);
     return work;
   }
+  auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
   // CPU: queued on braid's progress thread; the Work completes when the last of the op's calls did (calls run in
   // issue order, the first error wins).
   const Works works = issue(true, o);

@@ -1,11 +1,13 @@
 // The torch.distributed backend "braid": a c10d::Backend over one braid::Communicator, for CPU and CUDA tensors
 // (braid looks at each tensor's pointer). Ops on CPU tensors are queued on the communicator's progress thread and
-// return at once (DDP overlaps them with the backward pass); ops on CUDA tensors are queued on the current stream,
-// as NCCL's are. Point-to-point ops finish before they return.
+// return at once (DDP overlaps them with the backward pass); ops on CUDA tensors are queued on braid's own stream of
+// the tensor's device, after the work the caller queued on its current stream, so they overlap the caller's later
+// work until it waits for them (Work::wait), as NCCL's do. Point-to-point ops finish before they return.
 #pragma once
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -105,8 +107,12 @@ class BraidBackend final : public c10d::Backend {
   /// A send or receive posted inside a coalescing region: recorded, and its Work completes with the group's.
   c10::intrusive_ptr<c10d::Work> coalesce(c10d::OpType type, const at::Tensor& tensor, int peer, int tag);
 
+  /// braid's stream on `device` (a high-priority one from torch's pool, taken at the first op there).
+  c10::Stream streamOn(c10::Device device);
+
   // Ops run on the caller's thread; shutdown() comes after them (torch calls it from destroy_process_group).
   std::unique_ptr<braid::Communicator> comm_;
+  std::map<c10::DeviceIndex, c10::Stream> streams_;
   std::chrono::milliseconds timeout_;
   // The last CPU op's braid calls: an endCoalescing without point-to-point ops completes after them.
   std::vector<braid::Work> lastWorks_;

@@ -1,12 +1,16 @@
 // The c10d::Work of one braid op. CPU ops run on the communicator's progress thread and finish later: the Work
 // completes (and its future resolves with the op's outputs) when braid reports the op done and the op's last steps
-// (copies back into non-contiguous or list outputs) ran. CUDA ops are queued on the caller's current stream and
-// complete at once, as NCCL's do: the future carries the device, so torch orders whoever waits on it after the
-// stream's work.
+// (copies back into non-contiguous or list outputs) ran. CUDA ops are queued on braid's stream (after the caller's
+// stream's work) and complete at once, with an event at their end on that stream, as NCCL's do: wait() makes the
+// caller's current stream wait for that event (the host does not wait), and the future, which carries the device,
+// orders whoever waits on it after braid's stream.
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/core/ivalue.h>
+#include <c10/core/Event.h>
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
 
 #include <chrono>
 #include <condition_variable>
@@ -32,12 +36,14 @@ class BraidWork final : public c10d::Work {
                        : c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
   /// Called once, when the op finished (null: it succeeded); completes the works that follow this one too.
-  void complete(std::exception_ptr error) {
+  /// `end`: for a CUDA op, the event at its end on braid's stream (the future's events go on that stream too).
+  void complete(std::exception_ptr error, std::shared_ptr<c10::Event> end = nullptr) {
     std::vector<c10::intrusive_ptr<BraidWork>> followers;
     {
       std::lock_guard lock(mu_);
       done_ = true;
       error_ = error;
+      end_ = end;
       keep_.clear();
       followers.swap(followers_);
     }
@@ -47,7 +53,16 @@ class BraidWork final : public c10d::Work {
     } else {
       future_->markCompleted(c10::IValue(outputs_));
     }
-    for (auto& w : followers) w->complete(error);
+    for (auto& w : followers) w->complete(error, end);
+  }
+
+  /// A CUDA op queued on `stream` (braid's): completes now, with an event at the op's end on that stream; the
+  /// future (and those of the works that follow this one) record their events on that stream too.
+  void completeOn(const c10::Stream& stream) {
+    auto end = std::make_shared<c10::Event>(c10::DeviceType::CUDA);
+    end->record(stream);
+    const c10::StreamGuard onBraidsStream(stream);
+    complete(nullptr, std::move(end));
   }
 
   /// `other` completes with this work (the per-op works of a coalesced group complete with the group's).
@@ -66,7 +81,7 @@ class BraidWork final : public c10d::Work {
 
   bool isCompleted() override {
     std::lock_guard lock(mu_);
-    return done_;
+    return done_ && (!end_ || end_->query());
   }
   bool isSuccess() const override {
     std::lock_guard lock(mu_);
@@ -79,6 +94,12 @@ class BraidWork final : public c10d::Work {
   /// Waits for the op (at most `timeout` when it is positive: then a Timeout error); rethrows its error.
   bool wait(std::chrono::milliseconds timeout) override {
     std::unique_lock lock(mu_);
+    if (done_ && end_) {
+      // A CUDA op: the caller's current stream waits for braid's (the host goes on at once, as with NCCL).
+      end_->block(c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)
+                      ->getStream(c10::Device(c10::DeviceType::CUDA, end_->device_index())));
+      return true;
+    }
     if (timeout.count() > 0) {
       TORCH_CHECK(cv_.wait_for(lock, timeout, [this] { return done_; }),
                   "braid: Timeout: ", c10d::opTypeToString(opType_), " did not finish within ", timeout.count(), " ms");
@@ -97,6 +118,7 @@ class BraidWork final : public c10d::Work {
   std::condition_variable cv_;
   bool done_ = false;
   std::exception_ptr error_;
+  std::shared_ptr<c10::Event> end_;  // CUDA ops: their end on braid's stream
   std::vector<at::Tensor> outputs_;
   std::vector<at::Tensor> keep_;
   std::vector<c10::intrusive_ptr<BraidWork>> followers_;
