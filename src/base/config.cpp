@@ -47,6 +47,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
         "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
        &Settings::cudaMemory},
+      // Off: compression trades accuracy (about n * 2^-9 of the magnitudes summed) for bytes, the caller's choice.
+      {{"BRAID_COMPRESS", KnobType::kString, "",
+        "bf16: allreduces of float32 sums and averages between hosts carry bfloat16 on the wire (accumulated in "
+        "float32; half the bytes, about 3 significant digits); empty: off"},
+       &Settings::compress},
       // auto: from 2 MiB (tuning/net_selector.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
         "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},

@@ -66,6 +66,10 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   policy.explain = [size, settings](std::size_t bytes) {
     return tuning::explainNetAllreduce(tuning::chooseNetAllreduce(bytes, size, settings), bytes, size, settings);
   };
+  if (settings.compress != "" && settings.compress != "bf16") {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_COMPRESS=", settings.compress, " is not one of: (empty), bf16");
+  }
+  policy.compressBf16 = settings.compress == "bf16";
   auto engine = std::make_unique<host::NetEngine>(std::move(mesh), std::move(policy), settings.tcpSpinMicros,
                                                   settings.debug == "detail");
   return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));

@@ -22,7 +22,10 @@ void NetEngine::exchangeFingerprints(NetCall& call) {
 }
 
 std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const {
-  return doubling(bytes) ? "doubling" : direct(bytes) ? "direct" : "ring";
+  return doubling(bytes)        ? "doubling"
+         : direct(bytes)        ? "direct"
+         : policy_.compressBf16 ? "ring (float32 sums: bf16 on the wire)"
+                                : "ring";
 }
 
 std::string NetEngine::explainAllreduce(std::size_t bytes) const { return policy_.explain(bytes); }

@@ -31,6 +31,8 @@ enum class NetAlgorithm { kDirect, kDoubling, kRing };
 struct NetPolicy {
   std::function<NetAlgorithm(std::size_t bytes)> choose;
   std::function<std::string(std::size_t bytes)> explain;
+  /// BRAID_COMPRESS=bf16: ring allreduces of float32 sums and averages carry bfloat16 (net_compressed.cpp).
+  bool compressBf16 = false;
 };
 
 class NetEngine final : public Engine {
@@ -101,6 +103,9 @@ class NetEngine final : public Engine {
   /// Recursive doubling: log2(p) exchanges of the whole buffer (ranks past the largest power of two p fold into
   /// rank - p first and get the result back last).
   void doublingAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op);
+  /// Whether an allreduce takes the bfloat16-wire ring: float32 sum or average, the ring chosen, compression on.
+  bool compresses(std::size_t count, DataType type, ReduceOp op) const;
+  void compressedAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, ReduceOp op);
   /// An empty message to and from every peer: its header carries the call's descriptor, which the mesh checks.
   void exchangeFingerprints(NetCall& call);
 
@@ -109,6 +114,7 @@ class NetEngine final : public Engine {
   long spinMicros_;
   bool fingerprint_;
   std::vector<std::byte> scratch_;
+  std::vector<std::uint16_t> wire_;  // the bfloat16 ring's buffers
   std::vector<std::byte> workspace_;
   std::vector<const void*> sources_;
   // Point-to-point: message numbers per (peer, tag), and messages a rank sent to itself.

@@ -149,6 +149,7 @@ void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataT
   runCall(describeCall(Collective::kAllreduce, env.context.seq, type, count, -1, op.kind), env, [&](NetCall& call) {
     if (doubling(count * esz)) return doublingAllreduce(call, send, recv, count, type, op);
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, -1);
+    if (compresses(count, type, op)) return compressedAllreduce(call, send, recv, count, op);
     auto* out = static_cast<std::byte*>(recv);
     contribute(out, send, count, type, op);
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };

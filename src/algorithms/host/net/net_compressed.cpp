@@ -1,0 +1,128 @@
+// BRAID_COMPRESS=bf16: the ring allreduce of float32 sums and averages with bfloat16 on the wire (issue 9): every
+// partial sum is rounded to bfloat16 when it is sent and widened again to float32 when it arrives, so the ring moves
+// half the bytes while every addition stays in float32.
+//
+// Error: each of the n - 1 reduce-scatter hops rounds a partial sum to bfloat16 (relative error at most 2^-9), and
+// the allgather rounds the final sum once more, so an element's error is at most about (n + 1) * 2^-9 * sum|x_i|
+// (tests/multirank/compression_test.cpp checks n * 2^-8 * sum|x_i|). Results are bitwise identical on every rank:
+// the owner of a block keeps the bfloat16-rounded value it sends, and forwarded blocks travel unchanged.
+#include <algorithm>
+
+#include "algorithms/host/contribution.hpp"
+#include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/net/segments.hpp"
+#include "algorithms/host/reduce_cpu.hpp"
+#include "algorithms/patterns/ring.hpp"
+#include "base/half.hpp"
+
+namespace braid::host {
+
+namespace {
+
+constexpr std::uint32_t kGatherPhase = 0x80000000u;
+
+void encode(std::uint16_t* wire, const float* values, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) wire[i] = floatToBfloat16(values[i]);
+}
+
+void decode(float* values, const std::uint16_t* wire, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) values[i] = bfloat16ToFloat(wire[i]);
+}
+
+}  // namespace
+
+bool NetEngine::compresses(std::size_t count, DataType type, ReduceOp op) const {
+  return policy_.compressBf16 && type == DataType::kFloat32 &&
+         (op.kind == ReduceKind::kSum || op.kind == ReduceKind::kAvg) && size() > 1 && !direct(count * 4) &&
+         !doubling(count * 4);
+}
+
+void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, ReduceOp op) {
+  const int n = size();
+  auto* out = static_cast<float*>(recv);
+  contribute(out, send, count, DataType::kFloat32, op);
+  // Blocks of whole 64-byte lines of float32, as the uncompressed ring cuts them.
+  const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, n, b, 16); };
+  const patterns::Ring ring(rank(), n);
+  const Segmentation seg = segmentationOf(blocks, n, sizeof(std::uint16_t));  // segments of wire bytes
+  const std::size_t maxBlock = seg.maxBlock;
+  const std::size_t nseg = seg.perBlock;
+  const int steps = ring.steps();
+  // Wire buffers: a region per reduce-scatter step for what is sent (sends stay in flight until the end), two for
+  // what arrives (a step's data is reduced before step + 2 lands there), the whole message for the allgather, and
+  // one segment of float32 to widen into.
+  const std::size_t sendWords = static_cast<std::size_t>(steps) * maxBlock;
+  const std::size_t recvWords = 2 * maxBlock;
+  wire_.resize(sendWords + recvWords + count);
+  std::uint16_t* sendWire = wire_.data();
+  std::uint16_t* recvWire = sendWire + sendWords;
+  std::uint16_t* gatherWire = recvWire + recvWords;
+  auto* widened = reinterpret_cast<float*>(scratch(seg.elems * sizeof(float)));
+  auto id = [&](std::uint32_t base, int s, std::size_t j) { return base + static_cast<std::uint32_t>(s * nseg + j); };
+
+  // Reduce-scatter: step s sends block reduceScatterSendBlock(s) and reduces reduceScatterRecvBlock(s) into `out`.
+  std::vector<tcp::MeshOp*> recvs[2] = {std::vector<tcp::MeshOp*>(nseg), std::vector<tcp::MeshOp*>(nseg)};
+  auto postRecvs = [&](int s) {
+    const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
+    std::uint16_t* buf = recvWire + static_cast<std::size_t>(s % 2) * maxBlock;
+    for (std::size_t j = 0; j < nseg; ++j) {
+      const patterns::Block sg = segmentOf(blk, j, seg.elems);
+      recvs[s % 2][j] = &call.recv(ring.prev(), id(0, s, j), buf + (sg.offset - blk.offset), sg.count * 2);
+    }
+  };
+  auto postSend = [&](int s, std::size_t j) {
+    const patterns::Block blk = blocks(ring.reduceScatterSendBlock(s));
+    const patterns::Block sg = segmentOf(blk, j, seg.elems);
+    std::uint16_t* w = sendWire + static_cast<std::size_t>(s) * maxBlock + (sg.offset - blk.offset);
+    encode(w, out + sg.offset, sg.count);
+    call.send(ring.next(), id(0, s, j), w, sg.count * 2);
+  };
+  postRecvs(0);
+  for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
+  for (int s = 0; s < steps; ++s) {
+    if (s + 1 < steps) postRecvs(s + 1);
+    const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
+    const bool last = s + 1 == steps;  // then blk is this rank's own block
+    const std::uint16_t* arrived = recvWire + static_cast<std::size_t>(s % 2) * maxBlock;
+    for (std::size_t j = 0; j < nseg; ++j) {
+      call.wait(*recvs[s % 2][j]);
+      const patterns::Block sg = segmentOf(blk, j, seg.elems);
+      if (sg.count > 0) {
+        decode(widened, arrived + (sg.offset - blk.offset), sg.count);
+        const void* srcs[2] = {out + sg.offset, widened};
+        reduceSources(out + sg.offset, srcs, 2, sg.count, DataType::kFloat32, last ? op.kind : ReduceKind::kSum, n);
+      }
+      if (!last) postSend(s + 1, j);
+    }
+  }
+
+  // Allgather: the owner sends its block as bfloat16 and keeps the same rounding; forwarded blocks go on unchanged.
+  const patterns::Block own = blocks(rank());
+  std::vector<tcp::MeshOp*> gathers(static_cast<std::size_t>(steps) * nseg);
+  for (int t = 0; t < steps; ++t) {
+    const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
+    for (std::size_t j = 0; j < nseg; ++j) {
+      const patterns::Block sg = segmentOf(blk, j, seg.elems);
+      gathers[t * nseg + j] = &call.recv(ring.prev(), id(kGatherPhase, t, j), gatherWire + sg.offset, sg.count * 2);
+    }
+  }
+  encode(gatherWire + own.offset, out + own.offset, own.count);
+  decode(out + own.offset, gatherWire + own.offset, own.count);
+  auto forward = [&](int t, std::size_t j) {
+    const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(t)), j, seg.elems);
+    call.send(ring.next(), id(kGatherPhase, t, j), gatherWire + sg.offset, sg.count * 2);
+  };
+  for (std::size_t j = 0; j < nseg; ++j) forward(0, j);
+  for (int t = 0; t < steps; ++t) {
+    const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
+    for (std::size_t j = 0; j < nseg; ++j) {
+      call.wait(*gathers[t * nseg + j]);
+      const patterns::Block sg = segmentOf(blk, j, seg.elems);
+      decode(out + sg.offset, gatherWire + sg.offset, sg.count);
+      if (t + 1 < steps) forward(t + 1, j);
+    }
+  }
+  call.waitAll();
+}
+
+}  // namespace braid::host
