@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# braid and Gloo on the same shaped multi-host bed (scripts/netns-bed.sh): HOSTS network namespaces, RANKS ranks
-# in each, every link shaped to RATE both ways; one sweep each, in that order, merged into one JSON. Needs root,
-# iproute2 and tc, and a build with braid-bench-gloo (libgloo-dev).
+# braid, Gloo and Open MPI on the same shaped multi-host bed (scripts/netns-bed.sh): HOSTS network namespaces, RANKS
+# ranks in each, every link shaped to RATE both ways; one sweep each, in that order, merged into one JSON. Needs
+# root, iproute2 and tc, and a build with braid-bench-gloo (libgloo-dev) and braid-bench-mpi (libopenmpi-dev); a
+# peer whose driver is missing is left out.
 #
 #   scripts/netns-bench.sh HOSTS RANKS RATE OUT.json [braid bench options, e.g. allreduce -b 1M -e 64M -f 4]
 #
@@ -54,5 +55,26 @@ run_ranks braid sh -c "BRAID_RANK=\$RANK BRAID_WORLD_SIZE=\$WORLD_SIZE BRAID_ROO
 mkdir -p "$work/store"
 run_ranks gloo sh -c "BRAID_BENCH_STORE=$work/store BRAID_BENCH_GLOO_HOST=\$HOST_IP exec $bin/braid-bench-gloo \
   --collective $coll ${opts[*]} --json $work/gloo.json"
-python3 scripts/merge-results.py "$out" "$work/braid.json" "$work/gloo.json"
+# Open MPI: mpirun inside host 0's namespace, its daemons started on the other hosts by an rsh agent that enters
+# their namespaces; the TCP btl (and its own wire-up) on eth0, the bed's interface.
+if [[ -x $bin/braid-bench-mpi ]] && command -v mpirun >/dev/null; then
+  cat >"$work/agent.sh" <<AGENT
+#!/bin/sh
+# "HOST COMMAND...": COMMAND in the namespace of HOST (10.77.0.N is host N-1).
+host=\$1
+shift
+n=\${host##*.}
+exec ip netns exec "${NETNS_BED_PREFIX}-ns\$((n - 1))" sh -c "\$*"
+AGENT
+  chmod +x "$work/agent.sh"
+  for ((h = 0; h < hosts; ++h)); do echo "10.77.0.$((h + 1)) slots=$per_host"; done >"$work/hostfile"
+  root_flag=()
+  (($(id -u) == 0)) && root_flag=(--allow-run-as-root)
+  scripts/netns-bed.sh run 0 -- mpirun "${root_flag[@]}" --hostfile "$work/hostfile" -np "$size" --bind-to none \
+    --mca plm_rsh_agent "$work/agent.sh" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include eth0 \
+    --mca oob_tcp_if_include eth0 "$bin/braid-bench-mpi" --collective "$coll" ${opts[*]} --json "$work/mpi.json" \
+    >"$work/mpi.log" 2>&1 || { echo "netns-bench: mpirun failed:" >&2; tail -n 20 "$work/mpi.log" >&2; exit 1; }
+  cat "$work/mpi.log"
+fi
+python3 scripts/merge-results.py "$out" "$work"/braid.json "$work"/gloo.json $([[ -f $work/mpi.json ]] && echo "$work/mpi.json")
 echo "netns-bench: $hosts hosts x $per_host ranks at $rate: $out"
