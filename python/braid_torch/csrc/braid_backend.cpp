@@ -117,10 +117,10 @@ c10::Stream BraidBackend::streamOn(c10::Device device) {
 }
 
 c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
-                                                   std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
+                                                   std::vector<at::Tensor> keep, LaunchOptions options,
                                                    const Issue& issue, std::function<void()> after) {
   braid::CallOptions o;
-  o.timeout = timeout.count() > 0 ? timeout : timeout_;
+  o.timeout = options.timeout.count() > 0 ? options.timeout : timeout_;
   std::optional<c10::Device> device;
   // Streams, events and the caching allocator come through c10's device-generic interfaces, so this file needs no
   // CUDA headers.
@@ -150,7 +150,23 @@ c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor
     work->completeOn(side);
     return work;
   }
+  std::size_t bytes = 0;
+  for (const at::Tensor& t : outputs) bytes += t.defined() ? t.nbytes() : 0;
   auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
+  if (like.defined() && options.callerWaits && bytes <= kInlineBytes) {
+    // A small CPU op the caller waits for at once runs on the caller's thread (after whatever is queued: braid keeps
+    // issue order), its Work complete when launch returns: a hand-off to the progress thread and back costs more
+    // than the op. async_op=True ops always go to the progress thread, so they return before their peers arrive.
+    std::exception_ptr error;
+    try {
+      issue(false, o);
+      if (after) after();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    work->complete(error);
+    return work;
+  }
   // CPU: queued on braid's progress thread; the Work completes when the last of the op's calls did (calls run in
   // issue order, the first error wins).
   const Works works = issue(true, o);

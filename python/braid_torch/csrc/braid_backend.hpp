@@ -1,6 +1,6 @@
 // The torch.distributed backend "braid": a c10d::Backend over one braid::Communicator, for CPU and CUDA tensors
 // (braid looks at each tensor's pointer). Ops on CPU tensors are queued on the communicator's progress thread and
-// return at once (DDP overlaps them with the backward pass); ops on CUDA tensors are queued on braid's own stream of
+// return at once (DDP overlaps them with the backward pass), except small ones, which run on the caller's thread; ops on CUDA tensors are queued on braid's own stream of
 // the tensor's device, after the work the caller queued on its current stream, so they overlap the caller's later
 // work until it waits for them (Work::wait), as NCCL's do. Point-to-point ops finish before they return.
 #pragma once
@@ -20,6 +20,22 @@
 namespace braid_torch {
 
 class Dense;
+
+/// What an op's c10d options say about launching it: its timeout (0: the group's), and whether the caller waits for
+/// it at once (async_op=False). torch 2.7 and newer tell backends in the options' asyncOp; with older ones braid
+/// cannot know, and takes every op as asynchronous.
+struct LaunchOptions {
+  std::chrono::milliseconds timeout{0};
+  bool callerWaits = false;
+
+  LaunchOptions(std::chrono::milliseconds t = std::chrono::milliseconds(0)) : timeout(t) {}  // NOLINT: implicit
+  template <typename Options>
+  static LaunchOptions of(const Options& opts) {
+    LaunchOptions o(opts.timeout);
+    if constexpr (requires { opts.asyncOp; }) o.callerWaits = !opts.asyncOp;
+    return o;
+  }
+};
 
 class BraidBackend final : public c10d::Backend {
  public:
@@ -97,16 +113,19 @@ class BraidBackend final : public c10d::Backend {
   /// Runs one op whose tensors are like `like` (an undefined tensor: a host op), returning its c10d::Work; `after`
   /// runs once its calls succeeded (copies into the caller's tensors), `keep` lives until then.
   c10::intrusive_ptr<BraidWork> launch(c10d::OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
-                                       std::vector<at::Tensor> keep, std::chrono::milliseconds timeout,
-                                       const Issue& issue, std::function<void()> after = {});
+                                       std::vector<at::Tensor> keep, LaunchOptions options, const Issue& issue,
+                                       std::function<void()> after = {});
   /// A *_coalesced op: `call` makes the braid call of one (input, output) pair; one Work for all of them.
   using PairCall = std::function<braid::Work(bool async, Dense& in, Dense& out, const braid::CallOptions& options)>;
   c10::intrusive_ptr<c10d::Work> launchPairs(c10d::OpType type, std::vector<at::Tensor>& inputs,
-                                             std::vector<at::Tensor>& outputs, std::chrono::milliseconds timeout,
+                                             std::vector<at::Tensor>& outputs, LaunchOptions options,
                                              const PairCall& call);
   /// A send or receive posted inside a coalescing region: recorded, and its Work completes with the group's.
   c10::intrusive_ptr<c10d::Work> coalesce(c10d::OpType type, const at::Tensor& tensor, int peer, int tag);
 
+  /// CPU ops the caller waits for at once, up to this many bytes, run on the caller's thread (see launch()): on the
+  /// 2-core VM a hand-off to braid's progress thread and back cost 26-145 us, the op itself ~10 us.
+  static constexpr std::size_t kInlineBytes = 256 * 1024;
   /// braid's stream on `device` (a high-priority one from torch's pool, taken at the first op there).
   c10::Stream streamOn(c10::Device device);
 

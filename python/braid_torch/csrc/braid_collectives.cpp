@@ -16,7 +16,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::broadcast(std::vector<at::Tensor>& 
   auto t = std::make_shared<Dense>(tensors[0]);
   const int root = static_cast<int>(opts.rootRank);
   return launch(
-      OpType::BROADCAST, tensors[0], tensors, t->tensors(), opts.timeout,
+      OpType::BROADCAST, tensors[0], tensors, t->tensors(), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().broadcastAsync(t->data(), t->count(), t->type(), root, o)};
         communicator().broadcast(t->data(), t->count(), t->type(), root, o);
@@ -36,7 +36,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allreduce(std::vector<at::Tensor>& 
     for (auto& k : dense.back()->tensors()) keep.push_back(k);
   }
   return launch(
-      OpType::ALLREDUCE, tensors[0], tensors, std::move(keep), opts.timeout,
+      OpType::ALLREDUCE, tensors[0], tensors, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         Works works;
         for (auto& t : dense) {
@@ -67,7 +67,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce(std::vector<at::Tensor>& ten
   const braid::ReduceOp op = reduceOpOf(opts.reduceOp);
   const int root = static_cast<int>(opts.rootRank);
   return launch(
-      OpType::REDUCE, tensors[0], tensors, t->tensors(), opts.timeout,
+      OpType::REDUCE, tensors[0], tensors, t->tensors(), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().reduceAsync(t->data(), t->data(), t->count(), t->type(), op, root, o)};
         communicator().reduce(t->data(), t->data(), t->count(), t->type(), op, root, o);
@@ -85,7 +85,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::_allgather_base(at::Tensor& output,
   std::vector<at::Tensor> keep = in->tensors();
   for (auto& k : out->tensors()) keep.push_back(k);
   return launch(
-      OpType::_ALLGATHER_BASE, input, {output}, std::move(keep), opts.timeout,
+      OpType::_ALLGATHER_BASE, input, {output}, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().allgatherAsync(in->data(), out->data(), in->count(), in->type(), o)};
         communicator().allgather(in->data(), out->data(), in->count(), in->type(), o);
@@ -107,7 +107,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather(std::vector<std::vector<a
   std::vector<at::Tensor> keep = in->tensors();
   keep.push_back(flat);
   return launch(
-      OpType::ALLGATHER, inputs[0], list, std::move(keep), opts.timeout,
+      OpType::ALLGATHER, inputs[0], list, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().allgatherAsync(in->data(), flat.data_ptr(), in->count(), in->type(), o)};
         communicator().allgather(in->data(), flat.data_ptr(), in->count(), in->type(), o);
@@ -120,7 +120,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather(std::vector<std::vector<a
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::launchPairs(OpType type, std::vector<at::Tensor>& inputs,
                                                          std::vector<at::Tensor>& outputs,
-                                                         std::chrono::milliseconds timeout, const PairCall& call) {
+                                                         LaunchOptions options, const PairCall& call) {
   std::vector<std::shared_ptr<Dense>> ins, outs;
   std::vector<at::Tensor> keep;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -130,7 +130,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::launchPairs(OpType type, std::vecto
     for (auto& k : outs.back()->tensors()) keep.push_back(k);
   }
   return launch(
-      type, inputs[0], outputs, std::move(keep), timeout,
+      type, inputs[0], outputs, std::move(keep), options,
       [&](bool async, const braid::CallOptions& o) -> Works {
         Works works;
         for (std::size_t i = 0; i < ins.size(); ++i) {
@@ -153,7 +153,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather_into_tensor_coalesced(std
     TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_, "braid: allgather_into_tensor_coalesced: output ", i,
                 " has ", outputs[i].numel(), " elements, expected ", inputs[i].numel(), " x ", size_, " ranks");
   }
-  return launchPairs(OpType::COALESCED, inputs, outputs, opts.timeout,
+  return launchPairs(OpType::COALESCED, inputs, outputs, LaunchOptions::of(opts),
                      [this](bool async, Dense& in, Dense& out, const braid::CallOptions& o) {
                        if (async) return communicator().allgatherAsync(in.data(), out.data(), in.count(), in.type(), o);
                        communicator().allgather(in.data(), out.data(), in.count(), in.type(), o);
@@ -179,7 +179,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::gather(std::vector<std::vector<at::
   if (flat.defined()) keep.push_back(flat);
   void* recv = flat.defined() ? flat.data_ptr() : nullptr;
   return launch(
-      OpType::GATHER, inputs[0], list, std::move(keep), opts.timeout,
+      OpType::GATHER, inputs[0], list, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().gatherAsync(in->data(), recv, in->count(), in->type(), root, o)};
         communicator().gather(in->data(), recv, in->count(), in->type(), root, o);
@@ -211,7 +211,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::scatter(std::vector<at::Tensor>& ou
   if (flat.defined()) keep.push_back(flat);
   const void* send = flat.defined() ? flat.data_ptr() : nullptr;
   return launch(
-      OpType::SCATTER, outputs[0], outputs, std::move(keep), opts.timeout,
+      OpType::SCATTER, outputs[0], outputs, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().scatterAsync(send, out->data(), out->count(), out->type(), root, o)};
         communicator().scatter(send, out->data(), out->count(), out->type(), root, o);
@@ -230,7 +230,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::_reduce_scatter_base(at::Tensor& ou
   std::vector<at::Tensor> keep = in->tensors();
   for (auto& k : out->tensors()) keep.push_back(k);
   return launch(
-      OpType::_REDUCE_SCATTER_BASE, input, {output}, std::move(keep), opts.timeout,
+      OpType::_REDUCE_SCATTER_BASE, input, {output}, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async)
           return {communicator().reduceScatterAsync(in->data(), out->data(), out->count(), out->type(), op, o)};
@@ -263,7 +263,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter_tensor_coalesced(std
                 " has ", inputs[i].numel(), " elements, expected ", outputs[i].numel(), " x ", size_, " ranks");
   }
   const braid::ReduceOp op = reduceOpOf(opts.reduceOp);
-  return launchPairs(OpType::COALESCED, inputs, outputs, opts.timeout,
+  return launchPairs(OpType::COALESCED, inputs, outputs, LaunchOptions::of(opts),
                      [this, op](bool async, Dense& in, Dense& out, const braid::CallOptions& o) {
                        if (async) {
                          return communicator().reduceScatterAsync(in.data(), out.data(), out.count(), out.type(), op,
@@ -316,7 +316,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall_base(at::Tensor& output, a
   }
   const std::size_t block = in->count() / static_cast<std::size_t>(size_);
   return launch(
-      OpType::ALLTOALL_BASE, input, {output}, std::move(keep), opts.timeout,
+      OpType::ALLTOALL_BASE, input, {output}, std::move(keep), LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (even) {
           if (async) return {communicator().alltoallAsync(in->data(), out->data(), block, in->type(), o)};
@@ -353,7 +353,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall(std::vector<at::Tensor>& o
   at::Tensor out = at::empty({static_cast<std::int64_t>(at)}, outputs[0].options());
   const braid::DataType type = dataTypeOf(in);
   return launch(
-      OpType::ALLTOALL, inputs[0], outputs, {in, out}, opts.timeout,
+      OpType::ALLTOALL, inputs[0], outputs, {in, out}, LaunchOptions::of(opts),
       [&](bool async, const braid::CallOptions& o) -> Works {
         if (async) return {communicator().alltoallvAsync(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o)};
         communicator().alltoallv(in.data_ptr(), sc, sd, out.data_ptr(), rc, rd, type, o);
