@@ -181,6 +181,10 @@ class Communicator {
   /// InvalidArgument for a rank out of range.
   int hostOf(int rank) const;
   std::string hostName(int rank) const;
+  /// This rank's last calls as JSON, oldest first (sequence number, collective, type, count, reduction, root,
+  /// queued/running/done/failed, when issued, started and ended, the error): where each rank was when a job went
+  /// wrong. BRAID_FLIGHT_RECORDER=PREFIX also writes it to PREFIX.rankR.json when a failure breaks the communicator.
+  std::string flightRecord() const;
 
   // Collectives. `count` is in elements of `type`. send == recv (or recv == nullptr where noted) is in place.
   // Every rank must call the same collective with the same type, op and counts; braid checks and raises

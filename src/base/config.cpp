@@ -47,6 +47,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
         "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
        &Settings::cudaMemory},
+      // Empty: the record stays in memory (Communicator::flightRecord); a file per rank needs a place to go.
+      {{"BRAID_FLIGHT_RECORDER", KnobType::kString, "",
+        "PREFIX: when a failure leaves the ranks out of step (timeout, lost peer, mismatch, abort), each rank writes "
+        "its last calls as JSON to PREFIX.rankR.json; empty: only Communicator::flightRecord()"},
+       &Settings::flightRecorder},
       // Off: compression trades accuracy (about n * 2^-9 of the magnitudes summed) for bytes, the caller's choice.
       {{"BRAID_COMPRESS", KnobType::kString, "",
         "bf16: allreduces of float32 sums and averages between hosts carry bfloat16 on the wire (accumulated in "

@@ -24,6 +24,7 @@ int Communicator::rank() const { return impl_->rank(); }
 int Communicator::size() const { return impl_->size(); }
 std::int64_t Communicator::sequenceNumber() const { return impl_->sequenceNumber(); }
 int Communicator::hostCount() const { return impl_->placement().hosts(); }
+std::string Communicator::flightRecord() const { return impl_->flightRecord(); }
 int Communicator::localRank() const { return impl_->placement().localRank; }
 int Communicator::localSize() const { return impl_->placement().localSize; }
 int Communicator::hostOf(int rank) const {
@@ -44,8 +45,8 @@ namespace {
 
 template <typename CheckFn, typename BodyFn>
 core::CommunicatorImpl::CallOf<CheckFn, BodyFn> makeCall(const char* op, CheckFn check, BodyFn body,
-                                                         bool collective = true) {
-  return {op, std::move(check), std::move(body), collective};
+                                                         bool collective = true, core::CallInfo info = {}) {
+  return {op, std::move(check), std::move(body), collective, info};
 }
 
 // ---- one builder per collective: what to check, what to run ----
@@ -66,7 +67,8 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->allreduce(route, send, recv, count, type, op, env); });
+      [=](const host::OpEnv& env) { c->allreduce(route, send, recv, count, type, op, env); }, true,
+      {type, count, op.kind, -1});
 }
 
 auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -81,7 +83,8 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         checkBuffer(send, count, type, "send buffer", ctx);
         if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).reduce(send, recv, count, type, op, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).reduce(send, recv, count, type, op, root, env); }, true,
+      {type, count, op.kind, root});
 }
 
 auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
@@ -94,7 +97,8 @@ auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, Data
         checkRank(root, c->size(), "root", ctx);
         checkBuffer(buf, count, type, "buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).broadcast(buf, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).broadcast(buf, count, type, root, env); }, true,
+      {type, count, ReduceKind::kSum, root});
 }
 
 auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
@@ -107,7 +111,8 @@ auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); }, true,
+      {type, count, ReduceKind::kSum, -1});
 }
 
 auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv,
@@ -143,7 +148,8 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); },
+      true, {type, recvCount, op.kind, -1});
 }
 
 auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
@@ -157,7 +163,8 @@ auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::
         checkBuffer(send, total, type, "send buffer", ctx);
         checkBuffer(recv, total, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).alltoall(send, recv, count, type, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).alltoall(send, recv, count, type, env); }, true,
+      {type, count, ReduceKind::kSum, -1});
 }
 
 auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls,
@@ -198,7 +205,8 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
           checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
         }
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); }, true,
+      {type, count, ReduceKind::kSum, root});
 }
 
 auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
@@ -214,7 +222,8 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
         }
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); });
+      [=](const host::OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); }, true,
+      {type, count, ReduceKind::kSum, root});
 }
 
 auto barrierCall(core::CommunicatorImpl* c) {

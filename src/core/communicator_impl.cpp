@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
@@ -220,6 +221,7 @@ void CommunicatorImpl::abort() {
     brokenCode_ = ErrorCode::kAborted;
     brokenFlag_.store(true, std::memory_order_release);
   }
+  dumpFlightRecord("the communicator was aborted");
   engine_->abort();
   if (host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
   if (Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire)) hierarchy->abort();
@@ -227,13 +229,20 @@ void CommunicatorImpl::abort() {
 }
 
 void CommunicatorImpl::noteFailure(const Error& e) {
+  // Every rank fails a mismatched call together, so the communicator goes on; the record shows what each called.
+  if (e.code() == ErrorCode::kMismatch) dumpFlightRecord(e.what());
   if (!leavesRanksOutOfStep(e.code())) return;
-  std::lock_guard lock(mu_);
-  if (broken_.empty()) {
-    broken_ = e.what();
-    brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
-    brokenFlag_.store(true, std::memory_order_release);
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    if (broken_.empty()) {
+      broken_ = e.what();
+      brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
+      brokenFlag_.store(true, std::memory_order_release);
+      first = true;
+    }
   }
+  if (first) dumpFlightRecord(e.what());
 }
 
 void CommunicatorImpl::rejectRound(const host::OpEnv& env) {
@@ -253,17 +262,37 @@ void CommunicatorImpl::release() {
 void CommunicatorImpl::execute(Task& task) {
   const host::OpEnv env = makeEnv(task.op, task.seq, task.opts);
   std::exception_ptr error;
+  recorder_.started(task.record);
   try {
     throwIfBroken(env.context);
     task.body(env);
+    recorder_.ended(task.record, nullptr);
   } catch (const Error& e) {
     error = std::current_exception();
+    recorder_.ended(task.record, &e);
     noteFailure(e);
   } catch (...) {
     error = std::current_exception();
-    noteFailure(Error(ErrorCode::kInternal, "unexpected exception"));
+    const Error unexpected(ErrorCode::kInternal, "unexpected exception");
+    recorder_.ended(task.record, &unexpected);
+    noteFailure(unexpected);
   }
   task.work->finish(error);
+}
+
+void CommunicatorImpl::dumpFlightRecord(const std::string& why) const {
+  if (settings_.flightRecorder.empty()) return;
+  const std::string path = strCat(settings_.flightRecorder, ".rank", rank_, ".json");
+  if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+    const std::string text = recorder_.json(rank_, size_);
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    std::fclose(f);
+    if (ok) {
+      logLine(LogLevel::kWarn, rank_, strCat("flight record written to ", path, " (", why, ")"));
+      return;
+    }
+  }
+  logLine(LogLevel::kWarn, rank_, strCat("could not write the flight record to ", path, " (", why, ")"));
 }
 
 std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOptions& opts, bool mayRunInline) {
@@ -272,6 +301,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
   std::unique_lock lock(mu_);
   // Only collectives take a sequence number: point-to-point calls differ between ranks by nature.
   Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work};
+  task.record = recorder_.issued(call.op, task.seq, call.info);
   if (call.check) {
     const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = task.seq};
     try {

@@ -19,8 +19,9 @@
 #include "base/config.hpp"
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
-#include "core/memory_kind.hpp"
+#include "core/flight_recorder.hpp"
 #include "core/hierarchy.hpp"
+#include "core/memory_kind.hpp"
 #include "core/placement.hpp"
 #include "transport/local_group.hpp"
 
@@ -57,6 +58,7 @@ class CommunicatorImpl {
     CheckFn check;
     BodyFn body;
     bool collective = true;  // collectives take a sequence number and meet their peers even when rejected
+    CallInfo info{};         // for the flight recorder
   };
   using Call = CallOf<Check, Body>;
 
@@ -70,13 +72,17 @@ class CommunicatorImpl {
       std::unique_lock lock(mu_);
       if (!queue_.empty() || busy_) {
         lock.unlock();
-        Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective}, opts, true)).wait();
+        Work(
+            enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info}, opts, true))
+            .wait();
         return;
       }
       busy_ = true;
       if (call.collective) seq = nextSeq_++;
     }
     const host::OpEnv env = makeEnv(call.op, seq, opts);
+    const std::uint64_t record = recorder_.issued(call.op, seq, call.info);
+    recorder_.started(record);
     try {
       throwIfBroken(env.context);
       bool argumentsOk = false;
@@ -89,21 +95,26 @@ class CommunicatorImpl {
       }
       if (argumentsOk) call.body(env);
     } catch (const Error& e) {
+      recorder_.ended(record, &e);
       noteFailure(e);
       release();
       throw;
     } catch (...) {
-      noteFailure(Error(ErrorCode::kInternal, "unexpected exception"));
+      const Error unexpected(ErrorCode::kInternal, "unexpected exception");
+      recorder_.ended(record, &unexpected);
+      noteFailure(unexpected);
       release();
       throw;
     }
+    recorder_.ended(record, nullptr);
     release();
   }
 
   /// Queues a call; its Work completes when it ran.
   template <typename CheckFn, typename BodyFn>
   Work submit(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
-    return Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective}, opts, false));
+    return Work(
+        enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info}, opts, false));
   }
 
   host::Engine& engine() { return *engine_; }
@@ -137,6 +148,8 @@ class CommunicatorImpl {
   /// ranks) are on one host.
   void attachPlacement(Placement placement);
   const Placement& placement() const { return placement_; }
+  /// The flight recorder's JSON: this rank's last calls and how they stand (core/flight_recorder.hpp).
+  std::string flightRecord() const { return recorder_.json(rank_, size_); }
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
 
@@ -147,6 +160,7 @@ class CommunicatorImpl {
     CallOptions opts;
     Body body;
     std::shared_ptr<WorkState> work;
+    std::uint64_t record = 0;  // its flight recorder entry
   };
 
   std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline);
@@ -169,6 +183,9 @@ class CommunicatorImpl {
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   Placement placement_;
+  FlightRecorder recorder_;
+  /// With BRAID_FLIGHT_RECORDER=PREFIX: the flight record into PREFIX.rankR.json, `why` logged beside it.
+  void dumpFlightRecord(const std::string& why) const;
   // Made at the first hierarchical allreduce by the thread running calls; abort() reads it from any thread.
   std::unique_ptr<Hierarchy> hierarchy_;
   std::atomic<Hierarchy*> hierarchyView_{nullptr};

@@ -1,0 +1,51 @@
+// core::FlightRecorder: a ring of a communicator's last calls, as JSON.
+#include "core/flight_recorder.hpp"
+
+#include <gtest/gtest.h>
+
+namespace braid::core {
+namespace {
+
+int occurrences(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+TEST(FlightRecorder, KeepsTheLastCallsOldestFirstWithTheirStates) {
+  FlightRecorder r(4);
+  for (int i = 0; i < 6; ++i) {
+    const auto id = r.issued("allreduce", i, {DataType::kFloat32, 1024u + i, ReduceKind::kMax, -1});
+    if (i < 5) r.started(id);
+    if (i < 4) r.ended(id, nullptr);
+  }
+  const std::string json = r.json(3, 8);
+  EXPECT_EQ(json.rfind("{\"rank\": 3, \"size\": 8, \"calls\": [", 0), 0u) << json;
+  EXPECT_EQ(occurrences(json, "\"op\": \"allreduce\""), 4) << json;  // the ring holds the last four
+  EXPECT_EQ(json.find("\"seq\": 1,"), std::string::npos) << json;
+  EXPECT_LT(json.find("\"seq\": 2,"), json.find("\"seq\": 5,")) << json;  // oldest first
+  EXPECT_EQ(occurrences(json, "\"state\": \"done\""), 2) << json;
+  EXPECT_NE(json.find("\"seq\": 4, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 1028, \"reduce\": \"max\", "
+                      "\"root\": -1, \"state\": \"running\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find("\"seq\": 5, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 1029, \"reduce\": \"max\", "
+                      "\"root\": -1, \"state\": \"queued\""),
+            std::string::npos)
+      << json;
+}
+
+TEST(FlightRecorder, AFailureKeepsItsErrorEscaped) {
+  FlightRecorder r(8);
+  const auto id = r.issued("barrier", 7, {});
+  r.started(id);
+  const Error e(ErrorCode::kTimeout, "no \"answer\" from rank 2\nafter 1 s");
+  r.ended(id, &e);
+  const std::string json = r.json(0, 3);
+  EXPECT_NE(json.find("\"state\": \"failed\""), std::string::npos) << json;
+  EXPECT_NE(json.find("no \\\"answer\\\" from rank 2\\u000aafter 1 s"), std::string::npos) << json;
+  EXPECT_EQ(json.find("\"count\""), std::string::npos) << json;  // a barrier moves nothing
+}
+
+}  // namespace
+}  // namespace braid::core
