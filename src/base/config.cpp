@@ -52,6 +52,11 @@ const std::vector<KnobRow>& rows() {
         "PREFIX: when a failure leaves the ranks out of step (timeout, lost peer, mismatch, abort), each rank writes "
         "its last calls as JSON to PREFIX.rankR.json; empty: only Communicator::flightRecord()"},
        &Settings::flightRecorder},
+      // A file per communicator: split and hierarchical sub-communicators get their own.
+      {{"BRAID_TRACE", KnobType::kString, "",
+        "PREFIX: each communicator writes its calls (up to a million) as a Chrome / Perfetto trace to "
+        "PREFIX.rankR.PID-N.json when it is destroyed; empty: off"},
+       &Settings::trace},
       // Off: compression trades accuracy (about n * 2^-9 of the magnitudes summed) for bytes, the caller's choice.
       {{"BRAID_COMPRESS", KnobType::kString, "",
         "bf16: allreduces of float32 sums and averages between hosts carry bfloat16 on the wire (accumulated in "

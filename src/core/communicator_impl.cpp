@@ -95,6 +95,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
       keepAlive_(std::move(keepAlive)),
       yieldWhileSpinning_(size > usableCpus()) {
   setLogLevel(settings_.logLevel);
+  if (!settings_.trace.empty()) recorder_.startTrace(kMostTraceEvents);
   placement_ =
       Placement::of(std::vector<RankHost>(static_cast<std::size_t>(size_), RankHost{"", transport::hostName()}), rank_);
   if (logEnabled(LogLevel::kInfo)) {
@@ -128,6 +129,19 @@ CommunicatorImpl::~CommunicatorImpl() {
   if (progress_.joinable()) progress_.join();
   // Detached only now: while the destructor waited for a queued call, the handle could still abort it.
   if (abortHandle_) abortHandle_->attach(nullptr);
+  if (!settings_.trace.empty()) writeTrace();
+}
+
+void CommunicatorImpl::writeTrace() const {
+  static std::atomic<int> communicators{0};
+  const std::string path =
+      strCat(settings_.trace, ".rank", rank_, ".", ::getpid(), "-", communicators.fetch_add(1), ".json");
+  if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+    const std::string text = recorder_.chromeTrace(rank_);
+    const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+    if (std::fclose(f) == 0 && ok) return;
+  }
+  logLine(LogLevel::kWarn, rank_, strCat("could not write the trace to ", path));
 }
 
 host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv& env) {

@@ -186,6 +186,9 @@ class CommunicatorImpl {
   FlightRecorder recorder_;
   /// With BRAID_FLIGHT_RECORDER=PREFIX: the flight record into PREFIX.rankR.json, `why` logged beside it.
   void dumpFlightRecord(const std::string& why) const;
+  /// With BRAID_TRACE=PREFIX, at destruction: the calls as a Chrome trace into PREFIX.rankR.PID-N.json.
+  void writeTrace() const;
+  static constexpr std::size_t kMostTraceEvents = std::size_t{1} << 20;  // ~64 MiB of events at most
   // Made at the first hierarchical allreduce by the thread running calls; abort() reads it from any thread.
   std::unique_ptr<Hierarchy> hierarchy_;
   std::atomic<Hierarchy*> hierarchyView_{nullptr};

@@ -1,5 +1,6 @@
 #include "core/flight_recorder.hpp"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace braid::core {
@@ -58,12 +59,22 @@ std::uint64_t FlightRecorder::issued(const char* op, std::int64_t seq, const Cal
   return id;
 }
 
+namespace {
+
+double epochUs() {
+  return std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
 void FlightRecorder::started(std::uint64_t id) {
   const double t = nowUs();
+  const double epoch = tracing_ ? epochUs() : 0;
   std::lock_guard lock(mu_);
   if (Entry* e = find(id)) {
     e->state = State::kRunning;
     e->startedUs = t;
+    e->startedEpochUs = epoch;
   }
 }
 
@@ -74,7 +85,51 @@ void FlightRecorder::ended(std::uint64_t id, const Error* error) {
     e->state = error ? State::kFailed : State::kDone;
     e->endedUs = t;
     if (error) e->error = error->what();
+    if (tracing_ && e->startedUs >= 0) {
+      if (trace_.size() < maxTrace_) {
+        trace_.push_back({e->op, e->seq, e->info, e->startedEpochUs, t - e->startedUs, error != nullptr});
+      } else {
+        ++traceDropped_;
+      }
+    }
   }
+}
+
+void FlightRecorder::startTrace(std::size_t maxEvents) {
+  std::lock_guard lock(mu_);
+  tracing_ = true;
+  maxTrace_ = maxEvents;
+  trace_.reserve(std::min<std::size_t>(maxEvents, 4096));
+}
+
+std::string FlightRecorder::chromeTrace(int rank) const {
+  std::lock_guard lock(mu_);
+  std::string out = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [";
+  char line[320];
+  std::snprintf(line, sizeof line,
+                "\n  {\"name\": \"process_name\", \"ph\": \"M\", \"pid\": %d, \"args\": {\"name\": \"braid rank %d\"}}",
+                rank, rank);
+  out += line;
+  for (const TraceEvent& e : trace_) {
+    std::string name = e.op;
+    if (e.seq >= 0) name += " #" + std::to_string(e.seq);
+    std::snprintf(
+        line, sizeof line,
+        ",\n  {\"name\": \"%s\", \"cat\": \"braid\", \"ph\": \"X\", \"ts\": %.3f, \"dur\": %.3f, \"pid\": %d, "
+        "\"tid\": 0, \"args\": {\"type\": \"%s\", \"count\": %zu, \"state\": \"%s\"}}",
+        name.c_str(), e.startEpochUs, e.durationUs, rank, e.info.count > 0 ? dataTypeName(e.info.type) : "",
+        e.info.count, e.failed ? "failed" : "done");
+    out += line;
+  }
+  if (traceDropped_ > 0) {
+    std::snprintf(
+        line, sizeof line,
+        ",\n  {\"name\": \"%zu later calls not kept\", \"ph\": \"i\", \"s\": \"p\", \"ts\": %.3f, \"pid\": %d}",
+        traceDropped_, epochUs(), rank);
+    out += line;
+  }
+  out += "\n]}\n";
+  return out;
 }
 
 std::string FlightRecorder::json(int rank, int size) const {

@@ -37,6 +37,12 @@ class FlightRecorder {
   /// {"rank": R, "size": N, "calls": [...]}, oldest call first; times in microseconds since the recorder was made.
   std::string json(int rank, int size) const;
 
+  /// BRAID_TRACE: from now on keep every call that ends (up to `maxEvents`, then count the rest) for chromeTrace().
+  void startTrace(std::size_t maxEvents);
+  /// The calls kept, as a Chrome / Perfetto trace ({"traceEvents": [...]}): one complete event per call on the
+  /// process of id `rank`, timed by the system clock (so ranks of one host line up).
+  std::string chromeTrace(int rank) const;
+
  private:
   enum class State : std::uint8_t { kQueued, kRunning, kDone, kFailed };
   struct Entry {
@@ -46,7 +52,15 @@ class FlightRecorder {
     CallInfo info;
     State state = State::kQueued;
     double issuedUs = 0, startedUs = -1, endedUs = -1;
+    double startedEpochUs = 0;  // the system clock's, for traces
     std::string error;
+  };
+  struct TraceEvent {
+    const char* op;
+    std::int64_t seq;
+    CallInfo info;
+    double startEpochUs, durationUs;
+    bool failed;
   };
   double nowUs() const;
   Entry* find(std::uint64_t id);  // null once the ring wrote over it
@@ -55,6 +69,10 @@ class FlightRecorder {
   mutable std::mutex mu_;
   std::vector<Entry> ring_;
   std::uint64_t next_ = 0;
+  bool tracing_ = false;
+  std::size_t maxTrace_ = 0;
+  std::size_t traceDropped_ = 0;
+  std::vector<TraceEvent> trace_;
 };
 
 }  // namespace braid::core

@@ -164,3 +164,44 @@ TEST(FlightRecorder, RecordsCallsAndWritesThemWhenAFailureBreaksTheCommunicator)
 
 }  // namespace
 }  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// BRAID_TRACE: every communicator writes its calls as a Chrome trace when destroyed, a file per rank.
+TEST(FlightRecorder, TheTraceHasEveryCallOfEveryRank) {
+  char dir[] = "/tmp/braid-trace-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  Settings s = testSettings();
+  s.trace = std::string(dir) + "/t";
+  const auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        float x[256] = {};
+        for (int i = 0; i < 3; ++i) comm.allreduce(x, x, 256, DataType::kFloat32, ReduceKind::kSum);
+        comm.barrier();
+      },
+      s);
+  EXPECT_EQ(failures(results), "");
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string name = entry.path().filename().string();
+    const int rank = name.rfind("t.rank0.", 0) == 0 ? 0 : 1;
+    EXPECT_NE(text.find("\"name\": \"braid rank " + std::to_string(rank) + "\""), std::string::npos) << text;
+    for (int seq = 0; seq < 3; ++seq) {
+      EXPECT_NE(text.find("{\"name\": \"allreduce #" + std::to_string(seq) + "\", \"cat\": \"braid\", \"ph\": \"X\""),
+                std::string::npos)
+          << text;
+    }
+    EXPECT_NE(text.find("\"name\": \"barrier #3\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"type\": \"float32\", \"count\": 256, \"state\": \"done\""), std::string::npos) << text;
+  }
+  EXPECT_EQ(files, 2);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace braid::testing
