@@ -300,8 +300,8 @@ int run(int argc, char** argv, int& rank) {
   if (rank == 0 && !args.jsonPath.empty()) {
     const std::string version = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
                                 std::to_string(GLOO_VERSION_PATCH);
-    writeResults(args.jsonPath, {{"impl", "gloo"}, {"library", "Gloo " + version + ", TCP transport on " + attr.hostname}},
-                 rows);
+    writeResults(args.jsonPath,
+                 {{"impl", "gloo"}, {"library", "Gloo " + version + ", TCP transport on " + attr.hostname}}, rows);
   }
   // Leave together: a rank that exits first would look like a lost peer to the others' last calls.
   barrier(ctx);

@@ -16,10 +16,10 @@ namespace braid::tuning {
 enum class Link { kNvlink, kPcie, kShm, kTcp };
 
 struct LinkCost {
-  double latencyUs = 0;    ///< one synchronisation step between ranks over the link
+  double latencyUs = 0;     ///< one synchronisation step between ranks over the link
   double bandwidthGBs = 0;  ///< what one rank moves over it per second, its peers together (1e9 bytes)
-  std::string source;      ///< where the numbers come from
-  bool ll = false;         ///< GPU kernels over it can send flags inside the data (the LL protocol)
+  std::string source;       ///< where the numbers come from
+  bool ll = false;          ///< GPU kernels over it can send flags inside the data (the LL protocol)
 };
 
 const char* linkName(Link link);

@@ -98,8 +98,8 @@ std::vector<Measured> measuredRows(const std::string& jsonPath, tuning::Collecti
   for (const auto& r : doc["results"]) {
     if (r.value("impl", "") != impl || r.value("collective", "") != collectiveName(collective)) continue;
     if (r.value("wrong", 0) != 0) continue;  // a wrong result measures nothing
-    rows.push_back({r.value("bytes", std::size_t{0}), r.value("ranks", 0), r.value("time_us", 0.0),
-                    r.value("dtype", "")});
+    rows.push_back(
+        {r.value("bytes", std::size_t{0}), r.value("ranks", 0), r.value("time_us", 0.0), r.value("dtype", "")});
   }
   std::sort(rows.begin(), rows.end(), [](const Measured& a, const Measured& b) { return a.bytes < b.bytes; });
   return rows;

@@ -1,8 +1,9 @@
 // The torch.distributed backend "braid": a c10d::Backend over one braid::Communicator, for CPU and CUDA tensors
 // (braid looks at each tensor's pointer). Ops on CPU tensors are queued on the communicator's progress thread and
-// return at once (DDP overlaps them with the backward pass), except small ones, which run on the caller's thread; ops on CUDA tensors are queued on braid's own stream of
-// the tensor's device, after the work the caller queued on its current stream, so they overlap the caller's later
-// work until it waits for them (Work::wait), as NCCL's do. Point-to-point ops finish before they return.
+// return at once (DDP overlaps them with the backward pass), except small ones, which run on the caller's thread; ops
+// on CUDA tensors are queued on braid's own stream of the tensor's device, after the work the caller queued on its
+// current stream, so they overlap the caller's later work until it waits for them (Work::wait), as NCCL's do.
+// Point-to-point ops finish before they return.
 #pragma once
 
 #include <chrono>

@@ -119,8 +119,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather(std::vector<std::vector<a
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::launchPairs(OpType type, std::vector<at::Tensor>& inputs,
-                                                         std::vector<at::Tensor>& outputs,
-                                                         LaunchOptions options, const PairCall& call) {
+                                                         std::vector<at::Tensor>& outputs, LaunchOptions options,
+                                                         const PairCall& call) {
   std::vector<std::shared_ptr<Dense>> ins, outs;
   std::vector<at::Tensor> keep;
   for (std::size_t i = 0; i < inputs.size(); ++i) {
