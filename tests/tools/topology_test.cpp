@@ -318,9 +318,16 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   // Host buffers: shared memory on one host (direct, then rsag past BRAID_DIRECT_MAX_BYTES), TCP across hosts.
   EXPECT_TRUE(has(explain("cpu-vm", {"allreduce", 1 << 20, false, 4, 1}), "rsag: 1048576 B > BRAID_DIRECT_MAX_BYTES"));
   EXPECT_TRUE(has(explain("cpu-vm", {"allreduce", 1 << 20, false, 2, 1}), "direct: 2 ranks"));
-  e = explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2});
+  e = explain("dgx-h100-nvswitch", {"allreduce", 1 << 20, false, 16, 2});
   EXPECT_TRUE(has(e, "TCP between all ranks over ibp0s0")) << e;
-  EXPECT_TRUE(has(e, "ring: 16777216 B")) << e;
+  EXPECT_TRUE(has(e, "ring: 1048576 B")) << e;
+  // From 2 MiB, hosts of several ranks each go hierarchical (core/hierarchy.cpp), as the communicator does.
+  e = explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2});
+  EXPECT_TRUE(has(e, "algorithm: hierarchical")) << e;
+  EXPECT_TRUE(has(e, "each local rank's 2097152 B shard")) << e;
+  settings.hierarchy = "off";
+  EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2}), "ring: 16777216 B"));
+  settings.hierarchy = "auto";
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 8, false, 16, 2}), "doubling"));
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 8, true, 16, 2}), "staged through pinned host memory"));
   // Bad shapes are refused by name.

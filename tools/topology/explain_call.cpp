@@ -57,6 +57,20 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
       << (call.hosts > 1 ? " on " + std::to_string(call.hosts) + " hosts" : std::string(" on one host")) << ", "
       << (call.device ? "GPU" : "host") << " buffers, on " << (t.hostname.empty() ? "this machine" : t.hostname)
       << ":\n";
+  const bool uniform = call.ranks % call.hosts == 0;
+  if (call.hosts > 1 && !call.device && call.collective == "allreduce" && uniform && local > 1 &&
+      tuning::useHierarchy(call.bytes, settings)) {
+    // core/hierarchy.cpp: the same three steps the communicator takes.
+    const std::size_t shard = call.bytes / static_cast<std::size_t>(local);
+    const tuning::NetChoice net = tuning::chooseNetAllreduce(shard, call.hosts, settings);
+    out << "  transport: shared memory inside each host, TCP between hosts\n"
+        << "  algorithm: hierarchical (" << call.bytes << " B >= " << tuning::kHierarchyMinBytes
+        << " B, BRAID_HIERARCHY): reduce-scatter among the " << local << " local ranks; between the " << call.hosts
+        << " hosts, each local rank's " << shard << " B shard among the ranks of its local rank: "
+        << tuning::explainNetAllreduce(net, shard, call.hosts, settings) << "; allgather among the local ranks\n";
+    if (settings.compress == "bf16") out << "  float32 sums: bfloat16 on the wire between hosts (BRAID_COMPRESS)\n";
+    return out.str();
+  }
   if (call.hosts > 1) {
     const tuning::NetChoice net = tuning::chooseNetAllreduce(call.bytes, call.ranks, settings);
     const topology::Nic* nic = t.fastestNic();
