@@ -107,6 +107,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
 
 void CommunicatorImpl::attachPlacement(Placement placement) {
   placement_ = std::move(placement);
+  hierarchyFits_ = Hierarchy::fits(placement_);
   if (logEnabled(LogLevel::kInfo)) {
     logLine(LogLevel::kInfo, rank_,
             strCat("on host ", placement_.hostNames[static_cast<std::size_t>(placement_.hostOf[rank_])], " (",
@@ -161,7 +162,7 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
 void CommunicatorImpl::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
                                  ReduceOp op, const host::OpEnv& env) {
   // The same answer on every rank: the placement, the size and the settings are the same everywhere.
-  if (!route.device && Hierarchy::composes(op) && Hierarchy::fits(placement_) &&
+  if (!route.device && Hierarchy::composes(op) && hierarchyFits_ &&
       tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
     if (!hierarchy_) {
       hierarchy_ = Hierarchy::make(*this);
@@ -185,7 +186,7 @@ std::int64_t CommunicatorImpl::sequenceNumber() const {
 }
 
 std::string CommunicatorImpl::allreduceAlgorithm(std::size_t bytes) const {
-  if (Hierarchy::fits(placement_) && tuning::useHierarchy(bytes, settings_)) {
+  if (hierarchyFits_ && tuning::useHierarchy(bytes, settings_)) {
     if (const Hierarchy* h = hierarchyView_.load(std::memory_order_acquire)) return h->describe(bytes);
     return "hierarchical (inside hosts, then between them; set up at the first such call)";
   }
@@ -193,7 +194,7 @@ std::string CommunicatorImpl::allreduceAlgorithm(std::size_t bytes) const {
 }
 
 std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
-  if (Hierarchy::fits(placement_) && tuning::useHierarchy(bytes, settings_)) {
+  if (hierarchyFits_ && tuning::useHierarchy(bytes, settings_)) {
     return strCat("allreduce of ", bytes, " B over ", size_, " ranks on ", placement_.hosts(), " hosts of ",
                   placement_.localSize, ": ", allreduceAlgorithm(bytes), ": each rank sends 1/", placement_.localSize,
                   " of the message between hosts (BRAID_HIERARCHY=", settings_.hierarchy, ", from ",

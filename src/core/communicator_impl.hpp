@@ -183,6 +183,7 @@ class CommunicatorImpl {
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   Placement placement_;
+  bool hierarchyFits_ = false;  // Hierarchy::fits(placement_), asked once rather than at every allreduce
   FlightRecorder recorder_;
   /// With BRAID_FLIGHT_RECORDER=PREFIX: the flight record into PREFIX.rankR.json, `why` logged beside it.
   void dumpFlightRecord(const std::string& why) const;

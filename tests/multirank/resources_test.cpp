@@ -2,11 +2,8 @@
 // descriptors, threads, shared-memory mappings and resident memory come back to where they were.
 #include <dirent.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
-#include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -118,89 +115,6 @@ TEST(Resources, SixtyFourOperationsInFlightLeaveNothing) {
   };
   EXPECT_EQ(failures(runProcesses(2, body, 300, "shm")), "");
   EXPECT_EQ(failures(runProcesses(2, body, 300, "tcp")), "");
-}
-
-}  // namespace
-}  // namespace braid::testing
-
-namespace braid::testing {
-namespace {
-
-// The flight recorder (issue 10): the last calls on demand, and a file per rank when a failure breaks the
-// communicator (here rank 0's third allreduce, which rank 1 never makes, times out).
-TEST(FlightRecorder, RecordsCallsAndWritesThemWhenAFailureBreaksTheCommunicator) {
-  char dir[] = "/tmp/braid-flight-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  const std::string prefix = std::string(dir) + "/record";
-  Settings s = testSettings();
-  s.timeoutSeconds = 2;
-  s.flightRecorder = prefix;
-  const auto body = [&](Communicator& comm) {
-    float x[64] = {};
-    for (int i = 0; i < 2; ++i) comm.allreduce(x, x, 64, DataType::kFloat32, ReduceKind::kSum);
-    const std::string record = comm.flightRecord();
-    require(
-        record.find("\"seq\": 1, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 64") != std::string::npos &&
-            record.find("\"state\": \"done\"") != std::string::npos,
-        "the record after two allreduces: " + record);
-    comm.barrier();
-    if (comm.rank() == 1) return;
-    bool failed = false;
-    try {
-      comm.allreduce(x, x, 64, DataType::kFloat32, ReduceKind::kSum);
-    } catch (const Error&) {
-      failed = true;
-    }
-    require(failed, "the lone allreduce should have failed");
-    std::ifstream in(prefix + ".rank0.json");
-    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    require(file.find("\"seq\": 3, \"op\": \"allreduce\"") != std::string::npos &&
-                file.find("\"state\": \"failed\"") != std::string::npos,
-            "the record written on failure: " + file);
-  };
-  EXPECT_EQ(failures(runProcessesWith(2, s, body, 60)), "");
-  std::filesystem::remove_all(dir);
-}
-
-}  // namespace
-}  // namespace braid::testing
-
-namespace braid::testing {
-namespace {
-
-// BRAID_TRACE: every communicator writes its calls as a Chrome trace when destroyed, a file per rank.
-TEST(FlightRecorder, TheTraceHasEveryCallOfEveryRank) {
-  char dir[] = "/tmp/braid-trace-XXXXXX";
-  ASSERT_NE(::mkdtemp(dir), nullptr);
-  Settings s = testSettings();
-  s.trace = std::string(dir) + "/t";
-  const auto results = runThreads(
-      2,
-      [](Communicator& comm) {
-        float x[256] = {};
-        for (int i = 0; i < 3; ++i) comm.allreduce(x, x, 256, DataType::kFloat32, ReduceKind::kSum);
-        comm.barrier();
-      },
-      s);
-  EXPECT_EQ(failures(results), "");
-  int files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    ++files;
-    std::ifstream in(entry.path());
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const std::string name = entry.path().filename().string();
-    const int rank = name.rfind("t.rank0.", 0) == 0 ? 0 : 1;
-    EXPECT_NE(text.find("\"name\": \"braid rank " + std::to_string(rank) + "\""), std::string::npos) << text;
-    for (int seq = 0; seq < 3; ++seq) {
-      EXPECT_NE(text.find("{\"name\": \"allreduce #" + std::to_string(seq) + "\", \"cat\": \"braid\", \"ph\": \"X\""),
-                std::string::npos)
-          << text;
-    }
-    EXPECT_NE(text.find("\"name\": \"barrier #3\""), std::string::npos) << text;
-    EXPECT_NE(text.find("\"type\": \"float32\", \"count\": 256, \"state\": \"done\""), std::string::npos) << text;
-  }
-  EXPECT_EQ(files, 2);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

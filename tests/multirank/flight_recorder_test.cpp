@@ -1,0 +1,98 @@
+// The flight recorder and traces (issue 10): a communicator's last calls as JSON on demand and in a file when a
+// failure breaks it (BRAID_FLIGHT_RECORDER), and every call as a Chrome trace (BRAID_TRACE).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "support/collective_cases.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+// A fresh directory, removed with everything in it at the end of the test.
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char name[] = "/tmp/braid-record-XXXXXX";
+    path = ::mkdtemp(name) != nullptr ? name : "";
+    if (path.empty()) throw std::runtime_error("mkdtemp failed");
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
+// The last calls on demand, and a file per rank when a failure breaks the communicator (here rank 0's third
+// allreduce, which rank 1 never makes: rank 1 has returned, so rank 0 loses it).
+TEST(FlightRecorder, RecordsCallsAndWritesThemWhenAFailureBreaksTheCommunicator) {
+  const TempDir dir;
+  const std::string prefix = dir.path + "/record";
+  Settings s = testSettings();
+  s.timeoutSeconds = 2;
+  s.flightRecorder = prefix;
+  const auto body = [&](Communicator& comm) {
+    float x[64] = {};
+    for (int i = 0; i < 2; ++i) comm.allreduce(x, x, 64, DataType::kFloat32, ReduceKind::kSum);
+    const std::string record = comm.flightRecord();
+    require(
+        record.find("\"seq\": 1, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 64") != std::string::npos &&
+            record.find("\"state\": \"done\"") != std::string::npos,
+        "the record after two allreduces: " + record);
+    comm.barrier();
+    if (comm.rank() == 1) return;
+    bool failed = false;
+    try {
+      comm.allreduce(x, x, 64, DataType::kFloat32, ReduceKind::kSum);
+    } catch (const Error&) {
+      failed = true;
+    }
+    require(failed, "the lone allreduce should have failed");
+    std::ifstream in(prefix + ".rank0.json");
+    const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    require(file.find("\"seq\": 3, \"op\": \"allreduce\"") != std::string::npos &&
+                file.find("\"state\": \"failed\"") != std::string::npos,
+            "the record written on failure: " + file);
+  };
+  EXPECT_EQ(failures(runProcessesWith(2, s, body, 60)), "");
+}
+
+// BRAID_TRACE: every communicator writes its calls as a Chrome trace when destroyed, a file per rank.
+TEST(FlightRecorder, TheTraceHasEveryCallOfEveryRank) {
+  const TempDir dir;
+  Settings s = testSettings();
+  s.trace = dir.path + "/t";
+  const auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        float x[256] = {};
+        for (int i = 0; i < 3; ++i) comm.allreduce(x, x, 256, DataType::kFloat32, ReduceKind::kSum);
+        comm.barrier();
+      },
+      s);
+  EXPECT_EQ(failures(results), "");
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    ++files;
+    std::ifstream in(entry.path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string name = entry.path().filename().string();
+    const int rank = name.rfind("t.rank0.", 0) == 0 ? 0 : 1;
+    EXPECT_NE(text.find("\"name\": \"braid rank " + std::to_string(rank) + "\""), std::string::npos) << text;
+    for (int seq = 0; seq < 3; ++seq) {
+      EXPECT_NE(text.find("{\"name\": \"allreduce #" + std::to_string(seq) + "\", \"cat\": \"braid\", \"ph\": \"X\""),
+                std::string::npos)
+          << text;
+    }
+    EXPECT_NE(text.find("\"name\": \"barrier #3\""), std::string::npos) << text;
+    EXPECT_NE(text.find("\"type\": \"float32\", \"count\": 256, \"state\": \"done\""), std::string::npos) << text;
+  }
+  EXPECT_EQ(files, 2);
+}
+
+}  // namespace
+}  // namespace braid::testing
