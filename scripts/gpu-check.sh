@@ -7,12 +7,14 @@
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
 #   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
 #   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors);
-#   7. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT,
+#   7. torch-bench: dist.all_reduce through braid against NCCL (bench/torch_bench.py) and the DDP example's step;
+#      hardware: braid detect, doctor, env and tune --mem device;
+#   8. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT,
 #      merged into results.json and plotted into results.png (scripts/merge-results.py, scripts/plot-results.py).
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
 # Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, torch,
-#        bench-device, all
+#        torch-bench, hardware, bench-device, all
 # (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
 # Each stage reuses the build directory, so a session can split the work over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
@@ -188,7 +190,9 @@ if wants torch; then
     if (cd python && BRAID_BUILD_DIR=$build MAX_JOBS=$jobs python3 setup.py build_ext --inplace) \
         >"$logs/torch-build.log" 2>&1; then
       log "braid_torch built against torch $(python3 -c 'import torch; print(torch.__version__)')"
-      if PYTHONPATH=$repo/python PATH=$build/bin:$PATH NCCL_NVLS_ENABLE=0 \
+      if [ "${TORCH_TESTS:-1}" = 0 ]; then
+        log "torch tests not run (TORCH_TESTS=0)"
+      elif PYTHONPATH=$repo/python PATH=$build/bin:$PATH NCCL_NVLS_ENABLE=0 \
           python3 -m pytest -q -p no:cacheprovider tests/torch >"$logs/torch-tests.log" 2>&1; then
         log "torch tests passed: $(tail -1 "$logs/torch-tests.log")"
       else
@@ -204,6 +208,38 @@ if wants torch; then
   else
     log "torch stage not run: python3 has no torch or pytest here"
   fi
+fi
+
+# ---- 7. PyTorch on CUDA tensors: dist.all_reduce through braid and NCCL in the same processes (float32 and
+# bfloat16), then examples/ddp_train.py's step time under each backend (after the torch stage built braid_torch).
+if wants torch-bench; then
+  export PYTHONPATH=$repo/python:$repo/examples NCCL_NVLS_ENABLE=0
+  for dtype in float32 bfloat16; do
+    if PATH=$build/bin:$PATH timeout 300 python3 bench/torch_bench.py --device cuda -d $dtype -b "${TORCH_MIN:-8}" \
+        -e "${TORCH_MAX:-128M}" -f "${TORCH_FACTOR:-4}" -n 20 --reps 3 --json "$logs/torch-cuda-$dtype.json" \
+        >"$logs/torch-bench-$dtype.txt" 2>&1; then
+      log "torch-bench $dtype: $logs/torch-cuda-$dtype.json"
+    else
+      failed+=("torch-bench $dtype")
+      log "torch-bench $dtype FAILED:"
+      tail -20 "$logs/torch-bench-$dtype.txt"
+    fi
+  done
+  for backend in nccl braid; do
+    PATH=$build/bin:$PATH timeout 180 python3 -m torch.distributed.run --nproc-per-node 2 examples/ddp_train.py \
+      --backend $backend ${DDP_ARGS:---steps 20 --dim 1024 --layers 8 --batch 16 --context 256 --vocab 8192} \
+      >"$logs/ddp-$backend.txt" 2>&1 || failed+=("ddp $backend")
+    log "ddp $backend: median step $(grep -E '^step' "$logs/ddp-$backend.txt" | tail -n +3 | awk '{print $5}' | sort -n |
+      awk '{a[NR]=$1} END {print (NR ? a[int((NR + 1) / 2)] : "none")}') ms"
+  done
+fi
+
+# ---- 8. What the topology commands say about this machine, and its tuned device crossovers.
+if wants hardware; then
+  { "$build/bin/braid" detect && "$build/bin/braid" doctor && "$build/bin/braid" env &&
+      timeout 180 "$build/bin/braid" tune --mem device --output "$logs/tune.env"; } >"$logs/hardware.txt" 2>&1 ||
+    failed+=(hardware)
+  log "hardware: $logs/hardware.txt"
 fi
 
 if wants bench-device; then
@@ -237,8 +273,16 @@ if wants bench-device; then
   fi
 fi
 
+# The device tool brings back only a few files from $OUT: PACK=1 folds everything into one archive.
+pack() {
+  if [ "${PACK:-0}" = 1 ] && [ -n "${OUT:-}" ]; then
+    tar czf /tmp/gpu-check-logs.tgz -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv /tmp/gpu-check-logs.tgz "$OUT/"
+  fi
+}
 if ((${#failed[@]})); then
   log "FAILED: ${failed[*]}"
+  pack
   exit 1
 fi
 log "all requested stages passed (${stages[*]}); logs in $logs"
+pack

@@ -276,7 +276,7 @@ TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
   settings.cudaTimeline = 1;
-  setLogLevel("info");
+  settings.logLevel = "info";  // every communicator applies its own level when created
   ::testing::internal::CaptureStderr();
   const auto results = runOnThreadRanks(settings, [](Communicator& c, cudaStream_t s) {
     requireRampAllreduces(c, s, {3, 5000, 300007}, "timed");

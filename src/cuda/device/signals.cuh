@@ -58,26 +58,42 @@ __device__ __forceinline__ void recordFailure(const Channel& ch, KernelFailure w
   }
 }
 
-/// Spins until *flag >= value. Every 256 polls it looks at the abort flag (host memory, ~1 us over PCIe), the
-/// grid's failed word and the clock; false when it gave up (the failure is recorded).
+/// How often, at most, the waiting threads of one GPU read the host's abort flag.
+inline constexpr std::int64_t kAbortCheckNs = 20'000;
+
+/// What a wait checks every 256 polls; false when it must give up (the failure is then recorded). The grid's failed
+/// word and the clock are on the GPU and cheap. The abort flag is host memory: every read crosses PCIe (~1 us, more
+/// under a hypervisor) and reads from many warps queue behind each other. When each waiting warp read it, the 2,048
+/// warps of an LL kernel whose peer was a few microseconds late stretched a 9 us allreduce to 2.2 ms on the H200s.
+/// So one thread of the GPU reads it, at most every kAbortCheckNs: whichever waiting thread first finds the last
+/// read that old and claims the next one.
+__device__ __forceinline__ bool keepWaiting(const Channel& ch, std::uint64_t start, int peer, int phase,
+                                            std::uint64_t round) {
+  WorkspaceState* state = stateOf(ch);
+  if (loadVolatile(&state->failed) != 0) return false;
+  const std::uint64_t now = globalTimerNs();
+  if (now - start > ch.timeoutNs) {
+    recordFailure(ch, KernelFailure::kTimeout, peer, phase, round);
+    return false;
+  }
+  auto* checked = reinterpret_cast<unsigned long long*>(&state->abortCheckedNs);
+  const unsigned long long last = *const_cast<const volatile unsigned long long*>(checked);
+  if (static_cast<std::int64_t>(now - last) >= kAbortCheckNs && atomicCAS(checked, last, now) == last &&
+      loadVolatile(ch.abortFlag) != 0) {
+    recordFailure(ch, KernelFailure::kAborted, peer, phase, round);
+    return false;
+  }
+  return true;
+}
+
+/// Spins until *flag >= value; false when it gave up (the failure is recorded).
 __device__ __forceinline__ bool waitFlag(const Channel& ch, const std::uint64_t* flag, std::uint64_t value, int peer,
                                          int phase, std::uint64_t round) {
   if (loadAcquireSys(flag) >= value) return true;
   const std::uint64_t start = globalTimerNs();
-  const WorkspaceState* state = stateOf(ch);
   for (std::uint32_t polls = 1;; ++polls) {
     if (loadAcquireSys(flag) >= value) return true;
-    if ((polls & 255u) == 0) {
-      if (loadVolatile(ch.abortFlag) != 0) {
-        recordFailure(ch, KernelFailure::kAborted, peer, phase, round);
-        return false;
-      }
-      if (loadVolatile(&state->failed) != 0) return false;
-      if (globalTimerNs() - start > ch.timeoutNs) {
-        recordFailure(ch, KernelFailure::kTimeout, peer, phase, round);
-        return false;
-      }
-    }
+    if ((polls & 255u) == 0 && !keepWaiting(ch, start, peer, phase, round)) return false;
   }
 }
 

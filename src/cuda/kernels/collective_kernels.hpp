@@ -84,9 +84,10 @@ BRAID_HOST_DEVICE constexpr std::size_t workspaceBytes(int nranks, std::size_t s
 
 /// Device-local state in each rank's own workspace (never written by peers).
 struct WorkspaceState {
-  std::uint64_t round;   ///< rounds completed by this rank's kernels since the workspace was made
-  std::uint32_t done;    ///< blocks of the running kernel that finished (the last one advances `round`)
-  std::uint32_t failed;  ///< set by a block that gave up: the others stop waiting
+  std::uint64_t round;           ///< rounds completed by this rank's kernels since the workspace was made
+  std::uint32_t done;            ///< blocks of the running kernel that finished (the last one advances `round`)
+  std::uint32_t failed;          ///< set by a block that gave up: the others stop waiting
+  std::uint64_t abortCheckedNs;  ///< when a waiting thread last read the host's abort flag (GPU global timer)
 };
 
 /// Why a kernel gave up, written once (the first block to fail) into host-mapped memory the host reads without

@@ -36,20 +36,9 @@ __device__ __forceinline__ bool waitLine(const Channel& ch, const std::byte* at,
                                          std::uint64_t round, uint2* data) {
   if (loadLine(at, flag, data)) return true;
   const std::uint64_t start = device::globalTimerNs();
-  const WorkspaceState* state = stateOf(ch);
   for (std::uint32_t polls = 1;; ++polls) {
     if (loadLine(at, flag, data)) return true;
-    if ((polls & 255u) == 0) {
-      if (device::loadVolatile(ch.abortFlag) != 0) {
-        device::recordFailure(ch, KernelFailure::kAborted, peer, kPhaseA, round);
-        return false;
-      }
-      if (device::loadVolatile(&state->failed) != 0) return false;
-      if (device::globalTimerNs() - start > ch.timeoutNs) {
-        device::recordFailure(ch, KernelFailure::kTimeout, peer, kPhaseA, round);
-        return false;
-      }
-    }
+    if ((polls & 255u) == 0 && !device::keepWaiting(ch, start, peer, kPhaseA, round)) return false;
   }
 }
 
