@@ -116,6 +116,12 @@ c10::Stream BraidBackend::streamOn(c10::Device device) {
   return found->second;
 }
 
+c10::Event& BraidBackend::inputsReadyOn(c10::Device device) {
+  auto found = inputsReady_.find(device.index());
+  if (found == inputsReady_.end()) found = inputsReady_.try_emplace(device.index(), c10::DeviceType::CUDA).first;
+  return found->second;
+}
+
 c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor& like, std::vector<at::Tensor> outputs,
                                                    std::vector<at::Tensor> keep, LaunchOptions options,
                                                    const Issue& issue, std::function<void()> after) {
@@ -125,14 +131,25 @@ c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor
   // Streams, events and the caching allocator come through c10's device-generic interfaces, so this file needs no
   // CUDA headers.
   if (like.defined() && like.is_cuda()) device = like.device();
+  if (device && options.callerWaits) {
+    // The caller waits at once (async_op=False): the op goes on the caller's current stream, in order with its
+    // inputs and with whatever the caller queues next, so it needs no events, no second stream and no allocator
+    // bookkeeping, which cost more host time than a small op's kernel. PyTorch's NCCL backend does the same.
+    const c10::Stream current = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(*device);
+    o.stream = static_cast<CUstream_st*>(current.native_handle());
+    issue(false, o);
+    if (after) after();
+    auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
+    work->completeOn(current, /*endEvent=*/false);
+    return work;
+  }
   if (device) {
     // braid's stream starts after what the caller queued on its current stream (the inputs), runs the op and its
     // last steps (copies into list outputs), and the caller's stream waits for it in Work::wait.
     const c10::impl::DeviceGuardImplInterface* cuda = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
     const c10::Stream side = streamOn(*device);
-    c10::Event inputsReady(c10::DeviceType::CUDA);
-    inputsReady.record(cuda->getStream(*device));
-    inputsReady.block(side);
+    inputsReadyOn(*device).record(cuda->getStream(*device));
+    inputsReadyOn(*device).block(side);
     o.stream = static_cast<CUstream_st*>(side.native_handle());
     {
       const c10::StreamGuard onBraidsStream(side);
@@ -147,7 +164,7 @@ c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor
       }
     }
     auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
-    work->completeOn(side);
+    work->completeOn(side, /*endEvent=*/true);
     return work;
   }
   std::size_t bytes = 0;

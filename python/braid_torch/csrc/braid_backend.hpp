@@ -2,7 +2,8 @@
 // (braid looks at each tensor's pointer). Ops on CPU tensors are queued on the communicator's progress thread and
 // return at once (DDP overlaps them with the backward pass), except small ones, which run on the caller's thread; ops
 // on CUDA tensors are queued on braid's own stream of the tensor's device, after the work the caller queued on its
-// current stream, so they overlap the caller's later work until it waits for them (Work::wait), as NCCL's do.
+// current stream, so they overlap the caller's later work until it waits for them (Work::wait), as NCCL's do, except
+// those the caller waits for at once (async_op=False), which go on its current stream.
 // Point-to-point ops finish before they return.
 #pragma once
 
@@ -129,10 +130,14 @@ class BraidBackend final : public c10d::Backend {
   static constexpr std::size_t kInlineBytes = 256 * 1024;
   /// braid's stream on `device` (a high-priority one from torch's pool, taken at the first op there).
   c10::Stream streamOn(c10::Device device);
+  /// The event braid's stream on `device` waits on for the caller's inputs: one per device, recorded again for every
+  /// op (a stream wait takes the event's state when it is queued), since making an event costs host time.
+  c10::Event& inputsReadyOn(c10::Device device);
 
   // Ops run on the caller's thread; shutdown() comes after them (torch calls it from destroy_process_group).
   std::unique_ptr<braid::Communicator> comm_;
   std::map<c10::DeviceIndex, c10::Stream> streams_;
+  std::map<c10::DeviceIndex, c10::Event> inputsReady_;
   std::chrono::milliseconds timeout_;
   // The last CPU op's braid calls: an endCoalescing without point-to-point ops completes after them.
   std::vector<braid::Work> lastWorks_;
