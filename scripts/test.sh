@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies (Debian 12, as root), builds, and runs every ctest test.
-# BRAID_TEST_LABEL=unit|multirank|torch narrows it; scripts/full-matrix.sh runs the long process matrix.
+# BRAID_TEST_LABEL=unit|multirank|fuzz|torch narrows it; scripts/full-matrix.sh runs the long process matrix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -9,6 +9,11 @@ build=${BRAID_BUILD_DIR:-build}
 # Tests measure what braid chooses by itself: a tune file `braid tune` left on this machine must not change it.
 export BRAID_TUNE_FILE=/dev/null
 (cd "$build" && ctest --output-on-failure -j 2 --timeout 900 ${BRAID_TEST_LABEL:+-L "$BRAID_TEST_LABEL"})
+# The fuzz harnesses (tests/fuzz), 60 s each under ASan+UBSan (BRAID_TEST_LABEL=fuzz alone runs these;
+# BRAID_SKIP_FUZZ=1 leaves them out; scripts/fuzz.sh SECONDS runs them longer).
+if [ -z "${BRAID_SKIP_FUZZ:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = fuzz ]; }; then
+  scripts/fuzz.sh "${BRAID_FUZZ_SECONDS:-60}"
+fi
 # The PyTorch backend (python/, tests/torch/): pytest in a venv with PyPI's torch (BRAID_TEST_LABEL=torch alone runs
 # these; BRAID_SKIP_TORCH=1 leaves them out).
 if [ -z "${BRAID_SKIP_TORCH:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = torch ]; }; then

@@ -40,8 +40,6 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_WORKSPACE_BYTES", KnobType::kBytes, "64M",
         "GPU memory each rank shares with its peers for the collective kernels (inboxes and flags)"},
        &Settings::cudaWorkspaceBytes},
-      // 32 KiB: a block of a one-shot kernel pushes its next chunk while it reduces the one before, so the link
-      // and the reduction overlap; each chunk costs a flag (~1 us, hidden behind the chunk's ~6 us on the link).
       // auto: cuMem's POSIX fds survive their owner and need no per-allocation IPC state; some drivers and
       // containers cannot export them, and cudaIpc handles still work there.
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
@@ -78,6 +76,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_ONESHOT_MAX_BYTES", KnobType::kBytes, "0",
         "largest GPU allreduce the one-shot kernel takes (two-shot above); 0 lets braid's table choose"},
        &Settings::cudaOneshotMaxBytes},
+      // 32 KiB: a block of a one-shot kernel pushes its next chunk while it reduces the one before, so the link
+      // and the reduction overlap; each chunk costs a flag (~1 us, hidden behind the chunk's ~6 us on the link).
       {{"BRAID_CUDA_CHUNK_BYTES", KnobType::kBytes, "32K",
         "bytes a block of a one-shot GPU allreduce pushes between two flags (pipelining); 0 pushes its whole piece"},
        &Settings::cudaChunkBytes},
@@ -89,12 +89,12 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CPU_ISA", KnobType::kString, "",
         "cap the CPU reduction kernels' instruction set: generic, avx2 or avx512; empty picks the best present"},
        &Settings::isa},
-      // 64 KiB: below it the direct algorithm (every rank reads every input) beats reduce-scatter+allgather,
-      // whose extra round costs more than the reads it saves; a first estimate until braid tune measures it.
       {{"BRAID_DEBUG", KnobType::kString, "",
         "detail: before every collective each rank checks every other's call (a fingerprint exchange), so any "
         "mismatch fails on every rank; costs one message latency per call"},
        &Settings::debug},
+      // 64 KiB: below it the direct algorithm (every rank reads every input) beats reduce-scatter+allgather,
+      // whose extra round costs more than the reads it saves; a first estimate until braid tune measures it.
       {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
         "largest message that host collectives move with the direct (one-round) algorithm"},
        &Settings::directMaxBytes},

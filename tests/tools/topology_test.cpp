@@ -4,11 +4,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "base/error.hpp"
 #include "topology/detect_report.hpp"
@@ -111,6 +113,39 @@ class FakeRoot {
  private:
   fs::path root_;
 };
+
+// Numbers are checked against their field before conversion: found by tests/fuzz/topology_json_fuzz.cpp, where a
+// huge "sms" made nlohmann's cast undefined behaviour and a too-large count wrapped silently.
+TEST(Topology, NumbersOutOfTheirFieldsRangeAreRefusedByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"gpus": [{"sms": 5.5e123}]})", "\"sms\" must be a whole number"},
+      {R"({"gpus": [{"sms": 1.5}]})", "\"sms\" must be a whole number"},
+      {R"({"gpus": [{"sms": 4294967296}]})", "\"sms\" is out of range"},
+      {R"({"logicalCpus": -4294967296})", "\"logicalCpus\" is out of range"},
+      {R"({"memoryBytes": -1})", "\"memoryBytes\" must not be negative"},
+      {R"({"cgroupCpus": 1e300})", "\"cgroupCpus\" must be a CPU count"},
+      {R"({"gpus": [{"eccUncorrected": 18446744073709551615}]})", "\"eccUncorrected\" is too large"},
+  };
+  for (const auto& [text, why] : cases) {
+    try {
+      topologyFromJson(text, "numbers.json");
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << text << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find("numbers.json"), std::string::npos) << e.what();
+    }
+  }
+  // What fits is taken: 64-bit sizes, the -1 for an unknown ECC count, a fractional CPU quota.
+  const auto t = topologyFromJson(
+      R"({"memoryBytes": 18446744073709551615, "cgroupCpus": 2.5, "gpus": [{"eccUncorrected": -1, "sms": 132}]})",
+      "fits.json");
+  EXPECT_EQ(t.memoryBytes, ~std::uint64_t{0});
+  EXPECT_EQ(t.cgroupCpus, 2.5);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].sms, 132);
+  EXPECT_EQ(t.gpus[0].eccUncorrected, -1);
+}
 
 TEST(Topology, HostDetectionReadsProcfsAndSysfs) {
   FakeRoot r;

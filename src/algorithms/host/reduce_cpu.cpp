@@ -1,6 +1,10 @@
 // Argument checks and run-time choice of the CPU reduction kernels (the kernels live in reduce_cpu_*.cpp).
 #include "algorithms/host/reduce_cpu.hpp"
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include <atomic>
 #include <cctype>
 #include <cmath>
@@ -18,11 +22,20 @@ namespace {
 enum class Isa : int { kGeneric = 0, kAvx2 = 1, kAvx512 = 2 };
 constexpr int kNoCap = 3;
 
+#if defined(__x86_64__) || defined(__i386__)
+// F16C from CPUID itself: clang before 16 does not know "f16c" in __builtin_cpu_supports. F16C needs no state of
+// its own beyond AVX's, which the avx2 check below has already asked the OS about.
+bool hasF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & bit_F16C) != 0;
+}
+#endif
+
 Isa detectIsa() {
 #if defined(__x86_64__) || defined(__i386__)
   // __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 register state (XGETBV).
   __builtin_cpu_init();
-  const bool base = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  const bool base = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && hasF16c();
   if (base && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
     return Isa::kAvx512;

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The CPU test suite under a sanitizer: asan (AddressSanitizer + UndefinedBehaviorSanitizer, any report fails the
+# test) or tsan (ThreadSanitizer), each in its own build directory (build-asan, build-tsan), without CUDA.
+#   scripts/sanitize.sh asan|tsan [CTEST_LABEL_REGEX]     default labels: unit|multirank|faults
+# Suppressions: none. A report is a bug to fix, not to hide.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+kind=${1:?usage: scripts/sanitize.sh asan|tsan [LABELS]}
+labels=${2:-unit|multirank|faults}
+case $kind in
+  asan) flag=-DBRAID_SANITIZE=ON ;;
+  tsan) flag=-DBRAID_TSAN=ON ;;
+  *) echo "sanitize.sh: unknown sanitizer '$kind' (asan or tsan)" >&2; exit 2 ;;
+esac
+build=${BRAID_SANITIZE_DIR:-build-$kind}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAID_WITH_CUDA=OFF -DBRAID_BUILD_TOOLS=OFF "$flag" \
+  >/dev/null
+cmake --build "$build" -j "$(nproc)" --target braid_unit_tests braid_multirank_tests braid_fault_tests
+# halt_on_error: the first report fails the test that made it; detect_leaks stays on (ASan's default).
+export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+export BRAID_TUNE_FILE=/dev/null
+(cd "$build" && ctest --output-on-failure -j 2 --timeout 900 -L "$labels" ${BRAID_SANITIZE_TESTS:+-R "$BRAID_SANITIZE_TESTS"})
