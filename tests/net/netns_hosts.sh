@@ -4,11 +4,12 @@
 # rank exits 0. Exits 77 (ctest's SKIP_RETURN_CODE) where it cannot build the bed: not root, no iproute2, no
 # namespaces.
 #
-#   tests/net/netns_hosts.sh PROGRAM NETNS_BED_SCRIPT HOSTS RANKS [cut|PROGRAM_FLAG]
+#   tests/net/netns_hosts.sh PROGRAM NETNS_BED_SCRIPT HOSTS RANKS [cut|flap|PROGRAM_FLAG]
 #
 # PROGRAM_FLAG (e.g. --every-collective) is passed to every rank.
 # With `cut`, once every rank loops on allreduces, host 1's link goes down: every rank must end with PeerLost within
 # the heartbeat timeout (2 s here) + 1 s, from heartbeats alone (nothing closes, no packet comes back).
+# With `flap`, host 1's link goes down for 1 s and up again (heartbeat timeout 5 s): every rank must finish.
 #
 # The namespaces are hosts to braid (hostIdentity() differs) on one kernel: the boot id is the same and /dev/shm is
 # shared, so joining them over shared memory would even work, and hide a broken cross-host path; the programs
@@ -17,7 +18,7 @@
 # transport, which is not built yet" once the choice compared hostIdentity().
 set -uo pipefail
 
-[[ $# -eq 4 || $# -eq 5 ]] || { echo "usage: $0 PROGRAM NETNS_BED_SCRIPT HOSTS RANKS [cut|PROGRAM_FLAG]" >&2; exit 2; }
+[[ $# -eq 4 || $# -eq 5 ]] || { echo "usage: $0 PROGRAM NETNS_BED_SCRIPT HOSTS RANKS [cut|flap|PROGRAM_FLAG]" >&2; exit 2; }
 prog="$1"
 bed="$2"
 hosts="$3"
@@ -29,6 +30,10 @@ if [[ ${5:-} == cut ]]; then
   cut=cut
   args=(--then-cut)
   extra_env=(BRAID_HEARTBEAT_INTERVAL=0.2 BRAID_HEARTBEAT_TIMEOUT=2)
+elif [[ ${5:-} == flap ]]; then
+  cut=flap
+  args=(--then-flap)
+  extra_env=(BRAID_HEARTBEAT_INTERVAL=0.2 BRAID_HEARTBEAT_TIMEOUT=5)
 elif [[ -n ${5:-} ]]; then
   args=("$5")  # e.g. --every-collective
 fi
@@ -75,7 +80,7 @@ for ((rank = 0; rank < size; ++rank)); do
   pids+=($!)
 done
 
-if [[ $cut == cut ]]; then
+if [[ -n $cut ]]; then
   for _ in $(seq 300); do  # every rank looping, or give up after 30 s
     looping=$(cat "$logs"/rank* 2>/dev/null | grep -c LOOPING)
     ((looping == size)) && break
@@ -84,6 +89,11 @@ if [[ $cut == cut ]]; then
   sleep 0.3
   echo "cutting host 1's link"
   ip -n "${NETNS_BED_PREFIX}-ns1" link set eth0 down
+  if [[ $cut == flap ]]; then
+    sleep 1
+    echo "host 1's link up again"
+    ip -n "${NETNS_BED_PREFIX}-ns1" link set eth0 up
+  fi
 fi
 
 status=0
@@ -100,6 +110,8 @@ pids=()
 if [[ $status -eq 0 ]]; then
   if [[ $cut == cut ]]; then
     echo "PASS: a cut link became PeerLost on every rank within the heartbeat bound"
+  elif [[ $cut == flap ]]; then
+    echo "PASS: every allreduce completed, exactly, across a 1 s link flap"
   else
     echo "PASS: $size ranks across $hosts network namespaces"
   fi

@@ -8,6 +8,7 @@
 // place, each result checked exactly (tests/support/collective_cases.hpp).
 // With --then-cut it goes on allreducing until the link between the hosts is cut (netns_hosts.sh ... cut), and
 // succeeds when that ends in PeerLost within BRAID_HEARTBEAT_TIMEOUT + 1 s of the last call that completed.
+// With --then-flap the link goes down for 1 s and comes back: every call completes, exactly.
 #include <algorithm>
 #include <braid/braid.hpp>
 #include <chrono>
@@ -171,8 +172,43 @@ int loopUntilCut(braid::Communicator& comm) {
   }
 }
 
+// --then-flap: allreduces for 8 s while netns_hosts.sh takes host 1's link down for 1 s and up again, shorter than
+// the heartbeat timeout it sets (5 s): a flap is not a death. Every call must complete, exactly, and calls must go on
+// after the outage (the longest gap between two calls shows the outage was crossed, not missed).
+int loopThroughFlap(braid::Communicator& comm) {
+  using Clock = std::chrono::steady_clock;
+  std::vector<float> in(1 << 16), out(1 << 16);
+  std::printf("rank %d: LOOPING\n", comm.rank());
+  std::fflush(stdout);
+  const auto end = Clock::now() + std::chrono::seconds(8);
+  auto last = Clock::now();
+  double longestGap = 0;
+  long calls = 0;
+  for (;; ++calls) {
+    // The ranks stop together: each says whether its 8 s are up, and the first to say so stops them all.
+    int go = Clock::now() < end ? 1 : 0;
+    comm.allreduce(&go, &go, 1, braid::DataType::kInt32, braid::ReduceKind::kMin);
+    if (go == 0) break;
+    for (std::size_t j = 0; j < in.size(); ++j) in[j] = static_cast<float>((calls + j) % 9 + comm.rank());
+    comm.allreduce(in.data(), out.data(), in.size(), braid::DataType::kFloat32, braid::ReduceKind::kSum);
+    const float ranks = static_cast<float>(comm.size() * (comm.size() - 1) / 2);
+    for (std::size_t j = 0; j < out.size(); ++j) {
+      const float want = static_cast<float>((calls + j) % 9) * comm.size() + ranks;
+      if (out[j] != want) {
+        std::printf("rank %d: call %ld element %zu is %g, expected %g\n", comm.rank(), calls, j, out[j], want);
+        return 1;
+      }
+    }
+    longestGap = std::max(longestGap, std::chrono::duration<double>(Clock::now() - last).count());
+    last = Clock::now();
+  }
+  std::printf("rank %d: %ld exact allreduces, the longest gap between two %.2f s\n", comm.rank(), calls, longestGap);
+  return longestGap >= 0.8 ? 0 : 1;  // the link was down for 1 s: a shorter gap means the flap was not crossed
+}
+
 int main(int argc, char** argv) {
   const bool thenCut = argc > 1 && std::strcmp(argv[1], "--then-cut") == 0;
+  const bool thenFlap = argc > 1 && std::strcmp(argv[1], "--then-flap") == 0;
   const bool everyCollective = argc > 1 && std::strcmp(argv[1], "--every-collective") == 0;
   try {
     auto comm = braid::Communicator::fromEnvironment();
@@ -198,7 +234,7 @@ int main(int argc, char** argv) {
     if (failures == 0) std::printf("rank %d: allreduce sums exact\n", comm->rank());
     if (failures) return 1;
     if (everyCollective) return checkHierarchy(*comm) != 0 ? 1 : runEveryCollective(*comm);
-    return thenCut ? loopUntilCut(*comm) : 0;
+    return thenCut ? loopUntilCut(*comm) : thenFlap ? loopThroughFlap(*comm) : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "netns_rank: %s\n", e.what());
     return 1;
