@@ -1,0 +1,95 @@
+// Faults while communicators are being created (issue 10): the rank that serves the rendezvous store (rank 0 under
+// BRAID_ROOT_ADDR) is killed before, during or after the others reach it, over shared memory and TCP. Pass: no hang
+// and no crash; every other rank either gets its communicator (the root died after the creation finished, then its
+// first collective fails with PeerLost) or an Error naming the root, within BRAID_TIMEOUT + 3 s.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "base/error.hpp"
+#include "braid/braid.hpp"
+#include "support/rank_runner.hpp"
+#include "transport/tcp/socket.hpp"
+
+namespace braid::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::uint16_t freePort() {
+  tcp::Socket s = tcp::listenOn({"127.0.0.1", 0}, 1);
+  return s.localAddress().port;
+}
+
+constexpr int kTimeoutSeconds = 4;  // BRAID_TIMEOUT here: how long a rank waits for a root that never answers
+
+using Param = std::tuple<std::string, int>;  // transport, when the root dies (ms after it starts creating)
+
+class RootDeath : public ::testing::TestWithParam<Param> {};
+
+TEST_P(RootDeath, DuringCreationIsAnErrorOnEveryOtherRankNotAHang) {
+  const auto [transport, killAfterMs] = GetParam();
+  const int size = 4;
+  const std::string root = "127.0.0.1:" + std::to_string(freePort());
+  const auto results = forkRanks(
+      size,
+      [&, transport = transport, killAfterMs = killAfterMs](int rank) -> std::string {
+        for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
+                                 "BRAID_LOCAL_RANK"}) {
+          ::unsetenv(name);
+        }
+        ::setenv("BRAID_RANK", std::to_string(rank).c_str(), 1);
+        ::setenv("BRAID_WORLD_SIZE", std::to_string(size).c_str(), 1);
+        ::setenv("BRAID_ROOT_ADDR", root.c_str(), 1);
+        ::setenv("BRAID_TOKEN", "5eed0fc0ffee5eed0fc0ffee5eed0fc0", 1);
+        ::setenv("BRAID_TRANSPORT", transport.c_str(), 1);
+        ::setenv("BRAID_TIMEOUT", std::to_string(kTimeoutSeconds).c_str(), 1);
+        ::setenv("BRAID_HEARTBEAT_INTERVAL", "0.2", 1);
+        ::setenv("BRAID_HEARTBEAT_TIMEOUT", "2", 1);
+        if (rank == 0) {
+          std::thread([killAfterMs] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(killAfterMs));
+            ::kill(::getpid(), SIGKILL);
+          }).detach();
+        } else {
+          // The others come a little later, so that some kill times fall before they connect and some after.
+          std::this_thread::sleep_for(std::chrono::milliseconds(20 * rank));
+        }
+        const auto start = Clock::now();
+        auto within = [&](const std::string& what) -> std::string {
+          const double took = std::chrono::duration<double>(Clock::now() - start).count();
+          if (took > kTimeoutSeconds + 3) return what + " after " + std::to_string(took) + " s: too late";
+          return "";
+        };
+        try {
+          auto comm = Communicator::fromEnvironment();
+          // The creation finished before the root died: the root's death shows in the first collectives.
+          std::int32_t v = 1;
+          const auto giveUp = start + std::chrono::seconds(kTimeoutSeconds + 3);
+          while (Clock::now() < giveUp) comm->allreduce(&v, &v, 1, DataType::kInt32, ReduceKind::kSum);
+          return "collectives went on with a dead root";
+        } catch (const Error& e) {
+          const bool named = std::string(e.what()).find(root) != std::string::npos || e.context().peer == 0 ||
+                             std::string(e.what()).find("peer 0") != std::string::npos ||
+                             std::string(e.what()).find("rank 0") != std::string::npos;
+          if (!named) return std::string("the error does not name the root or rank 0: ") + e.what();
+          return within(e.what());
+        }
+      },
+      kTimeoutSeconds + 20);
+  for (int r = 1; r < size; ++r) EXPECT_EQ(results[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Faults, RootDeath,
+                         ::testing::Combine(::testing::Values("shm", "tcp"), ::testing::Values(0, 30, 60, 200)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_after_" + std::to_string(std::get<1>(info.param)) + "ms";
+                         });
+
+}  // namespace
+}  // namespace braid::testing
