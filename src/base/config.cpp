@@ -50,6 +50,11 @@ const std::vector<KnobRow>& rows() {
         "PREFIX: when a failure leaves the ranks out of step (timeout, lost peer, mismatch, abort), each rank writes "
         "its last calls as JSON to PREFIX.rankR.json; empty: only Communicator::flightRecord()"},
        &Settings::flightRecorder},
+      // Off: a library should not take a signal unless asked; USR1/USR2 are the ones left to applications.
+      {{"BRAID_FLIGHT_RECORDER_SIGNAL", KnobType::kString, "",
+        "USR1 or USR2: on that signal every communicator of the process writes its flight record to "
+        "BRAID_FLIGHT_RECORDER's PREFIX.rankR.json and goes on (kill -USR1 PID on a job that seems stuck); empty: off"},
+       &Settings::flightRecorderSignal},
       // A file per communicator: split and hierarchical sub-communicators get their own.
       {{"BRAID_TRACE", KnobType::kString, "",
         "PREFIX: each communicator writes its calls (up to a million) as a Chrome / Perfetto trace to "

@@ -47,6 +47,7 @@ struct Settings {
   std::string hierarchy;                // BRAID_HIERARCHY
   std::string compress;                 // BRAID_COMPRESS
   std::string flightRecorder;           // BRAID_FLIGHT_RECORDER
+  std::string flightRecorderSignal;     // BRAID_FLIGHT_RECORDER_SIGNAL
   std::string trace;                    // BRAID_TRACE
   std::string tuneFile;                 // BRAID_TUNE_FILE
   /// The tuned values in use ("BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"); empty if none.

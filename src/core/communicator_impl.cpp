@@ -11,6 +11,7 @@
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "core/record_signal.hpp"
 #include "core/work_state.hpp"
 #include "transport/host_identity.hpp"
 #include "tuning/device_selector.hpp"
@@ -96,6 +97,14 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
       yieldWhileSpinning_(size > usableCpus()) {
   setLogLevel(settings_.logLevel);
   if (!settings_.trace.empty()) recorder_.startTrace(kMostTraceEvents);
+  if (!settings_.flightRecorderSignal.empty()) {
+    if (settings_.flightRecorder.empty()) {
+      fail(ErrorCode::kInvalidArgument, {.rank = rank_},
+           "BRAID_FLIGHT_RECORDER_SIGNAL needs BRAID_FLIGHT_RECORDER=PREFIX: the place the records are written to");
+    }
+    armRecordSignal(settings_.flightRecorderSignal);
+    registerForRecordSignal(this);
+  }
   placement_ =
       Placement::of(std::vector<RankHost>(static_cast<std::size_t>(size_), RankHost{"", transport::hostName()}), rank_);
   if (logEnabled(LogLevel::kInfo)) {
@@ -122,6 +131,7 @@ transport::LocalGroup* CommunicatorImpl::localGroup() {
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
+  unregisterForRecordSignal(this);
   {
     std::lock_guard lock(mu_);
     stopping_ = true;

@@ -153,6 +153,10 @@ class CommunicatorImpl {
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
 
+  /// With BRAID_FLIGHT_RECORDER=PREFIX: the flight record into PREFIX.rankR.json, `why` logged beside it. From any
+  /// thread (the record has its own lock): failures, abort, and BRAID_FLIGHT_RECORDER_SIGNAL's watcher call it.
+  void dumpFlightRecord(const std::string& why) const;
+
  private:
   struct Task {
     std::int64_t seq;
@@ -185,8 +189,6 @@ class CommunicatorImpl {
   Placement placement_;
   bool hierarchyFits_ = false;  // Hierarchy::fits(placement_), asked once rather than at every allreduce
   FlightRecorder recorder_;
-  /// With BRAID_FLIGHT_RECORDER=PREFIX: the flight record into PREFIX.rankR.json, `why` logged beside it.
-  void dumpFlightRecord(const std::string& why) const;
   /// With BRAID_TRACE=PREFIX, at destruction: the calls as a Chrome trace into PREFIX.rankR.PID-N.json.
   void writeTrace() const;
   static constexpr std::size_t kMostTraceEvents = std::size_t{1} << 20;  // ~64 MiB of events at most

@@ -1,12 +1,17 @@
 // The flight recorder and traces (issue 10): a communicator's last calls as JSON on demand and in a file when a
-// failure breaks it (BRAID_FLIGHT_RECORDER), and every call as a Chrome trace (BRAID_TRACE).
+// failure breaks it (BRAID_FLIGHT_RECORDER) or a signal asks (BRAID_FLIGHT_RECORDER_SIGNAL), and every call as a
+// Chrome trace (BRAID_TRACE).
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include "support/collective_cases.hpp"
 #include "support/rank_runner.hpp"
@@ -59,6 +64,53 @@ TEST(FlightRecorder, RecordsCallsAndWritesThemWhenAFailureBreaksTheCommunicator)
             "the record written on failure: " + file);
   };
   EXPECT_EQ(failures(runProcessesWith(2, s, body, 60)), "");
+}
+
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// BRAID_FLIGHT_RECORDER_SIGNAL=USR1: `kill -USR1` on a rank's process writes its record while the communicator
+// goes on (ranks as processes: each sends the signal to itself, as a user would from outside).
+TEST(FlightRecorder, WrittenOnTheSignalWhileTheCommunicatorGoesOn) {
+  const TempDir dir;
+  const std::string prefix = dir.path + "/signal";
+  Settings s = testSettings();
+  s.flightRecorder = prefix;
+  s.flightRecorderSignal = "USR1";
+  const auto body = [&](Communicator& comm) {
+    float x[16] = {};
+    for (int i = 0; i < 3; ++i) comm.allreduce(x, x, 16, DataType::kFloat32, ReduceKind::kSum);
+    const std::string path = prefix + ".rank" + std::to_string(comm.rank()) + ".json";
+    ::kill(::getpid(), SIGUSR1);
+    std::string file;
+    for (int wait = 0; wait < 500 && file.find("\"seq\": 2") == std::string::npos; ++wait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      file = readFile(path);
+    }
+    require(file.find("\"seq\": 2, \"op\": \"allreduce\"") != std::string::npos, "the record on SIGUSR1: " + file);
+    int one = 1;
+    comm.allreduce(&one, &one, 1, DataType::kInt32, ReduceKind::kSum);
+    require(one == comm.size(), "the allreduce after the dump");
+  };
+  EXPECT_EQ(failures(runProcessesWith(2, s, body, 60)), "");
+}
+
+// The signal without a place to write to is refused by name, as is a signal braid does not take.
+TEST(FlightRecorder, ASignalWithoutAPrefixOrAnUnknownSignalIsRefused) {
+  Settings noPrefix = testSettings();
+  noPrefix.flightRecorderSignal = "USR2";
+  const auto refused = runThreads(
+      2, [](Communicator&) {}, noPrefix);
+  EXPECT_NE(failures(refused).find("BRAID_FLIGHT_RECORDER_SIGNAL needs BRAID_FLIGHT_RECORDER"), std::string::npos)
+      << failures(refused);
+  Settings unknown = testSettings();
+  unknown.flightRecorder = "/tmp/unused";
+  unknown.flightRecorderSignal = "INT";
+  const auto refusedToo = runThreads(
+      2, [](Communicator&) {}, unknown);
+  EXPECT_NE(failures(refusedToo).find("expected USR1 or USR2"), std::string::npos) << failures(refusedToo);
 }
 
 // BRAID_TRACE: every communicator writes its calls as a Chrome trace when destroyed, a file per rank.
