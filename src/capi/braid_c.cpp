@@ -2,6 +2,7 @@
 // outside their range), calls the C++ API, and turns every exception into a braid_result_t plus a thread-local
 // message. Nothing may escape: an exception unwinding into C code is undefined behaviour.
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <new>
 #include <string>
@@ -123,13 +124,22 @@ void needPointer(const T* pointer, const char* name, const char* fn) {
   if (pointer == nullptr) invalid(fn, std::string(name) + " is NULL");
 }
 
-// The C enums are int-sized, so a caller can pass any int; the C++ enums are 8 bits wide and would wrap 265 to 9.
-bool isType(braid_datatype_t type) {
-  return static_cast<int>(type) >= 0 && static_cast<int>(type) < braid::kNumDataTypes;
+// The int a C caller passed as one of the C enums. Read as bytes, not converted: a C caller may pass any int, and
+// in C++ reading an enum object that holds a value outside the enum's range is undefined behaviour (UBSan caught
+// braid_send reading -1 as a braid_datatype_t).
+template <typename CEnum>
+int rawValue(const CEnum& e) {
+  static_assert(sizeof(CEnum) == sizeof(int));
+  int value;
+  std::memcpy(&value, &e, sizeof value);
+  return value;
 }
 
-std::string notAType(braid_datatype_t type) {
-  return "datatype " + std::to_string(static_cast<int>(type)) +
+// The C enums are int-sized, so a caller can pass any int; the C++ enums are 8 bits wide and would wrap 265 to 9.
+bool isType(const braid_datatype_t& type) { return rawValue(type) >= 0 && rawValue(type) < braid::kNumDataTypes; }
+
+std::string notAType(const braid_datatype_t& type) {
+  return "datatype " + std::to_string(rawValue(type)) +
          " is not a braid_datatype_t (BRAID_BOOL=0 .. BRAID_FLOAT64=" + std::to_string(braid::kNumDataTypes - 1) + ")";
 }
 
@@ -148,20 +158,20 @@ class Arguments {
  public:
   explicit Arguments(const char* fn) : fn_(fn) {}
 
-  braid::DataType type(braid_datatype_t type) {
-    if (isType(type)) return static_cast<braid::DataType>(type);
+  braid::DataType type(const braid_datatype_t& type) {
+    if (isType(type)) return static_cast<braid::DataType>(rawValue(type));
     refuse(notAType(type));
     return kRefusedType;
   }
 
-  braid::ReduceOp op(braid_redop_t op) {
-    const int value = static_cast<int>(op);
+  braid::ReduceOp op(const braid_redop_t& op) {
+    const int value = rawValue(op);
     if (value < 0 || value >= braid::kNumReduceKinds) {
       refuse("reduction op " + std::to_string(value) +
              " is not a braid_redop_t (BRAID_SUM=0 .. BRAID_BXOR=" + std::to_string(braid::kNumReduceKinds - 1) + ")");
       return braid::ReduceOp();
     }
-    if (op == BRAID_PREMUL_SUM) {
+    if (value == BRAID_PREMUL_SUM) {
       refuse("BRAID_PREMUL_SUM needs a scale, which this call cannot take: use braid_allreduce_premul");
     }
     return braid::ReduceOp(static_cast<braid::ReduceKind>(value));
@@ -487,7 +497,7 @@ braid_result_t braid_group(braid_comm_t comm, const braid_p2p_op_t* ops, int nop
       const braid_p2p_op_t& op = ops[i];
       if (!isType(op.type)) invalid(kFn, "ops[" + std::to_string(i) + "]: " + notAType(op.type));
       cppOps.push_back(braid::P2pOp{op.is_recv ? braid::P2pOp::Kind::kRecv : braid::P2pOp::Kind::kSend, op.peer,
-                                    op.buffer, op.count, static_cast<braid::DataType>(op.type), op.tag});
+                                    op.buffer, op.count, static_cast<braid::DataType>(rawValue(op.type)), op.tag});
     }
     c.group(cppOps, opts(comm));
   });
