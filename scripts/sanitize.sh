@@ -20,4 +20,13 @@ cmake --build "$build" -j "$(nproc)" --target braid_unit_tests braid_multirank_t
 export ASAN_OPTIONS=halt_on_error=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 export BRAID_TUNE_FILE=/dev/null
-(cd "$build" && ctest --output-on-failure -j 2 --timeout 900 -L "$labels" ${BRAID_SANITIZE_TESTS:+-R "$BRAID_SANITIZE_TESTS"})
+# Left out: the tests that fork ranks while the parent runs a store thread (every process-rank test makes its unique
+# id, and so its store, before forking). The sanitizers' allocators in Debian 12's GCC 12 and clang 14 take no locks
+# around fork(), so a child forked while that thread allocates can deadlock inside the allocator (LLVM fixed ASan
+# in 18: llvm-project pull 75290, "[asan] Install pthread_atfork"); the RSS bounds of the resource tests do not
+# hold with ASan's quarantine; the namespace, mpirun and install tests need programs this build does not make.
+# BRAID_SANITIZE_ALL=1 runs them anyway.
+exclude='[Pp]rocess|Fork|CAbi\.|Faults|FaultMatrix|Resources|Soak|LauncherEnvironment|FlightRecorder|ExternalStore|netns|mpirun|install_and_consume'
+[ -n "${BRAID_SANITIZE_ALL:-}" ] && exclude='^$'
+(cd "$build" && ctest --output-on-failure -j 2 --timeout 300 -L "$labels" -E "$exclude" \
+  ${BRAID_SANITIZE_TESTS:+-R "$BRAID_SANITIZE_TESTS"})
