@@ -13,6 +13,7 @@
 
 #include "base/error.hpp"
 #include "braid/braid.hpp"
+#include "support/free_port.hpp"
 #include "support/rank_runner.hpp"
 #include "transport/tcp/socket.hpp"
 
@@ -20,11 +21,6 @@ namespace braid::testing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::uint16_t freePort() {
-  tcp::Socket s = tcp::listenOn({"127.0.0.1", 0}, 1);
-  return s.localAddress().port;
-}
 
 constexpr int kTimeoutSeconds = 4;  // BRAID_TIMEOUT here: how long a rank waits for a root that never answers
 

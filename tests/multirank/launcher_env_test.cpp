@@ -7,16 +7,12 @@
 
 #include "base/error.hpp"
 #include "braid/braid.hpp"
+#include "support/free_port.hpp"
 #include "support/rank_runner.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace braid::testing {
 namespace {
-
-std::uint16_t freePort() {
-  tcp::Socket s = tcp::listenOn({"127.0.0.1", 0}, 1);
-  return s.localAddress().port;
-}
 
 // In each forked rank: clears every launcher's variables, sets `vars(rank)`, creates the communicator from the
 // environment and checks an allreduce of rank + 1.

@@ -12,18 +12,15 @@
 
 #include "base/error.hpp"
 #include "support/env_lookup.hpp"
+#include "support/free_port.hpp"
 #include "transport/tcp/socket.hpp"
 
 namespace braid::bootstrap {
 namespace {
 
+using testing::freePort;
 using testing::lookupOf;
 using testing::Vars;
-
-std::uint16_t freePort() {
-  tcp::Socket s = tcp::listenOn({"127.0.0.1", 0}, 1);
-  return s.localAddress().port;
-}
 
 // Every rank (a thread with vars(rank) as its environment) joins, then they all-gather their ranks over the store.
 std::vector<std::string> rendezvousAll(int size, const std::function<Vars(int)>& vars) {

@@ -18,6 +18,7 @@
 
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/unique_id.hpp"
+#include "support/free_port.hpp"
 #include "transport/tcp/socket.hpp"
 
 // LeakSanitizer's switch, present only in sanitized builds (weak: null elsewhere).
@@ -25,6 +26,8 @@ extern "C" void __lsan_disable() __attribute__((weak));
 
 namespace braid {
 namespace {
+
+using testing::freePort;
 
 using bootstrap::TcpStoreClient;
 using bootstrap::TcpStoreServer;
@@ -36,11 +39,6 @@ double secondsSince(Clock::time_point start) { return std::chrono::duration<doub
 Address loopback(std::uint16_t port = 0) { return Address{"127.0.0.1", port}; }
 
 // A port that nothing listens on right now (bound once, then released).
-std::uint16_t freePort() {
-  tcp::Socket s = tcp::listenOn(loopback(), 1);
-  return s.localAddress().port;
-}
-
 // Runs fn(i) on n threads and returns the messages of any exceptions they threw.
 std::vector<std::string> runThreads(int n, const std::function<void(int)>& fn) {
   std::mutex mutex;
