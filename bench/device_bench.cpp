@@ -65,6 +65,8 @@ struct Nccl {
   ncclResult_t (*groupEnd)() = nullptr;
   const char* (*errorString)(ncclResult_t) = nullptr;
   ncclResult_t (*getVersion)(int*) = nullptr;
+  ncclResult_t (*commRegister)(ncclComm_t, void*, std::size_t, void**) = nullptr;
+  ncclResult_t (*commDeregister)(ncclComm_t, void*) = nullptr;
   std::string path;
 };
 
@@ -100,6 +102,8 @@ Nccl loadNccl() {
     get(n.groupEnd, "ncclGroupEnd");
     get(n.errorString, "ncclGetErrorString");
     get(n.getVersion, "ncclGetVersion");
+    get(n.commRegister, "ncclCommRegister");
+    get(n.commDeregister, "ncclCommDeregister");
     return n;
   }
   throw std::runtime_error("no libnccl.so.2 found (set BRAID_NCCL_LIBRARY)");
@@ -330,7 +334,7 @@ Timing timeCalls(const BenchOptions& o, const Call& call, cudaStream_t stream, b
 }
 
 int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
-            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, bool graphs) {
+            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, bool graphs, bool registered) {
   check(cudaSetDevice(me % gpus), "cudaSetDevice");
   auto comm = braid::Communicator::create(id, me, n);
   cudaStream_t stream;
@@ -348,10 +352,21 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
   Nccl nccl;
   ncclComm_t ncomm = nullptr;
   std::vector<BenchRow> rows;
+  // --register: both libraries get the two buffers registered (braid's registerBuffer, ncclCommRegister).
+  std::vector<braid::BufferRegistration> braidRegistrations;
+  if (registered) {
+    for (std::byte* b : {s.send, s.recv}) braidRegistrations.push_back(comm->registerBuffer(b, largest + 256));
+  }
+  std::vector<void*> ncclRegistrations;
   for (const auto& impl : impls) {
     if (impl == "nccl") {
       nccl = loadNccl();
       checkNccl(nccl, nccl.commInitRank(&ncomm, n, ncclId, me), "ncclCommInitRank");
+      for (std::byte* b : registered ? std::vector<std::byte*>{s.send, s.recv} : std::vector<std::byte*>{}) {
+        void* handle = nullptr;
+        checkNccl(nccl, nccl.commRegister(ncomm, b, largest + 256, &handle), "ncclCommRegister");
+        ncclRegistrations.push_back(handle);
+      }
     }
     for (std::size_t bytes : sizes) {
       s.count = bytes / esz;
@@ -367,7 +382,8 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
           wrong = wrongElements(s, stream);
           comm->allreduce(&wrong, &wrong, 1, braid::DataType::kInt64, braid::ReduceKind::kSum);
         }
-        BenchRow row = braid::bench::makeRow(graph ? impl + "+graph" : impl, o, n, bytes, timing.seconds, wrong);
+        const std::string name = impl + (registered ? "+reg" : "") + (graph ? "+graph" : "");
+        BenchRow row = braid::bench::makeRow(name, o, n, bytes, timing.seconds, wrong);
         row.mem = "device";
         if (me == 0) {
           braid::bench::printRow(row);
@@ -376,6 +392,8 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
         rows.push_back(row);
       }
     }
+    for (void* handle : ncclRegistrations) checkNccl(nccl, nccl.commDeregister(ncomm, handle), "ncclCommDeregister");
+    ncclRegistrations.clear();
     if (ncomm) checkNccl(nccl, nccl.commDestroy(ncomm), "ncclCommDestroy");
     ncomm = nullptr;
   }
@@ -386,6 +404,7 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
         args.jsonPath, {{"impl", "braid+nccl"}, {"mem", "device"}, {"nccl", nccl.path}, {"nccl_version", version}},
         rows);
   }
+  for (const auto& r : braidRegistrations) comm->deregisterBuffer(r);
   const auto asyncError = comm->asyncError();
   if (asyncError) throw *asyncError;
   return 0;
@@ -397,6 +416,7 @@ int main(int argc, char** argv) {
   int n = 0;  // 0: one rank per GPU
   std::vector<std::string> impls = {"braid", "nccl"};
   bool graphs = false;
+  bool registered = false;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -404,6 +424,8 @@ int main(int argc, char** argv) {
       n = std::atoi(argv[++i]);
     } else if (a == "--graph") {
       graphs = true;
+    } else if (a == "--register") {
+      registered = true;
     } else if (a == "--impl" && i + 1 < argc) {
       impls.clear();
       std::string list = argv[++i];
@@ -429,8 +451,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (args.help) {
-    std::printf("%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph)\n",
-                braid::bench::driverUsage(kProgram).c_str());
+    std::printf(
+        "%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph) --register "
+        "(both libraries register the buffers: registerBuffer, ncclCommRegister)\n",
+        braid::bench::driverUsage(kProgram).c_str());
     return 0;
   }
   // The GPU count, asked in a child: this process forks the ranks and must not hold a CUDA context itself.
@@ -482,7 +506,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error("no NCCL id from rank 0");
           }
         }
-        rc = runRank(id, ncclId, n, r, gpus, args, impls, graphs);
+        rc = runRank(id, ncclId, n, r, gpus, args, impls, graphs, registered);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
       }

@@ -10,6 +10,7 @@
 #define BRAID_BRAID_H_
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -158,6 +159,13 @@ braid_result_t braid_gather(const void* send, void* recv, size_t count, braid_da
 braid_result_t braid_scatter(const void* send, void* recv, size_t count, braid_datatype_t type, int root,
                              braid_comm_t comm);
 braid_result_t braid_barrier(braid_comm_t comm);
+
+/// Registers GPU memory [buf, buf + bytes) with the communicator (as ncclCommRegister; collective, in call order):
+/// large allreduce, allgather and reduce_scatter calls whose buffers are registered on every rank read peers'
+/// buffers in place. *handle receives the registration for braid_comm_deregister (0: registering changed nothing).
+braid_result_t braid_comm_register(braid_comm_t comm, void* buf, size_t bytes, uint64_t* handle);
+/// Collective: forgets a registration on every rank.
+braid_result_t braid_comm_deregister(braid_comm_t comm, uint64_t handle);
 
 // ---- Point-to-point ----
 

@@ -76,6 +76,11 @@ class Work {
   std::shared_ptr<core::WorkState> state_;
 };
 
+/// A buffer registered with a communicator (Communicator::registerBuffer). id 0: registering changed nothing.
+struct BufferRegistration {
+  std::uint64_t id = 0;
+};
+
 /// 128 bytes to pass to every rank (like ncclUniqueId), made by rank 0's process with Communicator::uniqueId().
 struct UniqueId {
   std::uint8_t bytes[128];
@@ -221,6 +226,19 @@ class Communicator {
   /// Posts all sends and receives together and completes them without deadlock in any order (as
   /// ncclGroupStart/End or torch's batch_isend_irecv).
   void group(const std::vector<P2pOp>& ops, CallOptions = {});
+
+  /// Registers GPU memory [ptr, ptr + bytes) with the communicator (as ncclCommRegister). Collective: every rank
+  /// registers one buffer of its own, in the same order relative to its collectives. Afterwards an allreduce,
+  /// allgather or reduce_scatter of at least BRAID_CUDA_REGISTERED_MIN_BYTES whose buffers lie inside registrations
+  /// on every rank reads its peers' buffers where they are instead of pushing them through braid's workspace
+  /// (allreduce needs send and recv registered, the others send); other calls run as before, and a call whose
+  /// buffers are registered on some ranks only falls back on all of them. The memory must stay allocated until
+  /// deregisterBuffer or the communicator's destruction. Memory from cudaMalloc (and torch's allocator) and cuMem
+  /// memory exportable as a POSIX fd can be registered; host or managed memory is refused (kInvalidArgument),
+  /// naming the rank. Where braid's kernels do not run (ranks on several hosts) it is accepted and changes nothing.
+  BufferRegistration registerBuffer(void* ptr, std::size_t bytes, CallOptions = {});
+  /// Collective: forgets a registration on every rank, after this rank's device work that may read it finished.
+  void deregisterBuffer(BufferRegistration registration, CallOptions = {});
 
   // Asynchronous forms: the same calls, queued in issue order on the communicator's progress thread. Vectors are
   // copied; buffers must stay valid until the Work completes.

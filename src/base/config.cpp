@@ -81,6 +81,13 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_ONESHOT_MAX_BYTES", KnobType::kBytes, "0",
         "largest GPU allreduce the one-shot kernel takes (two-shot above); 0 lets braid's table choose"},
        &Settings::cudaOneshotMaxBytes},
+      // 512 KiB: below it the LL kernel runs, which registration does not change. Not yet measured against the
+      // inbox kernels on NVLink (braid tune will say): peers' buffers are read with loads, whose NVLink ceiling
+      // is ~8% below that of stores.
+      {{"BRAID_CUDA_REGISTERED_MIN_BYTES", KnobType::kBytes, "512K",
+        "smallest GPU allreduce, allgather or reduce_scatter that reads peers' registered buffers in place "
+        "(Communicator::registerBuffer) instead of pushing through the workspace"},
+       &Settings::cudaRegisteredMinBytes},
       // 32 KiB: a block of a one-shot kernel pushes its next chunk while it reduces the one before, so the link
       // and the reduction overlap; each chunk costs a flag (~1 us, hidden behind the chunk's ~6 us on the link).
       {{"BRAID_CUDA_CHUNK_BYTES", KnobType::kBytes, "32K",

@@ -21,35 +21,36 @@ struct KnobInfo {
 
 /// Values of every knob for one communicator, taken from the environment at its creation.
 struct Settings {
-  double timeoutSeconds = 0;            // BRAID_TIMEOUT
-  std::string algo;                     // BRAID_ALGO
-  std::size_t directMaxBytes = 0;       // BRAID_DIRECT_MAX_BYTES
-  std::size_t shmSlotBytes = 0;         // BRAID_SHM_SLOT_BYTES
-  std::size_t shmP2pBytes = 0;          // BRAID_SHM_P2P_BYTES
-  long spinMicros = 0;                  // BRAID_SPIN_US
-  std::string logLevel;                 // BRAID_LOG
-  std::string transport;                // BRAID_TRANSPORT
-  std::string isa;                      // BRAID_CPU_ISA
-  std::string debug;                    // BRAID_DEBUG
-  long tcpStreams = 0;                  // BRAID_TCP_STREAMS
-  std::size_t tcpBufferBytes = 0;       // BRAID_TCP_BUFFER_BYTES
-  long tcpSpinMicros = 0;               // BRAID_TCP_SPIN_US
-  double heartbeatIntervalSeconds = 0;  // BRAID_HEARTBEAT_INTERVAL
-  double heartbeatTimeoutSeconds = 0;   // BRAID_HEARTBEAT_TIMEOUT
-  std::string ifname;                   // BRAID_IFNAME
-  long cudaBlocks = 0;                  // BRAID_CUDA_BLOCKS
-  std::size_t cudaWorkspaceBytes = 0;   // BRAID_CUDA_WORKSPACE_BYTES
-  std::size_t cudaChunkBytes = 0;       // BRAID_CUDA_CHUNK_BYTES
-  std::size_t cudaLlMaxBytes = 0;       // BRAID_CUDA_LL_MAX_BYTES
-  std::size_t cudaOneshotMaxBytes = 0;  // BRAID_CUDA_ONESHOT_MAX_BYTES
-  std::string cudaMemory;               // BRAID_CUDA_MEMORY
-  long cudaTimeline = 0;                // BRAID_CUDA_TIMELINE
-  std::string hierarchy;                // BRAID_HIERARCHY
-  std::string compress;                 // BRAID_COMPRESS
-  std::string flightRecorder;           // BRAID_FLIGHT_RECORDER
-  std::string flightRecorderSignal;     // BRAID_FLIGHT_RECORDER_SIGNAL
-  std::string trace;                    // BRAID_TRACE
-  std::string tuneFile;                 // BRAID_TUNE_FILE
+  double timeoutSeconds = 0;               // BRAID_TIMEOUT
+  std::string algo;                        // BRAID_ALGO
+  std::size_t directMaxBytes = 0;          // BRAID_DIRECT_MAX_BYTES
+  std::size_t shmSlotBytes = 0;            // BRAID_SHM_SLOT_BYTES
+  std::size_t shmP2pBytes = 0;             // BRAID_SHM_P2P_BYTES
+  long spinMicros = 0;                     // BRAID_SPIN_US
+  std::string logLevel;                    // BRAID_LOG
+  std::string transport;                   // BRAID_TRANSPORT
+  std::string isa;                         // BRAID_CPU_ISA
+  std::string debug;                       // BRAID_DEBUG
+  long tcpStreams = 0;                     // BRAID_TCP_STREAMS
+  std::size_t tcpBufferBytes = 0;          // BRAID_TCP_BUFFER_BYTES
+  long tcpSpinMicros = 0;                  // BRAID_TCP_SPIN_US
+  double heartbeatIntervalSeconds = 0;     // BRAID_HEARTBEAT_INTERVAL
+  double heartbeatTimeoutSeconds = 0;      // BRAID_HEARTBEAT_TIMEOUT
+  std::string ifname;                      // BRAID_IFNAME
+  long cudaBlocks = 0;                     // BRAID_CUDA_BLOCKS
+  std::size_t cudaWorkspaceBytes = 0;      // BRAID_CUDA_WORKSPACE_BYTES
+  std::size_t cudaChunkBytes = 0;          // BRAID_CUDA_CHUNK_BYTES
+  std::size_t cudaLlMaxBytes = 0;          // BRAID_CUDA_LL_MAX_BYTES
+  std::size_t cudaOneshotMaxBytes = 0;     // BRAID_CUDA_ONESHOT_MAX_BYTES
+  std::size_t cudaRegisteredMinBytes = 0;  // BRAID_CUDA_REGISTERED_MIN_BYTES
+  std::string cudaMemory;                  // BRAID_CUDA_MEMORY
+  long cudaTimeline = 0;                   // BRAID_CUDA_TIMELINE
+  std::string hierarchy;                   // BRAID_HIERARCHY
+  std::string compress;                    // BRAID_COMPRESS
+  std::string flightRecorder;              // BRAID_FLIGHT_RECORDER
+  std::string flightRecorderSignal;        // BRAID_FLIGHT_RECORDER_SIGNAL
+  std::string trace;                       // BRAID_TRACE
+  std::string tuneFile;                    // BRAID_TUNE_FILE
   /// The tuned values in use ("BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"); empty if none.
   std::string tuned;
   // Launch identity (text; bootstrap/ parses and checks it).

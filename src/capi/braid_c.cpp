@@ -465,6 +465,19 @@ braid_result_t braid_barrier(braid_comm_t comm) {
   return guarded([&] { need(comm, "braid_barrier").barrier(); });
 }
 
+braid_result_t braid_comm_register(braid_comm_t comm, void* buf, size_t bytes, uint64_t* handle) {
+  return guarded([&] {
+    braid::Communicator& c = need(comm, "braid_comm_register");
+    if (handle == nullptr) braid::fail(braid::ErrorCode::kInvalidArgument, {}, "braid_comm_register: handle is NULL");
+    *handle = c.registerBuffer(buf, bytes, opts(comm)).id;
+  });
+}
+
+braid_result_t braid_comm_deregister(braid_comm_t comm, uint64_t handle) {
+  return guarded(
+      [&] { need(comm, "braid_comm_deregister").deregisterBuffer(braid::BufferRegistration{handle}, opts(comm)); });
+}
+
 braid_result_t braid_send(const void* buf, size_t count, braid_datatype_t type, int peer, int tag, braid_comm_t comm) {
   return guarded([&] {
     Arguments args("braid_send");

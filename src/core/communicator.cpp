@@ -226,6 +226,36 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
       {type, count, ReduceKind::kSum, root});
 }
 
+auto registerCall(core::CommunicatorImpl* c, void* ptr, std::size_t bytes, std::shared_ptr<std::uint64_t> id) {
+  const core::Route route = core::routeOf({{ptr, "buffer"}});
+  return makeCall(
+      "register_buffer",
+      [=](const ErrorContext& ctx) {
+        checkRoute(route, ctx);
+        if (ptr == nullptr || bytes == 0)
+          fail(ErrorCode::kInvalidArgument, ctx, "an empty buffer cannot be registered");
+        if (!route.device) {
+          fail(ErrorCode::kInvalidArgument, ctx, "only GPU memory can be registered; the buffer is ",
+               core::memoryKindName(route.firstKind), " memory");
+        }
+      },
+      [=](const host::OpEnv& env) { *id = c->engineFor(route, env).registerBuffer(ptr, bytes, env); }, true,
+      {DataType::kUint8, bytes, ReduceKind::kSum, -1});
+}
+
+auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) {
+  return makeCall(
+      "deregister_buffer",
+      [=](const ErrorContext& ctx) {
+        if (registration.id != 0 && c->deviceEngine() == nullptr) {
+          fail(ErrorCode::kInvalidArgument, ctx, "registration ", registration.id, " is not of this communicator");
+        }
+      },
+      [=](const host::OpEnv& env) {
+        if (registration.id != 0) c->deviceEngine()->deregisterBuffer(registration.id, env);
+      });
+}
+
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
       "barrier", [](const ErrorContext&) {},
@@ -337,6 +367,14 @@ Work Communicator::scatterAsync(const void* send, void* recv, std::size_t count,
 }
 
 void Communicator::barrier(CallOptions opts) { impl_->run(barrierCall(impl_.get()), opts); }
+BufferRegistration Communicator::registerBuffer(void* ptr, std::size_t bytes, CallOptions opts) {
+  auto id = std::make_shared<std::uint64_t>(0);
+  impl_->run(registerCall(impl_.get(), ptr, bytes, id), opts);
+  return BufferRegistration{*id};
+}
+void Communicator::deregisterBuffer(BufferRegistration registration, CallOptions opts) {
+  impl_->run(deregisterCall(impl_.get(), registration), opts);
+}
 Work Communicator::barrierAsync(CallOptions opts) { return impl_->submit(barrierCall(impl_.get()), opts); }
 
 void Communicator::send(const void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {

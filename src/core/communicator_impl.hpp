@@ -125,6 +125,8 @@ class CommunicatorImpl {
   /// The engine for a call whose buffers took `route`: the host engine (after the call's stream, when it has
   /// one) or the device engine, made at the first call on GPU memory.
   host::Engine& engineFor(const Route& route, const host::OpEnv& env);
+  /// The device engine, when a call on device buffers made it (else null). For the thread running calls.
+  host::Engine* deviceEngine() const { return deviceEngine_.get(); }
   /// What a GPU kernel of this communicator reported after its call returned (ncclCommGetAsyncError).
   std::optional<Error> asyncError() const;
   /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones

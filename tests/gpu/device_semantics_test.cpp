@@ -57,8 +57,10 @@ void requireRampAllreduces(Communicator& c, cudaStream_t s, std::initializer_lis
   }
 }
 
-// Two ranks as threads of this process, rank r on GPU r % GPUs, each with a stream of its own. Threads: this
-// test's process uses CUDA itself, so it forks nothing after this.
+// Two ranks as threads of this process, rank r on GPU r, each with a stream of its own. Threads: this test's
+// process uses CUDA itself, so it forks nothing after this. Tests with thread ranks need a GPU per rank: two threads
+// on one GPU deadlock in the test's own cudaFree, which waits for the whole device, where the other thread's kernel
+// waits for this one (NCCL has the same rule).
 std::vector<std::string> runOnThreadRanks(const Settings& settings,
                                           const std::function<void(Communicator&, cudaStream_t)>& body) {
   const int gpus = cuda::deviceCount();
@@ -233,7 +235,7 @@ TEST(DeviceSemantics, WithoutAUsableChannelDeviceBuffersAreStagedThroughHostMemo
 }
 
 TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
-  BRAID_SKIP_WITHOUT_GPUS(1);
+  BRAID_SKIP_WITHOUT_GPUS(2);  // a GPU per thread rank (see runOnThreadRanks)
   const auto results = runOnThreadRanks(deviceSettings(), [](Communicator& c, cudaStream_t s) {
     requireRampAllreduces(c, s, {3, std::size_t{1} << 20}, "threads");
   });
@@ -273,7 +275,7 @@ TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
 
 // BRAID_CUDA_TIMELINE=1: a line per kernel, once it ended, with its GPU time (all of them by the communicator's end).
 TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
-  BRAID_SKIP_WITHOUT_GPUS(1);
+  BRAID_SKIP_WITHOUT_GPUS(2);  // a GPU per thread rank (see runOnThreadRanks)
   Settings settings = deviceSettings();
   settings.cudaTimeline = 1;
   settings.logLevel = "info";  // every communicator applies its own level when created
@@ -323,7 +325,7 @@ TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcHandlesBetweenProcesses) {
 }
 
 TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcBetweenThreadsOfOneProcess) {
-  BRAID_SKIP_WITHOUT_GPUS(1);
+  BRAID_SKIP_WITHOUT_GPUS(2);  // a GPU per thread rank (see runOnThreadRanks)
   Settings settings = deviceSettings();
   settings.cudaMemory = "ipc";
   const auto results = runOnThreadRanks(

@@ -68,6 +68,32 @@ TEST_P(ErrorsOver, DifferentCollectivesAreNamed) {
   EXPECT_EQ(failures(results), "");
 }
 
+// Registration (Communicator::registerBuffer) takes GPU memory only: host memory is refused on the rank that passed
+// it, by name, and its peers fail the same call; the communicator goes on, and deregistering nothing is nothing.
+TEST_P(ErrorsOver, RegisteringHostMemoryIsRefusedOnEveryRank) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<float> buf(1024, 1.0f);
+        try {
+          (void)comm.registerBuffer(buf.data(), buf.size() * 4);
+          throw std::runtime_error("host memory was registered");
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kInvalidArgument || e.code() == ErrorCode::kMismatch, e.what());
+          require(contains(e.what(), "register_buffer"), std::string("the error does not name the call: ") + e.what());
+          if (e.code() == ErrorCode::kInvalidArgument) {
+            require(contains(e.what(), "only GPU memory can be registered; the buffer is host memory"), e.what());
+          }
+        }
+        comm.deregisterBuffer(BufferRegistration{});
+        int x = 1;
+        comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+        require(x == 2, "allreduce after a refused registration");
+      },
+      settings());
+  EXPECT_EQ(failures(results), "");
+}
+
 TEST(Errors, RejectedArgumentsOnOneRankFailEveryRankFast) {
   const auto start = std::chrono::steady_clock::now();
   auto results = runThreads(3, [](Communicator& comm) {

@@ -8,6 +8,7 @@
 #include <random>
 #include <utility>
 
+#include "algorithms/device/step_exchange.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
 #include "cuda/runtime/cuda_check.hpp"
@@ -41,23 +42,6 @@ struct Hello {
   std::array<char, 160> why;
 };
 
-void setWhy(Hello& h, const std::string& text) {
-  h.ok = 0;
-  std::snprintf(h.why.data(), h.why.size(), "%s", text.c_str());
-}
-
-// Every rank's hello; the first failure (by rank) in `why`, empty when all succeeded.
-std::vector<Hello> exchange(host::Engine& host, const Hello& mine, int size, const host::OpEnv& env, std::string* why) {
-  std::vector<Hello> all(static_cast<std::size_t>(size));
-  host.allgather(&mine, all.data(), sizeof(Hello), DataType::kUint8, env);
-  why->clear();
-  for (int r = 0; r < size && why->empty(); ++r) {
-    if (!all[static_cast<std::size_t>(r)].ok)
-      *why = strCat("rank ", r, ": ", all[static_cast<std::size_t>(r)].why.data());
-  }
-  return all;
-}
-
 // The local ordinal of the GPU with this UUID, or -1 when it is not visible here.
 int ordinalOf(const std::array<char, 16>& uuid) {
   int count = 0;
@@ -70,21 +54,6 @@ int ordinalOf(const std::array<char, 16>& uuid) {
   }
   return -1;
 }
-
-class FdCloser {
- public:
-  explicit FdCloser(int fd) : fd_(fd) {}
-  ~FdCloser() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  FdCloser(FdCloser&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  FdCloser(const FdCloser&) = delete;
-  FdCloser& operator=(const FdCloser&) = delete;
-  FdCloser& operator=(FdCloser&&) = delete;
-
- private:
-  int fd_;
-};
 
 }  // namespace
 
@@ -101,7 +70,7 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   mine.pid = static_cast<std::int32_t>(::getpid());
   mine.fd = -1;
   mine.nonce = std::random_device{}() | (static_cast<std::uint64_t>(std::random_device{}()) << 32);
-  if (size > kMaxDeviceRanks) setWhy(mine, strCat(size, " ranks: a channel connects at most ", kMaxDeviceRanks));
+  if (size > kMaxDeviceRanks) failStep(mine, strCat(size, " ranks: a channel connects at most ", kMaxDeviceRanks));
 
   // 1. This rank's workspace and control words: cuMem memory with a POSIX fd where the driver can export one,
   // else (or when BRAID_CUDA_MEMORY=ipc) cudaMalloc memory and its cudaIpc handle.
@@ -140,11 +109,12 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       ch->control_ = static_cast<ChannelControl*>(control);
       std::memset(ch->control_, 0, sizeof(ChannelControl));
     } catch (const Error& e) {
-      setWhy(mine, e.message());
+      failStep(mine, e.message());
     }
   }
-  const FdCloser closeExported(mine.fd);  // after the last exchange below: same-process peers import this number
-  std::vector<Hello> all = exchange(host, mine, size, env, why);
+  const transport::FdCloser closeExported(
+      mine.fd);  // after the last exchange below: same-process peers import this number
+  std::vector<Hello> all = exchangeSteps(host, mine, size, env, why);
   if (!why->empty()) return nullptr;
 
   // 2. Every peer's workspace, mapped here. cuMem: same-process peers' fds are valid as they are, other processes
@@ -169,9 +139,9 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
     try {
       mailbox = std::make_unique<transport::FdMailbox>(all[0].nonce, rank);
     } catch (const Error& e) {
-      setWhy(step, e.message());
+      failStep(step, e.message());
     }
-    exchange(host, step, size, env, why);  // every mailbox is bound before anyone sends
+    exchangeSteps(host, step, size, env, why);  // every mailbox is bound before anyone sends
     if (!why->empty()) return nullptr;
   }
   bool nvlink = true;
@@ -185,7 +155,7 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       if (remote(p) && vmm(rank)) mailbox->send(p, mine.fd, mine.bytes);
       if (remote(p) && vmm(p)) ++letters;
     }
-    std::vector<FdCloser> received;
+    std::vector<transport::FdCloser> received;
     received.reserve(static_cast<std::size_t>(size));
     for (int i = 0; i < letters; ++i) {
       const transport::FdMailbox::Letter letter = mailbox->receive(env.timeoutSeconds);
@@ -230,9 +200,9 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       }
     }
   } catch (const Error& e) {
-    setWhy(step, e.message());
+    failStep(step, e.message());
   }
-  exchange(host, step, size, env, why);
+  exchangeSteps(host, step, size, env, why);
   if (!why->empty()) return nullptr;
   mailbox.reset();
 
@@ -257,9 +227,9 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
     if (synced != cudaSuccess) (void)cudaGetLastError();
     cuda::checkCuda(synced, "the P2P probe kernel");
   } catch (const Error& e) {
-    setWhy(step, e.message());
+    failStep(step, e.message());
   }
-  exchange(host, step, size, env, why);
+  exchangeSteps(host, step, size, env, why);
   if (!why->empty()) return nullptr;
   try {
     std::vector<std::uint64_t> words(static_cast<std::size_t>(size) * kFlagStride / 8);
@@ -283,9 +253,9 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       }
     }
   } catch (const Error& e) {
-    setWhy(step, e.message());
+    failStep(step, e.message());
   }
-  exchange(host, step, size, env, why);
+  exchangeSteps(host, step, size, env, why);
   if (!why->empty()) return nullptr;
   return ch;
 }

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "base/data_type.hpp"
 #include "base/elementwise_op.hpp"
@@ -158,8 +159,15 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
     if (slot < 64 * 1024) {
       noChannelWhy_ = strCat("BRAID_CUDA_WORKSPACE_BYTES=", settings_.cudaWorkspaceBytes, " is too small");
     } else {
-      channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
-                                        &noChannelWhy_);
+      try {
+        channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
+                                          &noChannelWhy_);
+      } catch (...) {
+        // The call failed as a whole (a peer rejected it, a peer was lost): connect again at the next device call,
+        // as every rank will; a rank that never got here makes its first attempt then.
+        tried_ = false;
+        throw;
+      }
       channelView_.store(channel_.get(), std::memory_order_release);
     }
     if (channel_) {
@@ -198,6 +206,17 @@ std::optional<Error> DeviceEngine::asyncError(const ErrorContext& ctx) const {
   return Error(ErrorCode::kAborted, strCat(where, ": the communicator was aborted"), context);
 }
 
+std::uint64_t DeviceEngine::registeredCalls() const {
+  const DeviceChannel* channel = channelView_.load(std::memory_order_acquire);
+  if (channel == nullptr) return 0;
+  const DeviceScope scope(device_);
+  cuda::kernels::WorkspaceState state{};
+  checkCuda(cudaMemcpy(&state, channel->channel().ws[rank_] + cuda::kernels::kStateOffset, sizeof state,
+                       cudaMemcpyDeviceToHost),
+            "cudaMemcpy(workspace state)");
+  return state.registeredCalls;
+}
+
 void DeviceEngine::abort() {
   host_.abort();
   {
@@ -230,6 +249,7 @@ void DeviceEngine::watch() {
 void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
                           const char* algorithm) {
   p.ch = channel_->channel();
+  p.ch.registry = registry_.table();
   p.ch.timeoutNs = static_cast<std::uint64_t>(std::min(env.timeoutSeconds, 1e9) * 1e9);
   if (p.kind == CollectiveKind::kAllreduceLL) return launchLL(p, kernel, unitBytes, env);
   const std::size_t lanes = 16 / unitBytes;
@@ -300,6 +320,34 @@ void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int bl
   haveLast_ = true;
 }
 
+void DeviceEngine::readInPlaceIfRegistered(CollectiveParams& p, std::size_t bytes, std::size_t sendBytes,
+                                           std::size_t recvBytes) const {
+  if (registry_.empty() || bytes < settings_.cudaRegisteredMinBytes) return;
+  p.direct = 1;
+  p.sendBytes = sendBytes;
+  p.recvBytes = recvBytes;
+  std::tie(p.mine.send, p.mine.sendOffset) = registry_.find(p.send, sendBytes);
+  if (recvBytes != 0) std::tie(p.mine.recv, p.mine.recvOffset) = registry_.find(p.recv, recvBytes);
+}
+
+std::uint64_t DeviceEngine::registerBuffer(void* ptr, std::size_t bytes, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  // Staged calls read nothing in place: every rank alike (the channel is there on all or on none).
+  if (!kernelsReady(env)) return 0;
+  return registry_.add(host_, rank_, size_, device_, ptr, bytes, env) + 1;
+}
+
+void DeviceEngine::deregisterBuffer(std::uint64_t id, const host::OpEnv& env) {
+  const DeviceScope scope(device_);
+  if (id == 0) return;
+  if (haveLast_ && !capturing(reinterpret_cast<cudaStream_t>(lastStream_))) {
+    // This rank's kernels that may read the buffers (and its peers', which end before these do) finish first.
+    checkCuda(cudaEventRecord(join_, reinterpret_cast<cudaStream_t>(lastStream_)), "cudaEventRecord(deregister)");
+    checkCuda(cudaEventSynchronize(join_), "cudaEventSynchronize(deregister)");
+  }
+  registry_.remove(host_, size_, static_cast<std::uint32_t>(id - 1), env);
+}
+
 const void* DeviceEngine::premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
                                         const host::OpEnv& env) {
   if (op.kind != ReduceKind::kPremulSum || op.scale == 1.0) return src;
@@ -340,6 +388,7 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   p.kind = kernel == AllreduceKernel::kLL        ? CollectiveKind::kAllreduceLL
            : kernel == AllreduceKernel::kOneShot ? CollectiveKind::kAllreduceOneShot
                                                  : CollectiveKind::kAllreduceTwoShot;
+  if (kernel != AllreduceKernel::kLL) readInPlaceIfRegistered(p, bytes, bytes, bytes);
   launch(p, cuda::kernels::reducingCollectiveKernel(type, dop, kernel == AllreduceKernel::kLL), dataTypeSize(type), env,
          allreduceKernelName(kernel));
 }
@@ -372,6 +421,8 @@ void DeviceEngine::reduceScatter(const void* send, void* recv, std::size_t recvC
   p.count = recvCount;
   p.avgDivisor = size_;
   p.kind = CollectiveKind::kReduceScatter;
+  const std::size_t sendBytes = recvCount * static_cast<std::size_t>(size_) * dataTypeSize(type);
+  readInPlaceIfRegistered(p, sendBytes, sendBytes, 0);
   launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env, "reduce_scatter");
 }
 
@@ -403,8 +454,9 @@ void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, Da
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allgather(send, recv, count, type, env);
-  launch(copying(CollectiveKind::kAllgather, send, recv, count, type, 0), cuda::kernels::copyingCollectiveKernel(), 1,
-         env, "allgather");
+  CollectiveParams p = copying(CollectiveKind::kAllgather, send, recv, count, type, 0);
+  readInPlaceIfRegistered(p, p.count * static_cast<std::size_t>(size_), p.count, 0);
+  launch(p, cuda::kernels::copyingCollectiveKernel(), 1, env, p.direct != 0 ? "allgather/registered" : "allgather");
 }
 
 void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,

@@ -17,6 +17,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "algorithms/device/buffer_registry.hpp"
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/device/kernel_timeline.hpp"
 #include "algorithms/device/staging.hpp"
@@ -60,11 +61,16 @@ class DeviceEngine final : public host::Engine {
                  const std::vector<std::size_t>& recvDispls, DataType type, const host::OpEnv& env) override;
   void pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) override;
   void reject(const host::OpEnv& env) override { host_.reject(env); }
+  std::uint64_t registerBuffer(void* ptr, std::size_t bytes, const host::OpEnv& env) override;
+  void deregisterBuffer(std::uint64_t id, const host::OpEnv& env) override;
   void abort() override;
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
   /// The failure a kernel of this communicator recorded (ncclCommGetAsyncError), if any. Any thread.
   std::optional<Error> asyncError(const ErrorContext& ctx) const;
+  /// How many calls so far read their peers' registered buffers in place (the kernels count them). Waits for
+  /// nothing: the caller synchronises with the calls it wants counted.
+  std::uint64_t registeredCalls() const;
   /// The device the communicator bound at its first device call (-1 before).
   int device() const { return device_; }
 
@@ -83,6 +89,12 @@ class DeviceEngine final : public host::Engine {
                const host::OpEnv& env, const char* algorithm);
   /// Scales `count` elements of src by op's pre-multiplier into device scratch memory (or dst when given); returns
   /// where the scaled copy is.
+  /// Marks `p` to read peers' registered buffers in place when this call may (registrations exist, the size is
+  /// at least BRAID_CUDA_REGISTERED_MIN_BYTES): peers read `sendBytes` of each rank's send and `recvBytes` of its
+  /// recv buffer. The same choice on every rank; the kernel falls back to the inboxes unless every rank's
+  /// buffers are registered.
+  void readInPlaceIfRegistered(cuda::kernels::CollectiveParams& p, std::size_t bytes, std::size_t sendBytes,
+                               std::size_t recvBytes) const;
   const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
                             const host::OpEnv& env);
   void watch();
@@ -109,6 +121,7 @@ class DeviceEngine final : public host::Engine {
   void* scratch_ = nullptr;
   std::size_t scratchBytes_ = 0;
   std::set<std::string> logged_;
+  BufferRegistry registry_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

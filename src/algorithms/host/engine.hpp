@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -54,6 +55,10 @@ class Engine {
   virtual void abort() = 0;
   /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
   virtual std::string peerFailure(int peer) = 0;
+  /// Registers [ptr, ptr + bytes) (Communicator::registerBuffer): collective, every rank in call order. Returns an
+  /// id for deregisterBuffer, 0 when the engine reads no peer's memory in place (then registering changes nothing).
+  virtual std::uint64_t registerBuffer(void* /*ptr*/, std::size_t /*bytes*/, const OpEnv& /*env*/) { return 0; }
+  virtual void deregisterBuffer(std::uint64_t /*id*/, const OpEnv& /*env*/) {}
   /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as
   /// ncclCommGetAsyncError reports it; none for engines whose calls finish before they return. Any thread.
   virtual std::optional<Error> asyncError(const ErrorContext& /*ctx*/) const { return std::nullopt; }

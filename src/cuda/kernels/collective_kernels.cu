@@ -98,12 +98,39 @@ __device__ bool copyingRound(const CollectiveParams& p, const Round& r) {
   }
 }
 
+// Allgather over registered send buffers: each rank copies every peer's block from where it lies.
+__device__ bool copyingDirect(const CollectiveParams& p, const DirectView& v, std::uint64_t t) {
+  const int me = p.ch.rank;
+  const Piece piece = pieceOf(p.count, p.count, 16);
+  std::byte* recv = static_cast<std::byte*>(p.recv);
+  for (int q = 0; q < p.ch.nranks; ++q) {
+    const std::byte* src = q == me ? static_cast<const std::byte*>(p.send) : v.send[q];
+    copyBytes(recv + static_cast<std::size_t>(q) * p.count + piece.lo, src + piece.lo, piece.size());
+  }
+  return peersDone(p.ch, kPhaseB, t);
+}
+
 __global__ void __launch_bounds__(kCollectiveThreads) copyingCollectiveKernel(const CollectiveParams p) {
   const std::uint64_t base = startRounds(p.ch);
   if (base == ~std::uint64_t{0}) return;
   bool ok = true;
-  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = copyingRound(p, roundAt(p, base, r));
-  finishRounds(p.ch, base, p.rounds, ok);
+  std::uint64_t first = base;
+  std::uint32_t used = p.rounds;
+  if (p.direct != 0) {
+    DirectView view;
+    const int registered = exchangeDirect(p, base, &view);
+    if (registered == 1) {
+      if (blockIdx.x == 0 && threadIdx.x == 0) ++stateOf(p.ch)->registeredCalls;
+      ok = copyingDirect(p, view, base);
+      finishRounds(p.ch, base, directRounds(p.kind), ok);
+      return;
+    }
+    ok = registered == 0;
+    first = base + 1;
+    used = p.rounds + 1;
+  }
+  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = copyingRound(p, roundAt(p, first, r));
+  finishRounds(p.ch, base, used, ok);
 }
 
 // Thread q writes this rank's word into peer q's probe slot, reads it back over the link, and keeps what it read

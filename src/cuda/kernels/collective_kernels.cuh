@@ -216,6 +216,86 @@ __device__ __forceinline__ Round roundAt(const CollectiveParams& p, std::uint64_
           w0, min(p.roundUnits, p.count - w0), min(p.roundUnits, p.count)};
 }
 
+// ---- Registered buffers (CollectiveParams::direct): peers' buffers read where they are.
+
+/// Every rank's buffers of one call as this rank's device reaches them.
+struct DirectView {
+  const std::byte* send[kMaxDeviceRanks];
+  std::byte* recv[kMaxDeviceRanks];
+};
+
+/// Rank `owner`'s registration `index` (+1) from `offset`, when it holds `need` bytes there (need 0: not read).
+__device__ __forceinline__ bool resolveRegistered(const Channel& ch, std::uint32_t index, std::uint64_t offset,
+                                                  std::uint64_t need, int owner, std::byte** out) {
+  *out = nullptr;
+  if (need == 0) return true;
+  if (index == 0 || index > kMaxRegistrations) return false;
+  const RegisteredBuffer& entry = ch.registry[index - 1];
+  const std::uint64_t bytes = entry.bytes[owner];
+  if (bytes < need || offset > bytes - need) return false;
+  *out = entry.base[owner] + offset;
+  return true;
+}
+
+/// Round t of a direct call: this rank's descriptor goes to every peer (written by the thread that raises that
+/// peer's flag, so the release orders it), theirs are read back. 1: every rank's buffers are registered (`view`
+/// filled in), the same answer on every rank since all read the same descriptors; 0: the call goes through the
+/// inboxes instead; -1: a wait gave up. A descriptor slot is rewritten only by the sender's next call, which starts
+/// after this rank's same block acknowledged this one.
+inline __device__ int exchangeDirect(const CollectiveParams& p, std::uint64_t t, DirectView* view) {
+  const Channel& ch = p.ch;
+  const std::uint32_t peers = allPeers(ch);
+  const int q = static_cast<int>(threadIdx.x);
+  if (q < ch.nranks && q != ch.rank) {
+    auto* dst =
+        reinterpret_cast<std::uint64_t*>(ch.ws[q] + kDirectOffset + static_cast<std::size_t>(ch.rank) * kFlagStride);
+    const auto* src = reinterpret_cast<const std::uint64_t*>(&p.mine);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) dst[i] = src[i];
+  }
+  __syncthreads();
+  const std::uint64_t flag = t * kFlagsPerRound + 1;
+  signalPeers(ch, kPhaseA, peers, flag);
+  if (!waitPeers(ch, kPhaseA, peers, flag, t)) return -1;
+  __shared__ DirectView shared;
+  __shared__ int everyone;
+  if (q == 0) everyone = 1;
+  __syncthreads();
+  if (q < ch.nranks) {
+    DirectDescriptor d = p.mine;
+    if (q != ch.rank) {
+      const auto* slot = reinterpret_cast<const unsigned long long*>(ch.ws[ch.rank] + kDirectOffset +
+                                                                     static_cast<std::size_t>(q) * kFlagStride);
+      auto* words = reinterpret_cast<unsigned long long*>(&d);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) words[i] = __ldcg(slot + i);
+    }
+    std::byte* s = nullptr;
+    std::byte* r = nullptr;
+    const bool ok = resolveRegistered(ch, d.send, d.sendOffset, p.sendBytes, q, &s) &&
+                    resolveRegistered(ch, d.recv, d.recvOffset, p.recvBytes, q, &r);
+    shared.send[q] = s;
+    shared.recv[q] = r;
+    if (!ok) everyone = 0;
+  }
+  __syncthreads();
+  *view = shared;
+  return everyone;
+}
+
+/// Rounds a direct call takes when every buffer is registered.
+__device__ __forceinline__ std::uint32_t directRounds(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllreduceOneShot || kind == CollectiveKind::kAllreduceTwoShot ? 2 : 1;
+}
+
+/// Waits until every peer's same block is done with this rank's buffers (flag `phase` of round t).
+__device__ __forceinline__ bool peersDone(const Channel& ch, int phase, std::uint64_t t) {
+  __syncthreads();
+  const std::uint64_t flag = t * kFlagsPerRound + 1;
+  signalPeers(ch, phase, allPeers(ch), flag);
+  return waitPeers(ch, phase, allPeers(ch), flag, t);
+}
+
 // ---- The reducing kinds, in elements of T.
 
 template <typename T, typename Op>
@@ -339,13 +419,68 @@ __device__ bool reducingRound(const CollectiveParams& p, const Round& r) {
   }
 }
 
+/// A reducing call over registered buffers, in rounds t and t + 1. Allreduce is two-shot: each rank reduces its
+/// shard from every rank's send buffer into its own recv buffer, then copies the other shards from their owners'
+/// recv buffers. In place is safe: a block writes only bytes of its own buffer that its peers' same blocks have
+/// finished reading (each phase ends with a flag from every peer's twin).
+template <typename T, typename Op>
+__device__ bool reducingDirect(const CollectiveParams& p, const DirectView& v, std::uint64_t t) {
+  using Bits = typename Elem<T>::Bits;
+  constexpr std::size_t kLanes = 16 / sizeof(Bits);
+  constexpr std::size_t kSize = sizeof(Bits);
+  const Channel& ch = p.ch;
+  const int n = ch.nranks;
+  const int me = ch.rank;
+  const Bits* srcs[kMaxDeviceRanks];
+  auto sendOf = [&](int q) { return reinterpret_cast<const Bits*>(q == me ? p.send : v.send[q]); };
+  if (p.kind == CollectiveKind::kReduceScatter) {
+    const Piece piece = pieceOf(p.count, p.count, kLanes);
+    for (int q = 0; q < n; ++q) srcs[q] = sendOf(q) + static_cast<std::size_t>(me) * p.count + piece.lo;
+    reduceRange<T, Op>(static_cast<Bits*>(p.recv) + piece.lo, nullptr, srcs, n, piece.size(), p.avgDivisor);
+    return peersDone(ch, kPhaseB, t);
+  }
+  const std::size_t shard = ((p.count + n - 1) / n + kLanes - 1) / kLanes * kLanes;
+  const Piece piece = pieceOf(shard, shard, kLanes);
+  auto shardLen = [&](int q) {
+    const std::size_t start = static_cast<std::size_t>(q) * shard;
+    return p.count > start ? min(shard, p.count - start) : std::size_t{0};
+  };
+  auto at = [&](auto* base, int q) { return base + static_cast<std::size_t>(q) * shard + piece.lo; };
+  Bits* recv = static_cast<Bits*>(p.recv);
+  for (int q = 0; q < n; ++q) srcs[q] = at(sendOf(q), me);
+  reduceRange<T, Op>(at(recv, me), nullptr, srcs, n, piece.sizeWithin(shardLen(me)), p.avgDivisor);
+  if (!peersDone(ch, kPhaseB, t)) return false;
+  for (int q = 0; q < n; ++q) {
+    if (q == me) continue;
+    copyBytes(reinterpret_cast<std::byte*>(at(recv, q)),
+              reinterpret_cast<const std::byte*>(at(reinterpret_cast<const Bits*>(v.recv[q]), q)),
+              piece.sizeWithin(shardLen(q)) * kSize);
+  }
+  return peersDone(ch, kPhaseA, t + 1);
+}
+
 template <typename T, typename Op>
 __global__ void __launch_bounds__(kCollectiveThreads) reducingCollectiveKernel(const CollectiveParams p) {
   const std::uint64_t base = startRounds(p.ch);
   if (base == ~std::uint64_t{0}) return;
   bool ok = true;
-  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = reducingRound<T, Op>(p, roundAt(p, base, r));
-  finishRounds(p.ch, base, p.rounds, ok);
+  std::uint64_t first = base;
+  std::uint32_t used = p.rounds;
+  if (p.direct != 0) {
+    DirectView view;
+    const int registered = exchangeDirect(p, base, &view);
+    if (registered == 1) {
+      if (blockIdx.x == 0 && threadIdx.x == 0) ++stateOf(p.ch)->registeredCalls;
+      ok = reducingDirect<T, Op>(p, view, base);
+      finishRounds(p.ch, base, directRounds(p.kind), ok);
+      return;
+    }
+    ok = registered == 0;
+    first = base + 1;
+    used = p.rounds + 1;
+  }
+  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = reducingRound<T, Op>(p, roundAt(p, first, r));
+  finishRounds(p.ch, base, used, ok);
 }
 
 }  // namespace braid::cuda::kernels::detail

@@ -49,8 +49,10 @@ inline constexpr std::size_t kFlagsBytes =
 inline constexpr std::size_t kStateOffset = kFlagsBytes;
 /// The P2P probe: peer p writes its word at kProbeOffset + p * kFlagStride.
 inline constexpr std::size_t kProbeOffset = kStateOffset + 4096;
+/// Registered buffers: sender p writes its call's DirectDescriptor at kDirectOffset + p * kFlagStride of each peer.
+inline constexpr std::size_t kDirectOffset = kProbeOffset + kMaxDeviceRanks * kFlagStride;
 inline constexpr std::size_t kDataOffset = 512 * 1024;
-static_assert(kProbeOffset + kMaxDeviceRanks * kFlagStride <= kDataOffset, "control area fits before the data");
+static_assert(kDirectOffset + kMaxDeviceRanks * kFlagStride <= kDataOffset, "control area fits before the data");
 
 /// Byte offset of flag (phase, sender, block) in the workspace of the rank that waits on it.
 BRAID_HOST_DEVICE constexpr std::size_t flagOffset(int phase, int sender, int block) {
@@ -84,10 +86,11 @@ BRAID_HOST_DEVICE constexpr std::size_t workspaceBytes(int nranks, std::size_t s
 
 /// Device-local state in each rank's own workspace (never written by peers).
 struct WorkspaceState {
-  std::uint64_t round;           ///< rounds completed by this rank's kernels since the workspace was made
-  std::uint32_t done;            ///< blocks of the running kernel that finished (the last one advances `round`)
-  std::uint32_t failed;          ///< set by a block that gave up: the others stop waiting
-  std::uint64_t abortCheckedNs;  ///< when a waiting thread last read the host's abort flag (GPU global timer)
+  std::uint64_t round;            ///< rounds completed by this rank's kernels since the workspace was made
+  std::uint32_t done;             ///< blocks of the running kernel that finished (the last one advances `round`)
+  std::uint32_t failed;           ///< set by a block that gave up: the others stop waiting
+  std::uint64_t abortCheckedNs;   ///< when a waiting thread last read the host's abort flag (GPU global timer)
+  std::uint64_t registeredCalls;  ///< calls that read peers' registered buffers in place (for tests and logs)
 };
 
 /// Why a kernel gave up, written once (the first block to fail) into host-mapped memory the host reads without
@@ -101,11 +104,30 @@ struct KernelError {
   std::uint64_t round;  ///< the round it waited in
 };
 
+/// Buffers registered with the communicator (Communicator::registerBuffer): entry i of the table in device memory
+/// holds registration i of every rank, as this rank's device maps it (bytes 0: not registered, or deregistered).
+/// Registrations are collective, so an index means the same registration on every rank.
+inline constexpr std::uint32_t kMaxRegistrations = 4096;
+struct RegisteredBuffer {
+  std::byte* base[kMaxDeviceRanks];
+  std::uint64_t bytes[kMaxDeviceRanks];
+};
+/// Where one rank's buffers of a call lie in its registrations: index + 1 (0: not registered) and the offset in it.
+struct DirectDescriptor {
+  std::uint32_t send;
+  std::uint32_t recv;
+  std::uint64_t sendOffset;
+  std::uint64_t recvOffset;
+  std::uint64_t pad;
+};
+static_assert(sizeof(DirectDescriptor) == 32, "two 16-byte stores");
+
 /// Plain-data handle of a rank's channel: every rank's workspace as this rank's device maps it.
 struct Channel {
   std::byte* ws[kMaxDeviceRanks];
-  KernelError* error;              ///< host-mapped, pinned
-  const std::uint32_t* abortFlag;  ///< host-mapped, pinned; non-zero: give up every wait
+  const RegisteredBuffer* registry;  ///< kMaxRegistrations entries, device memory
+  KernelError* error;                ///< host-mapped, pinned
+  const std::uint32_t* abortFlag;    ///< host-mapped, pinned; non-zero: give up every wait
   std::size_t slotBytes;
   std::uint64_t timeoutNs;  ///< longest wait for one flag
   int rank;
@@ -148,6 +170,12 @@ struct CollectiveParams {
   int root;
   int avgDivisor;  ///< >= 1; avg only
   CollectiveKind kind;
+  /// Non-zero: the kernel first exchanges DirectDescriptors (one round); when every rank's buffers the kind reads
+  /// are registered, peers read them in place (no inbox, no staging copy), else the rounds above follow.
+  std::uint8_t direct;
+  DirectDescriptor mine;    ///< this rank's buffers in its registrations
+  std::uint64_t sendBytes;  ///< what peers read of each rank's send buffer (0: nothing)
+  std::uint64_t recvBytes;  ///< and of its recv buffer
 };
 
 static_assert(sizeof(CollectiveParams) <= 4096, "kernel parameters fit 4 KiB");

@@ -47,6 +47,8 @@ const DriverApi& driverApi() {
       fetch(api.memSetAccess, "cuMemSetAccess");
       fetch(api.memExportToShareableHandle, "cuMemExportToShareableHandle");
       fetch(api.memImportFromShareableHandle, "cuMemImportFromShareableHandle");
+      fetch(api.memRetainAllocationHandle, "cuMemRetainAllocationHandle");
+      fetch(api.memGetAddressRange, "cuMemGetAddressRange");
       fetch(api.getErrorString, "cuGetErrorString");
       fetch(api.launchKernel, "cuLaunchKernel");
     } catch (const Error& e) {

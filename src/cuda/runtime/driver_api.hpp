@@ -18,6 +18,8 @@ struct DriverApi {
   decltype(&::cuMemSetAccess) memSetAccess = nullptr;
   decltype(&::cuMemExportToShareableHandle) memExportToShareableHandle = nullptr;
   decltype(&::cuMemImportFromShareableHandle) memImportFromShareableHandle = nullptr;
+  decltype(&::cuMemRetainAllocationHandle) memRetainAllocationHandle = nullptr;
+  decltype(&::cuMemGetAddressRange) memGetAddressRange = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
 };

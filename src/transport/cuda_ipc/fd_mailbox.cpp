@@ -119,4 +119,8 @@ FdMailbox::Letter FdMailbox::receive(double timeoutSeconds) {
   }
 }
 
+FdCloser::~FdCloser() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
 }  // namespace braid::transport

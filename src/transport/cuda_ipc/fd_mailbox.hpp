@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 namespace braid::transport {
 
@@ -36,6 +37,20 @@ class FdMailbox {
   std::uint64_t nonce_;
   int rank_;
   int fd_ = -1;
+};
+
+/// Closes a file descriptor when it goes out of scope (-1: nothing to close).
+class FdCloser {
+ public:
+  explicit FdCloser(int fd) : fd_(fd) {}
+  ~FdCloser();
+  FdCloser(FdCloser&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  FdCloser(const FdCloser&) = delete;
+  FdCloser& operator=(const FdCloser&) = delete;
+  FdCloser& operator=(FdCloser&&) = delete;
+
+ private:
+  int fd_;
 };
 
 }  // namespace braid::transport
