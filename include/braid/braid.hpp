@@ -81,6 +81,12 @@ struct BufferRegistration {
   std::uint64_t id = 0;
 };
 
+/// Where a buffer lives, as every call classifies it (the CUDA driver says; host memory where there is no driver).
+enum class Memory { kHost, kDevice, kManaged };
+Memory memoryOf(const void* ptr);
+/// Whether braid reduces `type` with `kind` (no bitwise reductions of floating types, no arithmetic on bool).
+bool reductionSupported(DataType type, ReduceKind kind);
+
 /// 128 bytes to pass to every rank (like ncclUniqueId), made by rank 0's process with Communicator::uniqueId().
 struct UniqueId {
   std::uint8_t bytes[128];

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs tests/mpi/mpi_collectives under mpirun twice, without and with the interposer preloaded, and requires the
+# same bytes from both. Usage: compare.sh PROGRAM INTERPOSER RANKS MODE (host or device).
+set -euo pipefail
+program=$1 interposer=$2 ranks=$3 mode=$4
+if [ "$mode" = device ] && ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "no GPU: the device-buffer run is skipped"
+  exit 77
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+mpi=(mpirun -np "$ranks" --mca btl self,vader)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+if [ "$mode" = device ]; then
+  # The stock MPI cannot take GPU buffers: the reference is the host run (same inputs, same results).
+  "${mpi[@]}" "$program" host >"$tmp/plain"
+else
+  "${mpi[@]}" "$program" "$mode" >"$tmp/plain"
+fi
+"${mpi[@]}" -x LD_PRELOAD="$interposer" "$program" "$mode" >"$tmp/preloaded"
+grep -q "interposer absent" "$tmp/plain" || { echo "the plain run saw the interposer"; exit 1; }
+grep -q "interposer loaded" "$tmp/preloaded" || { echo "the interposer was not loaded"; exit 1; }
+# Lines carry their rank; mpirun interleaves the ranks' output in any order.
+for f in plain preloaded; do sed '/^interposer /d' "$tmp/$f" | sort >"$tmp/$f.sorted"; mv "$tmp/$f.sorted" "$tmp/$f"; done
+lines=$(wc -l <"$tmp/plain")
+[ "$lines" -gt 100 ] || { echo "only $lines result lines"; exit 1; }
+if ! diff -q "$tmp/plain" "$tmp/preloaded" >/dev/null; then
+  echo "results differ with the interposer ($mode buffers):"
+  diff "$tmp/plain" "$tmp/preloaded" | cut -c1-200 | head -20
+  exit 1
+fi
+echo "$lines result lines identical with and without the interposer ($ranks ranks, $mode buffers)"
