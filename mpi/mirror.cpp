@@ -13,11 +13,13 @@ int commKey = MPI_KEYVAL_INVALID;         // the mirror, on the MPI communicator
 int finalizeKey = MPI_KEYVAL_INVALID;     // on MPI_COMM_SELF: MPI deletes it first thing in MPI_Finalize
 std::set<Communicator*>* live = nullptr;  // mirrors not yet deleted
 
+// Open MPI deletes MPI_COMM_WORLD's attributes in MPI_Finalize after MPI_COMM_SELF's, whose callback (deleteAll)
+// has already destroyed every mirror left: only a mirror still live is destroyed here.
 int deleteMirror(MPI_Comm, int, void* attribute, void*) {
   auto* comm = static_cast<Communicator*>(attribute);
   {
     std::lock_guard lock(mu);
-    if (live != nullptr) live->erase(comm);
+    if (live == nullptr || live->erase(comm) == 0) return MPI_SUCCESS;
   }
   delete comm;
   return MPI_SUCCESS;
@@ -31,7 +33,10 @@ int deleteAll(MPI_Comm, int, void*, void*) {
     std::lock_guard lock(mu);
     if (live != nullptr) left.swap(*live);
   }
+  // Every process is in MPI_Finalize (it is collective): none leaves while a peer still tears its mirrors down.
+  PMPI_Barrier(MPI_COMM_WORLD);
   for (Communicator* comm : left) delete comm;
+  PMPI_Barrier(MPI_COMM_WORLD);
   return MPI_SUCCESS;
 }
 
