@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 
+#include "algorithms/device/fd_trade.hpp"
 #include "algorithms/device/step_exchange.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
@@ -155,43 +156,23 @@ std::uint32_t BufferRegistry::add(host::Engine& host, int rank, int size, int de
   if (!why.empty()) fail(ErrorCode::kInvalidArgument, env.context, "cannot register the buffer: ", why);
 
   auto remote = [&](int p) { return all[static_cast<std::size_t>(p)].pid != mine.pid; };
-  auto viaFd = [&](int p) { return all[static_cast<std::size_t>(p)].sharing == Sharing::kVmm; };
-  bool fdsTravel = false;  // the same answer on every rank
-  for (int p = 0; p < size; ++p) {
-    for (int q = 0; q < size; ++q)
-      fdsTravel |= all[static_cast<std::size_t>(p)].pid != all[static_cast<std::size_t>(q)].pid && viaFd(p);
+  FdTrade fds;
+  {
+    std::vector<int> pids;
+    std::vector<bool> offers;
+    for (const Offer& o : all) {
+      pids.push_back(o.pid);
+      offers.push_back(o.sharing == Sharing::kVmm);
+    }
+    if (!fds.open(host, rank, std::move(pids), std::move(offers), all[0].nonce, env, &why)) {
+      fail(ErrorCode::kUnavailable, env.context, "cannot register the buffer: ", why);
+    }
   }
   Offer step = mine;
-  std::unique_ptr<transport::FdMailbox> mailbox;
-  if (fdsTravel) {
-    try {
-      mailbox = std::make_unique<transport::FdMailbox>(all[0].nonce, rank);
-    } catch (const Error& e) {
-      failStep(step, e.message());
-    }
-    exchangeSteps(host, step, size, env, &why);  // every mailbox is bound before anyone sends
-    if (!why.empty()) fail(ErrorCode::kUnavailable, env.context, "cannot register the buffer: ", why);
-  }
-
   RegisteredBuffer entry{};
   std::vector<std::shared_ptr<PeerMemory>> held;
   try {
-    std::vector<int> fds(static_cast<std::size_t>(size), -1);
-    int letters = 0;
-    for (int p = 0; p < size; ++p) {
-      if (p == rank) continue;
-      if (remote(p) && viaFd(rank)) mailbox->send(p, mine.fd, mine.allocationBytes);
-      if (remote(p) && viaFd(p)) ++letters;
-    }
-    std::vector<transport::FdCloser> received;
-    for (int i = 0; i < letters; ++i) {
-      const transport::FdMailbox::Letter letter = mailbox->receive(env.timeoutSeconds);
-      received.emplace_back(letter.fd);
-      if (letter.from < 0 || letter.from >= size || !remote(letter.from) || !viaFd(letter.from)) {
-        fail(ErrorCode::kInternal, env.context, "a registered buffer's fd from unexpected rank ", letter.from);
-      }
-      fds[static_cast<std::size_t>(letter.from)] = letter.fd;
-    }
+    fds.trade(mine.fd, mine.allocationBytes, env);
     for (int p = 0; p < size; ++p) {
       const Offer& o = all[static_cast<std::size_t>(p)];
       const auto at = static_cast<std::size_t>(p);
@@ -210,7 +191,8 @@ std::uint32_t BufferRegistry::add(host::Engine& host, int rank, int size, int de
         if (o.sharing == Sharing::kIpc) {
           memory->ipc = cuda::IpcMapping::open(o.ipc);
         } else {
-          memory->vmm = cuda::VmmAllocation::import(fds[at], static_cast<std::size_t>(o.allocationBytes), device);
+          memory->vmm =
+              cuda::VmmAllocation::import(fds.fdOf(p, o.fd), static_cast<std::size_t>(o.allocationBytes), device);
         }
         mapped_[{p, o.allocation}] = memory;
       }

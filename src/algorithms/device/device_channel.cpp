@@ -8,6 +8,7 @@
 #include <random>
 #include <utility>
 
+#include "algorithms/device/fd_trade.hpp"
 #include "algorithms/device/step_exchange.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
@@ -112,8 +113,8 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       failStep(mine, e.message());
     }
   }
-  const transport::FdCloser closeExported(
-      mine.fd);  // after the last exchange below: same-process peers import this number
+  // Closed after the last exchange below: same-process peers import this number.
+  const transport::FdCloser closeExported(mine.fd);
   std::vector<Hello> all = exchangeSteps(host, mine, size, env, why);
   if (!why->empty()) return nullptr;
 
@@ -126,45 +127,19 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   ch->channel_.ws[rank] = reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(mine.address));
   auto remote = [&](int p) { return all[static_cast<std::size_t>(p)].pid != mine.pid; };
   auto vmm = [&](int p) { return all[static_cast<std::size_t>(p)].sharing == Sharing::kVmm; };
-  // The same answer on every rank: whether any fd crosses a process boundary (then every rank opens a mailbox,
-  // and the exchange after it is one every rank makes).
-  bool fdsTravel = false;
-  for (int p = 0; p < size; ++p) {
-    for (int q = 0; q < size; ++q) {
-      fdsTravel |= p != q && all[static_cast<std::size_t>(p)].pid != all[static_cast<std::size_t>(q)].pid && vmm(p);
+  FdTrade fds;
+  {
+    std::vector<int> pids;
+    std::vector<bool> offers;
+    for (const Hello& h : all) {
+      pids.push_back(h.pid);
+      offers.push_back(h.sharing == Sharing::kVmm);
     }
-  }
-  std::unique_ptr<transport::FdMailbox> mailbox;
-  if (fdsTravel) {
-    try {
-      mailbox = std::make_unique<transport::FdMailbox>(all[0].nonce, rank);
-    } catch (const Error& e) {
-      failStep(step, e.message());
-    }
-    exchangeSteps(host, step, size, env, why);  // every mailbox is bound before anyone sends
-    if (!why->empty()) return nullptr;
+    if (!fds.open(host, rank, std::move(pids), std::move(offers), all[0].nonce, env, why)) return nullptr;
   }
   bool nvlink = true;
   try {
-    std::vector<int> fds(static_cast<std::size_t>(size), -1);
-    int letters = 0;
-    for (int p = 0; p < size; ++p) {
-      const Hello& h = all[static_cast<std::size_t>(p)];
-      if (p == rank) continue;
-      if (!remote(p) && vmm(p)) fds[static_cast<std::size_t>(p)] = h.fd;
-      if (remote(p) && vmm(rank)) mailbox->send(p, mine.fd, mine.bytes);
-      if (remote(p) && vmm(p)) ++letters;
-    }
-    std::vector<transport::FdCloser> received;
-    received.reserve(static_cast<std::size_t>(size));
-    for (int i = 0; i < letters; ++i) {
-      const transport::FdMailbox::Letter letter = mailbox->receive(env.timeoutSeconds);
-      received.emplace_back(letter.fd);
-      if (letter.from < 0 || letter.from >= size || letter.from == rank || !remote(letter.from) || !vmm(letter.from)) {
-        fail(ErrorCode::kInternal, env.context, "CUDA IPC handle from unexpected rank ", letter.from);
-      }
-      fds[static_cast<std::size_t>(letter.from)] = letter.fd;
-    }
+    fds.trade(mine.fd, mine.bytes, env);
     for (int p = 0; p < size; ++p) {
       if (p == rank) continue;
       const Hello& h = all[static_cast<std::size_t>(p)];
@@ -182,7 +157,7 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       }
       const auto at = static_cast<std::size_t>(p);
       if (vmm(p)) {
-        ch->peers_[at] = cuda::VmmAllocation::import(fds[at], static_cast<std::size_t>(h.bytes), device);
+        ch->peers_[at] = cuda::VmmAllocation::import(fds.fdOf(p, h.fd), static_cast<std::size_t>(h.bytes), device);
         ch->channel_.ws[p] = static_cast<std::byte*>(ch->peers_[at].data());
       } else if (remote(p)) {
         ch->peerIpc_[at] = cuda::IpcMapping::open(h.ipc);
@@ -204,7 +179,6 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   }
   exchangeSteps(host, step, size, env, why);
   if (!why->empty()) return nullptr;
-  mailbox.reset();
 
   ch->control_->abortFlag = 0;
   ch->channel_.error = &ch->control_->error;

@@ -111,26 +111,9 @@ __device__ bool copyingDirect(const CollectiveParams& p, const DirectView& v, st
 }
 
 __global__ void __launch_bounds__(kCollectiveThreads) copyingCollectiveKernel(const CollectiveParams p) {
-  const std::uint64_t base = startRounds(p.ch);
-  if (base == ~std::uint64_t{0}) return;
-  bool ok = true;
-  std::uint64_t first = base;
-  std::uint32_t used = p.rounds;
-  if (p.direct != 0) {
-    DirectView view;
-    const int registered = exchangeDirect(p, base, &view);
-    if (registered == 1) {
-      if (blockIdx.x == 0 && threadIdx.x == 0) ++stateOf(p.ch)->registeredCalls;
-      ok = copyingDirect(p, view, base);
-      finishRounds(p.ch, base, directRounds(p.kind), ok);
-      return;
-    }
-    ok = registered == 0;
-    first = base + 1;
-    used = p.rounds + 1;
-  }
-  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = copyingRound(p, roundAt(p, first, r));
-  finishRounds(p.ch, base, used, ok);
+  runCollective(
+      p, [&](const DirectView& view, std::uint64_t t) { return copyingDirect(p, view, t); },
+      [&](const Round& r) { return copyingRound(p, r); });
 }
 
 // Thread q writes this rank's word into peer q's probe slot, reads it back over the link, and keeps what it read

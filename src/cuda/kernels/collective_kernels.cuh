@@ -459,8 +459,10 @@ __device__ bool reducingDirect(const CollectiveParams& p, const DirectView& v, s
   return peersDone(ch, kPhaseA, t + 1);
 }
 
-template <typename T, typename Op>
-__global__ void __launch_bounds__(kCollectiveThreads) reducingCollectiveKernel(const CollectiveParams p) {
+/// What every collective kernel runs: rounds numbered from the channel's counter; with p.direct, first the
+/// descriptor round, then `direct(view, t)` over the registered buffers, or the rounds (`round(Round)`) one later.
+template <typename DirectFn, typename RoundFn>
+__device__ __forceinline__ void runCollective(const CollectiveParams& p, DirectFn direct, RoundFn round) {
   const std::uint64_t base = startRounds(p.ch);
   if (base == ~std::uint64_t{0}) return;
   bool ok = true;
@@ -471,16 +473,23 @@ __global__ void __launch_bounds__(kCollectiveThreads) reducingCollectiveKernel(c
     const int registered = exchangeDirect(p, base, &view);
     if (registered == 1) {
       if (blockIdx.x == 0 && threadIdx.x == 0) ++stateOf(p.ch)->registeredCalls;
-      ok = reducingDirect<T, Op>(p, view, base);
-      finishRounds(p.ch, base, directRounds(p.kind), ok);
+      const bool done = direct(view, base);
+      finishRounds(p.ch, base, directRounds(p.kind), done);
       return;
     }
     ok = registered == 0;
     first = base + 1;
     used = p.rounds + 1;
   }
-  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = reducingRound<T, Op>(p, roundAt(p, first, r));
+  for (std::uint32_t r = 0; r < p.rounds && ok; ++r) ok = round(roundAt(p, first, r));
   finishRounds(p.ch, base, used, ok);
+}
+
+template <typename T, typename Op>
+__global__ void __launch_bounds__(kCollectiveThreads) reducingCollectiveKernel(const CollectiveParams p) {
+  runCollective(
+      p, [&](const DirectView& view, std::uint64_t t) { return reducingDirect<T, Op>(p, view, t); },
+      [&](const Round& r) { return reducingRound<T, Op>(p, r); });
 }
 
 }  // namespace braid::cuda::kernels::detail
