@@ -18,6 +18,7 @@
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/half.hpp"
+#include "braid/braid.hpp"
 #include "braid/types.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
@@ -31,14 +32,7 @@ inline constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum,  ReduceKind::kProd,
                                            ReduceKind::kMax,  ReduceKind::kAvg,  ReduceKind::kPremulSum,
                                            ReduceKind::kBand, ReduceKind::kBor,  ReduceKind::kBxor};
 
-inline bool supported(DataType type, ReduceKind kind) {
-  try {
-    checkReduceSupported(type, ReduceOp(kind), "test");
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+inline bool supported(DataType type, ReduceKind kind) { return reductionSupported(type, kind); }
 
 inline std::vector<ReduceKind> kindsOf(DataType type) {
   std::vector<ReduceKind> kinds;

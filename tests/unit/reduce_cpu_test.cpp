@@ -19,6 +19,7 @@
 
 #include "base/data_type.hpp"
 #include "base/half.hpp"
+#include "braid/braid.hpp"
 
 namespace braid::host {
 namespace {
@@ -30,14 +31,7 @@ constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum,  ReduceKind::kProd, Reduce
                                     ReduceKind::kMax,  ReduceKind::kAvg,  ReduceKind::kPremulSum,
                                     ReduceKind::kBand, ReduceKind::kBor,  ReduceKind::kBxor};
 
-bool supported(DataType type, ReduceKind kind) {
-  try {
-    checkReduceSupported(type, ReduceOp(kind), "test");
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+bool supported(DataType type, ReduceKind kind) { return reductionSupported(type, kind); }
 
 // The kernel sets this CPU runs, lowest first.
 std::vector<std::string> isaLevels() {
