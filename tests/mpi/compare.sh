@@ -17,7 +17,20 @@ if [ "$mode" = device ]; then
 else
   "${mpi[@]}" "$program" "$mode" >"$tmp/plain"
 fi
-"${mpi[@]}" -x LD_PRELOAD="$interposer" "$program" "$mode" >"$tmp/preloaded"
+"${mpi[@]}" -x LD_PRELOAD="$interposer" -x BRAID_LOG=info "$program" "$mode" >"$tmp/preloaded" 2>"$tmp/log"
+if [ "$mode" = device ]; then
+  # Identical results alone would not show that braid ran the calls: its kernels' channel must have been made, and
+  # only the calls braid cannot run (derived types, MPI_LAND, the v-forms it lacks) may say they were staged.
+  grep -q "cuda_ipc: GPU .* joined" "$tmp/log" || { echo "braid's kernels did not run the GPU calls:"; head -20 "$tmp/log"; exit 1; }
+  staged=$(grep -o "braid_mpi: MPI_[A-Za-z_]* on GPU buffers staged" "$tmp/log" | sort -u | cut -d' ' -f2 | tr '\n' ' ')
+  echo "staged through host memory: $staged"
+  for call in $staged; do
+    case $call in
+      MPI_Allreduce | MPI_Bcast | MPI_Gatherv | MPI_Scatterv | MPI_Reduce_scatter) ;;
+      *) echo "$call was staged, braid should have run it"; exit 1 ;;
+    esac
+  done
+fi
 grep -q "interposer absent" "$tmp/plain" || { echo "the plain run saw the interposer"; exit 1; }
 grep -q "interposer loaded" "$tmp/preloaded" || { echo "the interposer was not loaded"; exit 1; }
 # Lines carry their rank; mpirun interleaves the ranks' output in any order.

@@ -59,8 +59,10 @@ int main(int argc, char** argv) {
     const int n = counts[c];
     const size_t b = (size_t)n * sizeof(float);
     float* in = malloc(b * size);
-    float* send = buffer(b * size);
-    float* recv = buffer(b * size);
+    /* Room for the v-variants' layouts too: a gap of 2 elements after each rank's block. */
+    const size_t room = (size_t)(n + 2) * size * sizeof(float);
+    float* send = buffer(room);
+    float* recv = buffer(room);
     fill(in, n * size, rank);
     put(send, in, b * size);
     char what[64];
@@ -95,6 +97,117 @@ int main(int argc, char** argv) {
     snprintf(what, sizeof what, "alltoall %d", n);
     MPI_Alltoall(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD);
     show(what, recv, b * size);
+    /* Per-rank counts: rank r gets n - r (at least 1) elements, packed with a gap of 2 after each block. */
+    int* counts = malloc(size * sizeof(int));
+    int* displs = malloc(size * sizeof(int));
+    int at = 0;
+    for (int r = 0; r < size; ++r) {
+      counts[r] = n - r > 0 ? n - r : 1;
+      displs[r] = at;
+      at += counts[r] + 2;
+    }
+    snprintf(what, sizeof what, "allgatherv %d", n);
+    put(recv, in, b);
+    MPI_Allgatherv(send, counts[rank], MPI_FLOAT, recv, counts, displs, MPI_FLOAT, MPI_COMM_WORLD);
+    show(what, recv, (size_t)at * sizeof(float));
+    snprintf(what, sizeof what, "gather to 0 %d", n);
+    MPI_Gather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    show(what, recv, rank == 0 ? b * size : 0);
+    snprintf(what, sizeof what, "gatherv to last (staged) %d", n);
+    put(recv, in, b);
+    MPI_Gatherv(send, counts[rank], MPI_FLOAT, recv, counts, displs, MPI_FLOAT, size - 1, MPI_COMM_WORLD);
+    show(what, recv, rank == size - 1 ? (size_t)at * sizeof(float) : 0);
+    snprintf(what, sizeof what, "scatter from 0 %d", n);
+    MPI_Scatter(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    show(what, recv, b);
+    snprintf(what, sizeof what, "scatterv from 0 (staged) %d", n);
+    MPI_Scatterv(send, counts, displs, MPI_FLOAT, recv, counts[rank], MPI_FLOAT, 0, MPI_COMM_WORLD);
+    show(what, recv, (size_t)counts[rank] * sizeof(float));
+    snprintf(what, sizeof what, "alltoallv %d", n);
+    {
+      int* sc = malloc(size * sizeof(int));
+      int* sd = malloc(size * sizeof(int));
+      int* rc = malloc(size * sizeof(int));
+      int* rd = malloc(size * sizeof(int));
+      const int block = n / size > 0 ? n / size : 1;
+      for (int r = 0; r < size; ++r) {
+        sc[r] = (rank + r) % 2 == 0 ? block : block / 2; /* what rank sends to r; r receives the same */
+        sd[r] = r * block;
+        rc[r] = (r + rank) % 2 == 0 ? block : block / 2;
+        rd[r] = r * block;
+      }
+      put(recv, in, b * size);
+      MPI_Alltoallv(send, sc, sd, MPI_FLOAT, recv, rc, rd, MPI_FLOAT, MPI_COMM_WORLD);
+      show(what, recv, (size_t)block * size * sizeof(float));
+      free(sc); free(sd); free(rc); free(rd);
+    }
+    snprintf(what, sizeof what, "reduce_scatter uneven %d", n);
+    {
+      int* rc = malloc(size * sizeof(int));
+      int total = 0;
+      for (int r = 0; r < size; ++r) { rc[r] = (n + r) / size; total += rc[r]; }
+      if (total <= n * size) {
+        MPI_Reduce_scatter(send, recv, rc, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+        show(what, recv, (size_t)rc[rank] * sizeof(float));
+      }
+      free(rc);
+    }
+    /* Non-blocking collectives, finished by each form of wait. */
+    snprintf(what, sizeof what, "iallreduce wait %d", n);
+    MPI_Request reqs[3];
+    MPI_Iallreduce(send, recv, n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Wait(&reqs[0], MPI_STATUS_IGNORE);
+    show(what, recv, b);
+    snprintf(what, sizeof what, "ibcast test %d", n);
+    put(recv, in, b);
+    MPI_Ibcast(recv, n, MPI_FLOAT, 0, MPI_COMM_WORLD, &reqs[0]);
+    for (int flag = 0; !flag;) MPI_Test(&reqs[0], &flag, MPI_STATUS_IGNORE);
+    show(what, recv, b);
+    snprintf(what, sizeof what, "iallgather + ialltoall waitall %d", n);
+    float* other = buffer(b * size);
+    MPI_Iallgather(send, n, MPI_FLOAT, recv, n, MPI_FLOAT, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Ialltoall(send, n, MPI_FLOAT, other, n, MPI_FLOAT, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    show(what, recv, b * size);
+    show(what, other, b * size);
+    snprintf(what, sizeof what, "ireduce_scatter_block waitany %d", n);
+    MPI_Ireduce_scatter_block(send, recv, n, MPI_FLOAT, MPI_MAX, MPI_COMM_WORLD, &reqs[0]);
+    for (int done = 0; done < 1; ++done) {
+      int index = -1;
+      MPI_Waitany(1, reqs, &index, MPI_STATUS_IGNORE);
+    }
+    show(what, recv, b);
+    /* Point-to-point around a ring: blocking, non-blocking, sendrecv. */
+    const int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    snprintf(what, sizeof what, "send/recv ring %d", n);
+    if (rank % 2 == 0) {
+      MPI_Send(send, n, MPI_FLOAT, right, 7, MPI_COMM_WORLD);
+      MPI_Recv(recv, n, MPI_FLOAT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else {
+      MPI_Recv(recv, n, MPI_FLOAT, left, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(send, n, MPI_FLOAT, right, 7, MPI_COMM_WORLD);
+    }
+    show(what, recv, b);
+    snprintf(what, sizeof what, "isend/irecv waitall %d", n);
+    MPI_Irecv(recv, n, MPI_FLOAT, left, 8, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(send, n, MPI_FLOAT, right, 8, MPI_COMM_WORLD, &reqs[1]);
+    MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE);
+    show(what, recv, b);
+    snprintf(what, sizeof what, "irecv testsome %d", n);
+    MPI_Irecv(other, n, MPI_FLOAT, right, 9, MPI_COMM_WORLD, &reqs[0]);
+    MPI_Isend(send, n, MPI_FLOAT, left, 9, MPI_COMM_WORLD, &reqs[1]);
+    for (int left2 = 2; left2 > 0;) {
+      int outcount = 0, indices[2];
+      MPI_Testsome(2, reqs, &outcount, indices, MPI_STATUSES_IGNORE);
+      if (outcount != MPI_UNDEFINED) left2 -= outcount;
+    }
+    show(what, other, b);
+    snprintf(what, sizeof what, "sendrecv %d", n);
+    MPI_Sendrecv(send, n, MPI_FLOAT, right, 10, recv, n, MPI_FLOAT, left, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    show(what, recv, b);
+    release(other);
+    free(counts);
+    free(displs);
     MPI_Datatype pair;  /* a derived type: staged through host memory */
     MPI_Type_contiguous(2, MPI_FLOAT, &pair);
     MPI_Type_commit(&pair);
