@@ -3,9 +3,10 @@
 set -euo pipefail
 # Build: compiler, CMake, OpenSSL, and the header-only CLI11 and nlohmann-json; tests: GoogleTest; the peers that
 # `braid bench --compare` runs: Gloo and Open MPI; `--plot`: gnuplot; the PyTorch backend (python/): a venv and
-# Python's headers (torch itself comes from PyPI, see scripts/torch-env.sh); clang: the fuzz harnesses (libFuzzer).
+# Python's headers (torch itself comes from PyPI, see scripts/torch-env.sh); clang: the fuzz harnesses (libFuzzer);
+# bats and shellcheck: the tests of the image's entrypoint.
 packages=(build-essential cmake ninja-build pkg-config libssl-dev libgtest-dev libcli11-dev nlohmann-json3-dev
-  libgloo-dev libopenmpi-dev openmpi-bin gnuplot-nox python3 python3-venv python3-dev clang)
+  libgloo-dev libopenmpi-dev openmpi-bin gnuplot-nox python3 python3-venv python3-dev clang bats shellcheck)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
