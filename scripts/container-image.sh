@@ -16,7 +16,7 @@ done
 if ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 # podman's default runtime (crun) fails on this kernel's hybrid cgroups, and its default rlimits are refused here.
@@ -46,7 +46,8 @@ args=(--network host -f docker/Dockerfile --build-arg "BUILD_BASE=$base" --build
   --build-arg BRAID_WITH_CUDA=OFF --build-arg WITH_TORCH=0)
 echo "== build stage (with braid's tests)"
 podman build -q "${args[@]}" --build-arg BRAID_BUILD_TESTS=ON --target build -t braid-build:cpu . >/dev/null
-podman run --rm braid-build:cpu bash -c 'cd /build && ctest -L unit -j "$(nproc)" --timeout 600 | tail -3'
+podman run --rm braid-build:cpu bash -c \
+  'set -o pipefail; cd /build && ctest -L unit -j "$(nproc)" --timeout 600 | grep -E "tests passed|tests failed|Skipped|Failed"'
 echo "== final image"
 podman build -q "${args[@]}" --build-arg BRAID_BUILD_TESTS=ON -t braid:cpu . >/dev/null
 podman run --rm --shm-size 1g braid:cpu braid bench allreduce -b 8 -e 16M -f 4 -n 10 -w 3 -c 1 --nranks 2
