@@ -1,6 +1,6 @@
 /* Every collective the interposer defines, on the buffers a test asks for, printing each result's bytes as hex:
  * run under the MPI alone and under the interposer, the outputs (hashes) must be identical (tests/mpi/compare.sh).
- * argv[1]: "host" (pass-through: the interposer must hand every call to the MPI unchanged) or "device" (GPU
+ * Each rank writes its lines to ARGV[2].rankR. argv[1]: "host" (pass-through: the interposer must hand every call to the MPI unchanged) or "device" (GPU
  * buffers: braid's kernels or staging). Inputs are exact in float32 so results do not depend on the order of sums;
  * MPI_FLOAT with MPI_SUM over a few ranks of small integers is exact in any order. */
 #include <cuda_runtime_api.h>
@@ -11,6 +11,7 @@
 #include <string.h>
 
 static int rank, size, device;
+static FILE* out; /* this rank's results: mpirun would interleave the ranks' stdout mid-line */
 
 static void* buffer(size_t bytes) {
   void* p = NULL;
@@ -37,10 +38,9 @@ static void show(const char* what, const void* p, size_t bytes) {
     /* The first bytes and an FNV-1a hash of all: short lines, which mpirun forwards whole. */
     unsigned long long hash = 1469598103934665603ULL;
     for (size_t i = 0; i < bytes; ++i) hash = (hash ^ h[i]) * 1099511628211ULL;
-    printf("%s rank %d: %zu bytes, hash %016llx, first ", what, rank, bytes, hash);
-    for (size_t i = 0; i < bytes && i < 16; ++i) printf("%02x", h[i]);
-    printf("\n");
-    fflush(stdout);
+    fprintf(out, "%s rank %d: %zu bytes, hash %016llx, first ", what, rank, bytes, hash);
+    for (size_t i = 0; i < bytes && i < 16; ++i) fprintf(out, "%02x", h[i]);
+    fprintf(out, "\n");
   }
   free(h);
 }
@@ -52,8 +52,12 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   device = argc > 1 && strcmp(argv[1], "device") == 0;
+  char path[4096];
+  snprintf(path, sizeof path, "%s.rank%d", argc > 2 ? argv[2] : "mpi_collectives", rank);
+  out = fopen(path, "w");
+  if (out == NULL) { fprintf(stderr, "cannot write %s\n", path); MPI_Abort(MPI_COMM_WORLD, 2); }
   if (device) cudaSetDevice(0);
-  if (rank == 0) printf("interposer %s\n", dlsym(RTLD_DEFAULT, "braid_mpi_interposer_version") ? "loaded" : "absent");
+  if (rank == 0) fprintf(out, "interposer %s\n", dlsym(RTLD_DEFAULT, "braid_mpi_interposer_version") ? "loaded" : "absent");
   const int counts[] = {1, 3, 1000, 65537};
   for (int c = 0; c < 4; ++c) {
     const int n = counts[c];
@@ -220,6 +224,7 @@ int main(int argc, char** argv) {
     release(recv);
     free(in);
   }
+  fclose(out);
   MPI_Finalize();
   return 0;
 }
