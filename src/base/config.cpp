@@ -65,6 +65,12 @@ const std::vector<KnobRow>& rows() {
         "bf16: allreduces of float32 sums and averages between hosts carry bfloat16 on the wire (accumulated in "
         "float32; half the bytes, about 3 significant digits); empty: off"},
        &Settings::compress},
+      // 16 MiB: at 10 Gbit/s a window takes ~13 ms around a two-rank ring against ~0.7 ms to copy it in from the
+      // GPU, so the copies hide behind the transfers, and the pinned memory stays at 32 MiB per communicator.
+      {{"BRAID_NET_STAGING_WINDOW", KnobType::kBytes, "16M",
+        "GPU-buffer allreduces between hosts go around the ring in windows of this many bytes, each copied from "
+        "and to the GPU while the one before travels (two windows of pinned memory); 0 copies whole buffers"},
+       &Settings::netStagingWindowBytes},
       // auto: from 2 MiB (tuning/net_selector.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
         "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},

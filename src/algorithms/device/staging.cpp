@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
+#include <thread>
 
 #include "base/data_type.hpp"
+#include "base/deadline.hpp"
 #include "base/error.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 
@@ -37,10 +40,72 @@ void waitForStream(const host::OpEnv& env) {
   }
 }
 
+// The copies of one windowed allreduce (host/staged_buffer.hpp), all on the call's stream: in order, so a fetch into
+// a slot follows the deliveries out of it that were started before.
+class WindowedCopies final : public host::StagedBuffer {
+ public:
+  WindowedCopies(const void* send, void* recv, std::byte* slots[2], std::size_t windowBytes,
+                 std::vector<cudaEvent_t>& events, cudaStream_t stream)
+      : send_(static_cast<const std::byte*>(send)),
+        recv_(static_cast<std::byte*>(recv)),
+        slots_{slots[0], slots[1]},
+        windowBytes_(windowBytes),
+        events_(events),
+        stream_(stream) {}
+
+  std::size_t windowBytes() const override { return windowBytes_; }
+  std::byte* slot(int which) override { return slots_[which]; }
+
+  std::size_t fetch(std::byte* dst, std::size_t offset, std::size_t bytes) override {
+    if (bytes > 0) {
+      cuda::checkCuda(cudaMemcpyAsync(dst, send_ + offset, bytes, cudaMemcpyDeviceToHost, stream_),
+                      "cudaMemcpyAsync(window in)");
+    }
+    if (fetches_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      cuda::checkCuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate(window in)");
+      events_.push_back(e);
+    }
+    cuda::checkCuda(cudaEventRecord(events_[fetches_], stream_), "cudaEventRecord(window in)");
+    return fetches_++;
+  }
+
+  void awaitFetched(std::size_t ticket, const host::OpEnv& env) override {
+    // Polled, not cudaEventSynchronize: the wait must end when the call is aborted or runs out of time.
+    const Deadline deadline = Deadline::after(env.timeoutSeconds);
+    for (int polls = 0;; ++polls) {
+      const cudaError_t status = cudaEventQuery(events_[ticket]);
+      if (status == cudaSuccess) return;
+      if (status != cudaErrorNotReady) cuda::checkCuda(status, "cudaEventQuery(window in)");
+      host::checkCall(env);
+      if (deadline.expired()) {
+        fail(ErrorCode::kTimeout, env.context, "copying a window of the input from the GPU took more than ",
+             env.timeoutSeconds, " s");
+      }
+      if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+
+  void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) override {
+    cuda::checkCuda(cudaMemcpyAsync(recv_ + offset, src, bytes, cudaMemcpyHostToDevice, stream_),
+                    "cudaMemcpyAsync(window out)");
+  }
+
+ private:
+  const std::byte* send_;
+  std::byte* recv_;
+  std::byte* slots_[2];
+  std::size_t windowBytes_;
+  std::vector<cudaEvent_t>& events_;
+  cudaStream_t stream_;
+  std::size_t fetches_ = 0;
+};
+
 StagingEngine::~StagingEngine() {
   for (std::byte* b : buffers_) {
     if (b != nullptr) (void)cudaFreeHost(b);
   }
+  for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
 }
 
 std::byte* StagingEngine::buffer(int which, std::size_t bytes) {
@@ -73,8 +138,25 @@ void StagingEngine::barrier(const host::OpEnv& env) {
 
 // The pattern of every collective: inputs in, host collective, outputs out. In place stays in place: when send
 // and recv are the same device buffer, so are their host copies.
+bool StagingEngine::allreduceWindowed(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                                      const host::OpEnv& env) {
+  if (windowBytes_ == 0) return false;
+  std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
+  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env));
+  try {
+    if (!host_.allreduceStaged(copies, count, type, op, env)) return false;
+  } catch (...) {
+    // Copies may still be reading or writing the slots: they must end before the slots serve another call.
+    (void)cudaStreamSynchronize(streamOf(env));
+    throw;
+  }
+  cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(window out)");
+  return true;
+}
+
 void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                               const host::OpEnv& env) {
+  if (allreduceWindowed(send, recv, count, type, op, env)) return;
   const std::size_t bytes = count * dataTypeSize(type);
   std::byte* in = buffer(0, bytes);
   std::byte* out = send == recv ? in : buffer(1, bytes);

@@ -12,6 +12,8 @@
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/engine.hpp"
 
+struct CUevent_st;
+
 namespace braid::device {
 
 /// A stream-ordered copy between host and device memory, waited for (the pinned staging buffer is reused).
@@ -19,7 +21,10 @@ void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEn
 
 class StagingEngine final : public host::Engine {
  public:
-  StagingEngine(host::Engine& host, int size) : host_(host), size_(static_cast<std::size_t>(size)) {}
+  /// `windowBytes` (BRAID_NET_STAGING_WINDOW): allreduces the host engine pipelines (host::Engine::allreduceStaged)
+  /// go through two pinned windows of this size; 0: every call copies its whole buffers.
+  StagingEngine(host::Engine& host, int size, std::size_t windowBytes)
+      : host_(host), size_(static_cast<std::size_t>(size)), windowBytes_(windowBytes) {}
   ~StagingEngine() override;
 
   const char* transportName() const override { return host_.transportName(); }
@@ -53,9 +58,14 @@ class StagingEngine final : public host::Engine {
  private:
   /// Pinned host buffer `which` (0: inputs, 1: outputs) of at least `bytes`.
   std::byte* buffer(int which, std::size_t bytes);
+  /// Whether the host engine ran the allreduce window by window (the same answer on every rank).
+  bool allreduceWindowed(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                         const host::OpEnv& env);
 
   host::Engine& host_;
   const std::size_t size_;
+  const std::size_t windowBytes_;
+  std::vector<CUevent_st*> events_;  // one per fetch of a windowed call, reused by the next
   std::byte* buffers_[2] = {nullptr, nullptr};
   std::size_t capacity_[2] = {0, 0};
 };

@@ -13,6 +13,7 @@
 
 #include "algorithms/collective.hpp"
 #include "algorithms/host/op_env.hpp"
+#include "algorithms/host/staged_buffer.hpp"
 #include "braid/types.hpp"
 
 namespace braid::host {
@@ -59,6 +60,13 @@ class Engine {
   /// id for deregisterBuffer, 0 when the engine reads no peer's memory in place (then registering changes nothing).
   virtual std::uint64_t registerBuffer(void* /*ptr*/, std::size_t /*bytes*/, const OpEnv& /*env*/) { return 0; }
   virtual void deregisterBuffer(std::uint64_t /*id*/, const OpEnv& /*env*/) {}
+  /// An allreduce whose buffers only `staged` reaches (GPU memory between hosts), window by window, its copies
+  /// overlapped with the transfers. Returns false, having done nothing, where this engine does not pipeline that
+  /// call (the caller then copies the whole buffer in and out); the answer is the same on every rank.
+  virtual bool allreduceStaged(StagedBuffer& /*staged*/, std::size_t /*count*/, DataType /*type*/, ReduceOp /*op*/,
+                               const OpEnv& /*env*/) {
+    return false;
+  }
   /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as
   /// ncclCommGetAsyncError reports it; none for engines whose calls finish before they return. Any thread.
   virtual std::optional<Error> asyncError(const ErrorContext& /*ctx*/) const { return std::nullopt; }

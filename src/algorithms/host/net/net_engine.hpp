@@ -53,6 +53,8 @@ class NetEngine final : public Engine {
   void barrier(const OpEnv& env) override;
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                  const OpEnv& env) override;
+  /// The ring allreduce window by window (net_staged.cpp); other sizes and compressed calls are not pipelined.
+  bool allreduceStaged(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
               const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
@@ -85,14 +87,18 @@ class NetEngine final : public Engine {
   bool direct(std::size_t bytes) const { return size() <= 1 || policy_.choose(bytes) != NetAlgorithm::kRing; }
   bool doubling(std::size_t bytes) const { return size() > 1 && policy_.choose(bytes) == NetAlgorithm::kDoubling; }
   /// Reduce-scatter around the ring over `accum` (this rank's contribution, reduced in place): afterwards block
-  /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block).
+  /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block). `touch` (may
+  /// be empty) runs before the first read of each block of accum.
   void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
-                         ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase);
+                         ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase,
+                         const std::function<void(int block)>& touch = {});
   /// Allgather around the ring: each rank starts with its block of `buf` filled and ends with all of them.
   /// `prepare` (may be empty) puts this rank's block in place; it runs once the receives are posted, so what
-  /// arrives meanwhile lands in place instead of being kept aside.
+  /// arrives meanwhile lands in place instead of being kept aside. `landed` (may be empty) runs for each received
+  /// segment once it is in place, in order.
   void ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
-                     std::uint32_t stepBase, const std::function<void()>& prepare = {});
+                     std::uint32_t stepBase, const std::function<void()>& prepare = {},
+                     const std::function<void(const patterns::Block&)>& landed = {});
   /// Every rank's block to every peer at once, straight into place.
   void directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
                        const std::function<void()>& prepare = {});

@@ -21,7 +21,8 @@ bool overlaps(const void* a, std::size_t aBytes, const void* b, std::size_t bByt
 }  // namespace
 
 void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
-                              std::uint32_t stepBase, const std::function<void()>& prepare) {
+                              std::uint32_t stepBase, const std::function<void()>& prepare,
+                              const std::function<void(const patterns::Block&)>& landed) {
   const int n = size();
   if (n == 1) {
     if (prepare) prepare();
@@ -48,10 +49,13 @@ void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& bloc
   };
   if (prepare) prepare();  // this rank's own block into place, once the receives are posted
   for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
-  for (int t = 0; t + 1 < steps; ++t) {
+  for (int t = 0; t < steps; ++t) {
+    if (t + 1 == steps && !landed) break;  // the last step's blocks are only waited for, below
+    const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
     for (std::size_t j = 0; j < nseg; ++j) {
       call.wait(*recvs[t * nseg + j]);
-      postSend(t + 1, j);  // forward what just arrived
+      if (landed) landed(segmentOf(blk, j, segElems));
+      if (t + 1 < steps) postSend(t + 1, j);  // forward what just arrived
     }
   }
   call.waitAll();

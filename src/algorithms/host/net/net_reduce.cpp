@@ -12,20 +12,14 @@
 
 namespace braid::host {
 
-namespace {
-
-// Steps of the allgather phase are numbered from here, after any reduce-scatter phase of the same call.
-constexpr std::uint32_t kSecondPhase = 0x80000000u;
-
-}  // namespace
-
 std::byte* NetEngine::scratch(std::size_t bytes) {
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   return scratch_.data();
 }
 
 void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t esz,
-                                  DataType type, ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase) {
+                                  DataType type, ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase,
+                                  const std::function<void(int block)>& touch) {
   const int n = size();
   const patterns::Block owned = blocks(rank());
   if (n == 1) {
@@ -63,9 +57,11 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
   };
 
   postRecvs(0);
+  if (touch) touch(ring.reduceScatterSendBlock(0));
   for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
   for (int s = 0; s < steps; ++s) {
     if (s + 1 < steps) postRecvs(s + 1);  // into the other half of tmp, whose step s-1 data is reduced already
+    if (touch) touch(ring.reduceScatterRecvBlock(s));
     const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
     const bool last = s + 1 == steps;  // then blk is this rank's own block, complete after this step
     const std::byte* received = tmp + static_cast<std::size_t>(s % 2) * maxBlock * esz;

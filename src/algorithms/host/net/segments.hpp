@@ -11,6 +11,9 @@
 
 namespace braid::host {
 
+/// Steps of an allgather phase are numbered from here, after any reduce-scatter phase of the same call.
+inline constexpr std::uint32_t kSecondPhase = 0x80000000u;
+
 /// One frame's payload: smaller segments cost a message each, larger ones delay the overlap.
 inline constexpr std::size_t kSegmentBytes = tcp::kMaxFramePayload;
 

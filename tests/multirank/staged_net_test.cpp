@@ -1,0 +1,198 @@
+// The windowed ring allreduce (host::Engine::allreduceStaged), which carries GPU buffers between hosts: here its
+// buffers are plain memory behind a StagedBuffer whose copies land late or early, so that an algorithm reading a
+// range before it awaited it, or handing over a range before it was final, gives a wrong result.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+
+#include "algorithms/host/engine.hpp"
+#include "core/communicator_impl.hpp"
+#include "support/collective_cases.hpp"
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+// Copies in land at the latest when awaited and sometimes earlier (at a delivery); copies out are done at once.
+// Slots start out as garbage. Every output byte must be delivered exactly once.
+class LateCopies final : public host::StagedBuffer {
+ public:
+  LateCopies(std::vector<std::byte> input, std::size_t windowBytes, unsigned seed)
+      : input_(std::move(input)),
+        output_(input_.size(), std::byte{0x5a}),
+        delivered_(input_.size(), 0),
+        window_(windowBytes),
+        rng_(seed) {
+    for (auto& s : slots_) s.assign(windowBytes, std::byte{0xa5});
+  }
+
+  std::size_t windowBytes() const override { return window_; }
+  std::byte* slot(int which) override { return slots_[which].data(); }
+
+  std::size_t fetch(std::byte* dst, std::size_t offset, std::size_t bytes) override {
+    if (offset + bytes > input_.size()) throw std::logic_error("fetch past the input");
+    pending_.push_back({dst, offset, bytes});
+    return pending_.size() - 1;
+  }
+  void awaitFetched(std::size_t ticket, const host::OpEnv&) override {
+    while (landed_ <= ticket) land();
+  }
+  void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) override {
+    if (offset + bytes > output_.size()) throw std::logic_error("delivery past the output");
+    std::memcpy(output_.data() + offset, src, bytes);
+    for (std::size_t i = offset; i < offset + bytes; ++i) ++delivered_[i];
+    if (landed_ < pending_.size() && rng_() % 2 == 0) land();  // an early copy in, behind this one
+  }
+
+  const std::vector<std::byte>& output() const { return output_; }
+  bool deliveredOnce() const {
+    for (int d : delivered_) {
+      if (d != 1) return false;
+    }
+    return true;
+  }
+
+ private:
+  struct Copy {
+    std::byte* dst;
+    std::size_t offset, bytes;
+  };
+  void land() {
+    const Copy& c = pending_[landed_++];
+    std::memcpy(c.dst, input_.data() + c.offset, c.bytes);
+  }
+
+  std::vector<std::byte> input_, output_;
+  std::vector<int> delivered_;
+  std::vector<std::byte> slots_[2];
+  std::size_t window_;
+  std::vector<Copy> pending_;
+  std::size_t landed_ = 0;
+  std::mt19937 rng_;
+};
+
+host::OpEnv envFor(int rank, std::int64_t seq) {
+  host::OpEnv env;
+  env.context = ErrorContext{.rank = rank, .peer = -1, .op = "allreduce", .seq = seq};
+  env.timeoutSeconds = 60;
+  return env;
+}
+
+template <typename T>
+std::vector<std::byte> bytesOf(const std::vector<T>& v) {
+  std::vector<std::byte> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// Small integers in float: every summation order gives the exact sum, so the windows' block boundaries (which
+// change the order the ring adds in) cannot hide a wrong operand.
+TEST(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
+  for (int n : {2, 3, 4}) {
+    Settings s = tcpSettings();
+    s.directMaxBytes = 0;  // the ring for every size
+    const auto results = runThreads(
+        n,
+        [&](Communicator& comm) {
+          const int r = comm.rank();
+          std::int64_t seq = 1000;
+          for (std::size_t count : {std::size_t{1}, std::size_t{777}, std::size_t{10000}, std::size_t{65536 + 13}}) {
+            for (std::size_t window : {std::size_t{4096}, std::size_t{64 * 1024}, std::size_t{1} << 20}) {
+              std::vector<float> in(count);
+              for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i * 7 + r * 13) % 1000);
+              LateCopies copies(bytesOf(in), window, static_cast<unsigned>(r * 31 + count));
+              const bool ran = comm.impl().engine().allreduceStaged(copies, count, DataType::kFloat32,
+                                                                    ReduceOp{ReduceKind::kSum}, envFor(r, seq++));
+              require(ran, strCat("a ring allreduce of ", count, " floats in ", window, " B windows was not staged"));
+              require(copies.deliveredOnce(), strCat("not every output byte delivered exactly once (", count,
+                                                     " floats, ", window, " B windows)"));
+              std::vector<float> out(count);
+              std::memcpy(out.data(), copies.output().data(), count * sizeof(float));
+              for (std::size_t i = 0; i < count; ++i) {
+                float want = 0;
+                for (int p = 0; p < n; ++p) want += static_cast<float>((i * 7 + p * 13) % 1000);
+                if (out[i] != want) {
+                  throw std::runtime_error(
+                      strCat("element ", i, " of ", count, " (", window, " B windows): ", out[i], " != ", want));
+                }
+              }
+            }
+          }
+        },
+        s);
+    EXPECT_EQ(failures(results), "") << n << " ranks";
+  }
+}
+
+TEST(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
+  const int n = 3;
+  Settings s = tcpSettings();
+  s.directMaxBytes = 0;
+  const auto results = runThreads(
+      n,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        const std::size_t count = 50000;
+        std::vector<std::int64_t> in(count);
+        for (std::size_t i = 0; i < count; ++i)
+          in[i] = static_cast<std::int64_t>((i * 2654435761u + r) % 100003) - 50000;
+        LateCopies maxCopies(bytesOf(in), 8192, 7u + r);
+        require(comm.impl().engine().allreduceStaged(maxCopies, count, DataType::kInt64, ReduceOp{ReduceKind::kMax},
+                                                     envFor(r, 2000)),
+                "max was not staged");
+        for (std::size_t i = 0; i < count; ++i) {
+          std::int64_t want = INT64_MIN;
+          for (int p = 0; p < n; ++p) {
+            want = std::max<std::int64_t>(want, static_cast<std::int64_t>((i * 2654435761u + p) % 100003) - 50000);
+          }
+          std::int64_t got = 0;
+          std::memcpy(&got, maxCopies.output().data() + i * 8, 8);
+          if (got != want) throw std::runtime_error(strCat("max element ", i, ": ", got, " != ", want));
+        }
+        // Averages of multiples of 3 over 3 ranks: exact.
+        std::vector<double> d(count);
+        for (std::size_t i = 0; i < count; ++i) d[i] = 3.0 * static_cast<double>((i + r) % 97);
+        LateCopies avgCopies(bytesOf(d), 16384, 11u + r);
+        require(comm.impl().engine().allreduceStaged(avgCopies, count, DataType::kFloat64, ReduceOp{ReduceKind::kAvg},
+                                                     envFor(r, 2001)),
+                "average was not staged");
+        require(avgCopies.deliveredOnce(), "average: not every byte delivered once");
+        for (std::size_t i = 0; i < count; ++i) {
+          double want = 0;
+          for (int p = 0; p < n; ++p) want += 3.0 * static_cast<double>((i + p) % 97);
+          want /= n;
+          double got = 0;
+          std::memcpy(&got, avgCopies.output().data() + i * 8, 8);
+          if (got != want) throw std::runtime_error(strCat("average element ", i, ": ", got, " != ", want));
+        }
+      },
+      s);
+  EXPECT_EQ(failures(results), "");
+}
+
+// Where the engine would not pipeline (sizes it sends directly, windows too small for a block per rank, a scaled
+// sum), it says so on every rank alike and touches nothing.
+TEST(StagedNetAllreduce, DeclinesWhatItDoesNotPipeline) {
+  const auto results = runThreads(
+      2,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        std::vector<float> in(1024, 1.0f);
+        LateCopies small(bytesOf(in), 1 << 20, 1);
+        require(!comm.impl().engine().allreduceStaged(small, in.size(), DataType::kFloat32, ReduceOp{ReduceKind::kSum},
+                                                      envFor(r, 3000)),
+                "a 4 KiB allreduce (direct) was staged");
+        require(small.output()[0] == std::byte{0x5a}, "a declined call delivered something");
+        const ReduceOp scaled = ReduceOp::premulSum(0.5);
+        std::vector<float> big(1 << 20, 1.0f);
+        LateCopies premul(bytesOf(big), 1 << 20, 2);
+        require(!comm.impl().engine().allreduceStaged(premul, big.size(), DataType::kFloat32, scaled, envFor(r, 3001)),
+                "a premultiplied sum was staged");
+      },
+      tcpSettings());
+  EXPECT_EQ(failures(results), "");
+}
+
+}  // namespace
+}  // namespace braid::testing
