@@ -6,6 +6,8 @@
 #include "bootstrap/unique_id.hpp"
 #include "transport/tcp/crypto.hpp"
 #include "transport/tcp/handshake.hpp"
+#include "transport/tcp/interfaces.hpp"
+#include "transport/tcp/socket.hpp"
 
 namespace braid::bootstrap {
 
@@ -44,6 +46,36 @@ std::vector<std::byte> randomBytesOrFail(std::size_t n) {
   return out;
 }
 
+// The hosts this rank listens on: the caller's list, or one per rail of the interfaces BRAID_IFNAME picks.
+std::vector<std::string> railHosts(const MeshRendezvous& how) {
+  std::vector<std::string> hosts;
+  if (how.listenHost.empty()) {
+    for (const auto& i : tcp::railInterfaces(tcp::listInterfaces(), how.ifname)) hosts.push_back(i.hostForPeers());
+    return hosts;
+  }
+  std::string_view rest = how.listenHost;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    if (comma != 0) hosts.emplace_back(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (hosts.empty()) fail(ErrorCode::kInvalidArgument, {}, "TCP mesh: no address to listen on in '", how.listenHost, "'");
+  return hosts;
+}
+
+// A peer's published "HOST:PORT[,HOST:PORT...]", one per rail.
+std::vector<tcp::Address> parseRails(const std::string& text, int peer) {
+  std::vector<tcp::Address> out;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    out.push_back(tcp::Address::parse(rest.substr(0, comma)));
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+  }
+  if (out.empty()) fail(ErrorCode::kInternal, {}, "TCP mesh: rank ", peer, " published no address");
+  return out;
+}
+
 }  // namespace
 
 std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, const MeshRendezvous& how,
@@ -69,19 +101,34 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
           : std::vector<std::byte>(reinterpret_cast<const std::byte*>(how.token.data()),
                                    reinterpret_cast<const std::byte*>(how.token.data()) + how.token.size());
 
-  const std::string host = how.listenHost.empty() ? tcp::hostAddressForPeers(how.ifname) : how.listenHost;
-  tcp::Socket listener = tcp::listenOn(tcp::Address{host, 0}, size * streams + 16);
-  const tcp::Address mine = listener.localAddress();
-  const auto addresses = allGather(store, how.prefix + "/addr", rank, size, mine.toString(), deadline);
+  const std::vector<std::string> rails = railHosts(how);
+  // One rail: listen on its address only. Several: on every address of their family, one port for all.
+  const bool v6 = rails.front().find(':') != std::string::npos;
+  tcp::Socket listener = tcp::listenOn(tcp::Address{rails.size() == 1 ? rails.front() : v6 ? "::" : "0.0.0.0", 0},
+                                       size * streams + 16);
+  const std::uint16_t port = listener.localAddress().port;
+  std::string published;
+  for (const auto& h : rails) published += strCat(published.empty() ? "" : ",", tcp::Address{h, port}.toString());
+  const tcp::Address mine = tcp::Address::parse(published.substr(0, published.find(',')));
+  if (rails.size() > 1) {
+    logLine(LogLevel::kInfo, rank, strCat("TCP mesh: ", rails.size(), " rails (", published, "), ", streams,
+                                          " streams per peer taking them in turn"));
+    if (static_cast<std::size_t>(streams) < rails.size()) {
+      logLine(LogLevel::kWarn, rank, strCat("TCP mesh: ", rails.size(), " rails but BRAID_TCP_STREAMS=", streams,
+                                            ": only ", streams, " of them carry data (set it to a multiple of ",
+                                            rails.size(), ")"));
+    }
+  }
+  const auto addresses = allGather(store, how.prefix + "/addr", rank, size, published, deadline);
 
   std::vector<std::vector<tcp::Socket>> sockets(static_cast<std::size_t>(size));
   for (auto& s : sockets) s.resize(static_cast<std::size_t>(streams));
   // Lower ranks first: a rank connects to every lower rank, then accepts from every higher one. The waits form a
   // chain towards rank 0, which only accepts, so no two ranks wait for each other.
   for (int peer = 0; peer < rank; ++peer) {
-    const tcp::Address address = tcp::Address::parse(addresses[static_cast<std::size_t>(peer)]);
+    const std::vector<tcp::Address> theirs = parseRails(addresses[static_cast<std::size_t>(peer)], peer);
     for (int s = 0; s < streams; ++s) {
-      tcp::Socket socket = tcp::connectTo(address, deadline);
+      tcp::Socket socket = tcp::connectTo(theirs[static_cast<std::size_t>(s) % theirs.size()], deadline);
       tcp::helloAsConnector(socket, commId, secret, rank, s, deadline);
       sockets[static_cast<std::size_t>(peer)][static_cast<std::size_t>(s)] = std::move(socket);
     }

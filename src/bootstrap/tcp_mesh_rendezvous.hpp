@@ -1,6 +1,7 @@
-// Building a TCP mesh through the bootstrap store: every rank listens on its chosen interface, publishes the
-// address, connects `streams` sockets to each lower rank and accepts them from each higher one, each with the
-// authenticated handshake (transport/tcp/handshake.hpp).
+// Building a TCP mesh through the bootstrap store: every rank listens on its chosen interfaces (rails), publishes
+// their addresses, connects `streams` sockets to each lower rank (stream s to that rank's rail s mod its rails) and
+// accepts them from each higher one, each with the authenticated handshake (transport/tcp/handshake.hpp). Frames
+// spread over a pair's streams, so several rails stripe every large message across the networks.
 #pragma once
 
 #include <memory>
@@ -14,7 +15,7 @@ namespace braid::bootstrap {
 
 struct MeshRendezvous {
   std::string prefix;      // store keys of this communicator ("tcp" for a world, "split/3/..." for others)
-  std::string listenHost;  // the address peers dial; empty: this host's address on the interface BRAID_IFNAME picks
+  std::string listenHost;  // addresses peers dial, comma-separated, one per rail; empty: tcp::railInterfaces(ifname)
   std::string ifname;      // BRAID_IFNAME, for an empty listenHost
   std::string token;       // BRAID_TOKEN: the secret when set; otherwise rank 0 makes one and hands it over the store
   tcp::MeshOptions options;

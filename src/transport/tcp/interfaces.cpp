@@ -155,4 +155,17 @@ std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, std::
   return chosen;
 }
 
+std::vector<Interface> railInterfaces(const std::vector<Interface>& all, std::string_view specText) {
+  std::vector<Interface> chosen = selectInterfaces(all, specText);
+  const InterfaceSpec spec = InterfaceSpec::parse(specText);
+  if (spec.exclude || spec.names.empty()) return {chosen.front()};
+  const Interface first = chosen.front();
+  std::vector<Interface> rails;
+  for (const auto& i : chosen) {
+    const bool named = std::any_of(rails.begin(), rails.end(), [&](const Interface& r) { return r.name == i.name; });
+    if (!named && i.family == first.family && i.linkLocal() == first.linkLocal()) rails.push_back(i);
+  }
+  return rails;
+}
+
 }  // namespace braid::tcp

@@ -52,4 +52,11 @@ std::vector<Interface> listInterfaces();
 /// An empty result throws InvalidArgument naming BRAID_IFNAME's value and every interface in `all`.
 std::vector<Interface> selectInterfaces(const std::vector<Interface>& all, std::string_view spec);
 
+/// The addresses a TCP mesh listens on, one per rail (a network a pair's streams take in turn). Several only when
+/// `spec` is an include list that admits several interfaces ("eth" with eth0 and eth1, "=ens1,ens2"): then the best
+/// address of each, in selectInterfaces' order, those of the first one's family and locality. Otherwise (the
+/// default, an exclude list, one interface) the single best address: an interface nobody named may not reach the
+/// peers. Same errors as selectInterfaces.
+std::vector<Interface> railInterfaces(const std::vector<Interface>& all, std::string_view spec);
+
 }  // namespace braid::tcp

@@ -100,6 +100,20 @@ std::string TcpMesh::peerFailure(int p) {
   return peer(p).lost;
 }
 
+std::vector<std::string> TcpMesh::streamAddresses(int p) {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const Stream* st : peer(p).streams) {
+    // A lower rank accepted (the pair's address is its own end), a higher one dialled (the far end).
+    if (!st->socket.valid()) {
+      out.emplace_back("(closed)");
+    } else {
+      out.push_back(p < rank_ ? st->socket.peer() : st->socket.localAddress().toString());
+    }
+  }
+  return out;
+}
+
 // ---- posting and waiting (caller thread) ----
 
 void TcpMesh::post(MeshOp& op) {

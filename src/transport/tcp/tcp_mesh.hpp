@@ -123,6 +123,9 @@ class TcpMesh {
   std::size_t stashedBytes(int peer);
   /// Peer `peer`'s failure, or "" while it is connected.
   std::string peerFailure(int peer);
+  /// For each stream to `peer`, the listening address of the pair ("10.0.1.5:40123"), whichever rank dialled:
+  /// which rail (network interface) the stream uses. For logs and tests.
+  std::vector<std::string> streamAddresses(int peer);
 
  private:
   struct OutFrame;
