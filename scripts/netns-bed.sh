@@ -2,8 +2,10 @@
 # A test bed of N "hosts" on this machine: network namespaces joined by veth pairs to one bridge, so that braid's
 # cross-host paths (TCP, interface choice, host identity) run without a cluster. Needs root and iproute2.
 #
-#   scripts/netns-bed.sh up N [--rate 10gbit]   N namespaces PREFIX-ns0..N-1, eth0 = 10.77.0.(i+1)/24 in each;
-#                                               --rate shapes each link both ways with tc tbf
+#   scripts/netns-bed.sh up N [--rate 10gbit] [--rails K]
+#                                               N namespaces PREFIX-ns0..N-1, eth0 = 10.77.0.(i+1)/24 in each;
+#                                               --rate shapes each link both ways with tc tbf; --rails K gives each
+#                                               host K links (ethJ = 10.77.J.(i+1)/24 on bridge J), as several NICs
 #   scripts/netns-bed.sh down                   removes the bed (nothing there is fine)
 #   scripts/netns-bed.sh run I -- CMD...        runs CMD in namespace I
 #   scripts/netns-bed.sh status                 lists the bed's namespaces and addresses
@@ -20,7 +22,7 @@ bridge_ns="${prefix}-br"
 subnet="10.77.0"
 
 usage() {
-  sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -70,11 +72,12 @@ cmd_down() {
 
 cmd_up() {
   [[ $# -ge 1 && "$1" =~ ^[0-9]+$ ]] || usage
-  local n="$1" rate=""
+  local n="$1" rate="" rails=1
   shift
   while [[ $# -gt 0 ]]; do
     case "$1" in
       --rate) [[ $# -ge 2 ]] || usage; rate="$2"; burst_bytes "$rate" >/dev/null; shift 2 ;;
+      --rails) [[ $# -ge 2 && "$2" =~ ^[1-8]$ ]] || die "--rails takes 1..8"; rails="$2"; shift 2 ;;
       *) usage ;;
     esac
   done
@@ -83,27 +86,34 @@ cmd_up() {
   # A failure half-way leaves a half-built bed: remove it rather than leave pieces behind.
   trap 'cmd_down' ERR
   ip netns add "$bridge_ns"
-  ip -n "$bridge_ns" link add braid-br0 type bridge
-  ip -n "$bridge_ns" link set braid-br0 up
   ip -n "$bridge_ns" link set lo up
-  local i ns
+  local i j ns port
+  for ((j = 0; j < rails; ++j)); do
+    ip -n "$bridge_ns" link add "braid-br$j" type bridge
+    ip -n "$bridge_ns" link set "braid-br$j" up
+  done
   for ((i = 0; i < n; ++i)); do
     ns="$(host_ns "$i")"
     ip netns add "$ns"
     ip -n "$ns" link set lo up
-    # Both ends are created inside their namespaces: nothing passes through (or clashes in) the root namespace.
-    ip link add eth0 netns "$ns" type veth peer name "p$i" netns "$bridge_ns"
-    ip -n "$bridge_ns" link set "p$i" master braid-br0
-    ip -n "$bridge_ns" link set "p$i" up
-    ip -n "$ns" addr add "${subnet}.$((i + 1))/24" dev eth0
-    ip -n "$ns" link set eth0 up
-    if [[ -n "$rate" ]]; then
-      shape "$ns" eth0 "$rate"          # what host i sends
-      shape "$bridge_ns" "p$i" "$rate"  # what host i receives
-    fi
+    for ((j = 0; j < rails; ++j)); do
+      port="p$i"
+      ((j == 0)) || port="p${i}r$j"
+      # Both ends are created inside their namespaces: nothing passes through (or clashes in) the root namespace.
+      ip link add "eth$j" netns "$ns" type veth peer name "$port" netns "$bridge_ns"
+      ip -n "$bridge_ns" link set "$port" master "braid-br$j"
+      ip -n "$bridge_ns" link set "$port" up
+      ip -n "$ns" addr add "10.77.$j.$((i + 1))/24" dev "eth$j"
+      ip -n "$ns" link set "eth$j" up
+      if [[ -n "$rate" ]]; then
+        shape "$ns" "eth$j" "$rate"         # what host i sends on rail j
+        shape "$bridge_ns" "$port" "$rate"  # what host i receives on it
+      fi
+    done
   done
   trap - ERR
-  echo "netns-bed: ${n} hosts ${prefix}-ns0..$((n - 1)) at ${subnet}.1..${n}${rate:+, ${rate} each way}"
+  echo "netns-bed: ${n} hosts ${prefix}-ns0..$((n - 1)) at ${subnet}.1..${n}${rate:+, ${rate} each way}" \
+    "$( ((rails > 1)) && echo "on $rails rails (10.77.0-$((rails - 1)).x)")"
 }
 
 cmd_run() {

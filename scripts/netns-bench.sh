@@ -6,7 +6,9 @@
 #
 #   scripts/netns-bench.sh HOSTS RANKS RATE OUT.json [braid bench options, e.g. allreduce -b 1M -e 64M -f 4]
 #
-# BRAID_BUILD_DIR (default build) holds bin/braid and bin/braid-bench-gloo.
+# BRAID_BUILD_DIR (default build) holds bin/braid and bin/braid-bench-gloo. RAILS=K gives every host K links of
+# RATE each (several NICs): braid takes them all (BRAID_IFNAME==eth0,...), Open MPI's TCP btl too (if_include);
+# Gloo's device binds one address, as it does on a real multi-NIC host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 4 ]] || { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -22,7 +24,9 @@ work=$(mktemp -d)
 cleanup() { scripts/netns-bed.sh down; rm -rf "$work"; }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-scripts/netns-bed.sh up "$hosts" --rate "$rate"
+rails=${RAILS:-1}
+scripts/netns-bed.sh up "$hosts" --rate "$rate" --rails "$rails"
+ifaces=$(seq -s, -f 'eth%g' 0 $((rails - 1)))
 
 # Defaults sized for a shaped link: a few MiB to 64 MiB, enough calls to average the shaper's bursts.
 opts=(-b 1M -e 64M -f 4 -n 10 -w 3 --reps 3)
@@ -50,7 +54,7 @@ run_ranks() {  # what, then the command per rank (RANK and HOST_IP set for it)
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 # braid: ranks started as a launcher would (the bench measures as one rank of the job; rank 0 writes the rows).
 run_ranks braid sh -c "BRAID_RANK=\$RANK BRAID_WORLD_SIZE=\$WORLD_SIZE BRAID_ROOT_ADDR=10.77.0.1:29500 \
-  BRAID_TOKEN=$token exec $bin/braid bench $coll ${opts[*]} --json $work/braid.json"
+  BRAID_TOKEN=$token BRAID_IFNAME==$ifaces BRAID_TCP_STREAMS=$((rails > 1 ? 2 * rails : 2)) exec $bin/braid bench $coll ${opts[*]} --json $work/braid.json"
 # Gloo: its file store in a directory every namespace sees, its TCP device on each host's address.
 mkdir -p "$work/store"
 run_ranks gloo sh -c "BRAID_BENCH_STORE=$work/store BRAID_BENCH_GLOO_HOST=\$HOST_IP exec $bin/braid-bench-gloo \
@@ -71,10 +75,12 @@ AGENT
   root_flag=()
   (($(id -u) == 0)) && root_flag=(--allow-run-as-root)
   scripts/netns-bed.sh run 0 -- mpirun "${root_flag[@]}" --hostfile "$work/hostfile" -np "$size" --bind-to none \
-    --mca plm_rsh_agent "$work/agent.sh" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include eth0 \
-    --mca oob_tcp_if_include eth0 "$bin/braid-bench-mpi" --collective "$coll" ${opts[*]} --json "$work/mpi.json" \
+    --mca plm_rsh_agent "$work/agent.sh" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include "$ifaces" \
+    --mca oob_tcp_if_include eth0 "$bin/braid-bench-mpi" --collective "$coll" "${opts[@]}" --json "$work/mpi.json" \
     >"$work/mpi.log" 2>&1 || { echo "netns-bench: mpirun failed:" >&2; tail -n 20 "$work/mpi.log" >&2; exit 1; }
   cat "$work/mpi.log"
 fi
-python3 scripts/merge-results.py "$out" "$work"/braid.json "$work"/gloo.json $([[ -f $work/mpi.json ]] && echo "$work/mpi.json")
+inputs=("$work/braid.json" "$work/gloo.json")
+[[ -f $work/mpi.json ]] && inputs+=("$work/mpi.json")
+python3 scripts/merge-results.py "$out" "${inputs[@]}"
 echo "netns-bench: $hosts hosts x $per_host ranks at $rate: $out"
