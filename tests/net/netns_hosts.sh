@@ -6,7 +6,8 @@
 #
 #   tests/net/netns_hosts.sh PROGRAM NETNS_BED_SCRIPT HOSTS RANKS [cut|flap|PROGRAM_FLAG]
 #
-# PROGRAM_FLAG (e.g. --every-collective) is passed to every rank.
+# PROGRAM_FLAG (e.g. --every-collective) is passed to every rank. NETNS_RAILS=K gives every host K links; the ranks
+# must then say (BRAID_LOG=info) that their TCP mesh uses K rails: set BRAID_IFNAME to name them.
 # With `cut`, once every rank loops on allreduces, host 1's link goes down: every rank must end with PeerLost within
 # the heartbeat timeout (2 s here) + 1 s, from heartbeats alone (nothing closes, no packet comes back).
 # With `flap`, host 1's link goes down for 1 s and up again (heartbeat timeout 5 s): every rank must finish.
@@ -69,7 +70,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM  # so that EXIT's cleanup runs on Ctrl-C and kill as well
 
-"$bed" up "$hosts" || { echo "FAIL: could not build the $hosts-namespace bed" >&2; exit 1; }
+rails=${NETNS_RAILS:-1}
+"$bed" up "$hosts" --rails "$rails" || { echo "FAIL: could not build the $hosts-namespace bed" >&2; exit 1; }
+((rails > 1)) && extra_env+=(BRAID_LOG=info)
 
 token="$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')"
 # Fresh namespaces: any port is free.
@@ -103,6 +106,10 @@ for ((rank = 0; rank < size; ++rank)); do
   sed "s/^/[rank $rank] /" "$logs/rank$rank"
   if [[ $rc -ne 0 ]]; then
     echo "FAIL: rank $rank exited with status $rc"
+    status=1
+  fi
+  if ((rails > 1)) && ! grep -q "TCP mesh: $rails rails" "$logs/rank$rank"; then
+    echo "FAIL: rank $rank did not use $rails rails"
     status=1
   fi
 done
