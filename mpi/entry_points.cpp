@@ -33,6 +33,11 @@ extern "C" {
 /// Present in a process that loaded the interposer (tests and tools look for it).
 int braid_mpi_interposer_version = 1;
 
+/// Open MPI's (and MVAPICH2's) run-time question "may I pass GPU buffers?": applications and frameworks that ask it
+/// before they hand MPI device pointers get yes, as from a CUDA-aware build. MPICH's equivalent is
+/// MPIX_GPU_query_support.
+int MPIX_Query_cuda_support(void) { return 1; }
+
 int MPI_Allreduce(const void* s, void* r, int n, MPI_Datatype t, MPI_Op op, MPI_Comm c) {
   if (!onGpu(s) && !onGpu(r)) return PMPI_Allreduce(s, r, n, t, op, c);
   return guarded(c, "MPI_Allreduce", [&] { mpi::allreduce(s, r, n, t, op, c, true); });

@@ -2,6 +2,10 @@
 
 #include <utility>
 
+#if defined(OPEN_MPI) && __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's extensions: MPIX_C_FLOAT16 / MPIX_SHORT_FLOAT where built with "shortfloat"
+#endif
+
 namespace braid::mpi {
 
 std::optional<DataType> braidType(MPI_Datatype type) {
@@ -27,8 +31,16 @@ std::optional<DataType> braidType(MPI_Datatype type) {
       {MPI_INT64_T, DataType::kInt64},
       {MPI_UNSIGNED_LONG_LONG, DataType::kUint64},
       {MPI_UINT64_T, DataType::kUint64},
+  // The 16-bit float types MPIs define as extensions (MPICH: MPIX_C_FLOAT16, MPIX_BFLOAT16; Open MPI's shortfloat
+  // extension: MPIX_C_FLOAT16, MPIX_SHORT_FLOAT). Debian's Open MPI 4.1 has none of them.
 #ifdef MPIX_C_FLOAT16
       {MPIX_C_FLOAT16, DataType::kFloat16},
+#endif
+#ifdef MPIX_SHORT_FLOAT
+      {MPIX_SHORT_FLOAT, DataType::kFloat16},
+#endif
+#ifdef MPIX_BFLOAT16
+      {MPIX_BFLOAT16, DataType::kBFloat16},
 #endif
   };
   for (const auto& [mpiType, braid] : table) {

@@ -31,6 +31,10 @@ if [ "$mode" = device ]; then
 fi
 grep -q "interposer absent" "$tmp/plain" || { echo "the plain run saw the interposer"; exit 1; }
 grep -q "interposer loaded" "$tmp/preloaded" || { echo "the interposer was not loaded"; exit 1; }
+# Where the MPI has Open MPI's CUDA extension, the program asks it: the interposer must answer yes.
+if grep -q "interposer cuda-aware" "$tmp/preloaded"; then
+  grep -q "interposer cuda-aware 1" "$tmp/preloaded" || { echo "MPIX_Query_cuda_support() is not 1 under the interposer"; exit 1; }
+fi
 # Every line names its rank; sorted, the two runs' files compare line by line.
 for f in plain preloaded; do sed '/^interposer /d' "$tmp/$f" | sort >"$tmp/$f.sorted"; mv "$tmp/$f.sorted" "$tmp/$f"; done
 lines=$(wc -l <"$tmp/plain")

@@ -6,6 +6,11 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <mpi.h>
+#if defined(OPEN_MPI) && defined(__has_include)
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h> /* MPIX_Query_cuda_support */
+#endif
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +63,10 @@ int main(int argc, char** argv) {
   if (out == NULL) { fprintf(stderr, "cannot write %s\n", path); MPI_Abort(MPI_COMM_WORLD, 2); }
   if (device) cudaSetDevice(0);
   if (rank == 0) fprintf(out, "interposer %s\n", dlsym(RTLD_DEFAULT, "braid_mpi_interposer_version") ? "loaded" : "absent");
+#if defined(OMPI_HAVE_MPI_EXT_CUDA)
+  /* What a CUDA-aware application asks before it passes GPU buffers: yes once the interposer is there. */
+  if (rank == 0) fprintf(out, "interposer cuda-aware %d\n", MPIX_Query_cuda_support());
+#endif
   const int counts[] = {1, 3, 1000, 65537};
   for (int c = 0; c < 4; ++c) {
     const int n = counts[c];
