@@ -59,7 +59,8 @@ std::vector<std::string> railHosts(const MeshRendezvous& how) {
     if (comma != 0) hosts.emplace_back(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
   }
-  if (hosts.empty()) fail(ErrorCode::kInvalidArgument, {}, "TCP mesh: no address to listen on in '", how.listenHost, "'");
+  if (hosts.empty())
+    fail(ErrorCode::kInvalidArgument, {}, "TCP mesh: no address to listen on in '", how.listenHost, "'");
   return hosts;
 }
 
@@ -104,19 +105,23 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
   const std::vector<std::string> rails = railHosts(how);
   // One rail: listen on its address only. Several: on every address of their family, one port for all.
   const bool v6 = rails.front().find(':') != std::string::npos;
-  tcp::Socket listener = tcp::listenOn(tcp::Address{rails.size() == 1 ? rails.front() : v6 ? "::" : "0.0.0.0", 0},
+  tcp::Socket listener = tcp::listenOn(tcp::Address{rails.size() == 1 ? rails.front()
+                                                    : v6              ? "::"
+                                                                      : "0.0.0.0",
+                                                    0},
                                        size * streams + 16);
   const std::uint16_t port = listener.localAddress().port;
   std::string published;
   for (const auto& h : rails) published += strCat(published.empty() ? "" : ",", tcp::Address{h, port}.toString());
   const tcp::Address mine = tcp::Address::parse(published.substr(0, published.find(',')));
   if (rails.size() > 1) {
-    logLine(LogLevel::kInfo, rank, strCat("TCP mesh: ", rails.size(), " rails (", published, "), ", streams,
-                                          " streams per peer taking them in turn"));
+    logLine(LogLevel::kInfo, rank,
+            strCat("TCP mesh: ", rails.size(), " rails (", published, "), ", streams,
+                   " streams per peer taking them in turn"));
     if (static_cast<std::size_t>(streams) < rails.size()) {
-      logLine(LogLevel::kWarn, rank, strCat("TCP mesh: ", rails.size(), " rails but BRAID_TCP_STREAMS=", streams,
-                                            ": only ", streams, " of them carry data (set it to a multiple of ",
-                                            rails.size(), ")"));
+      logLine(LogLevel::kWarn, rank,
+              strCat("TCP mesh: ", rails.size(), " rails but BRAID_TCP_STREAMS=", streams, ": only ", streams,
+                     " of them carry data (set it to a multiple of ", rails.size(), ")"));
     }
   }
   const auto addresses = allGather(store, how.prefix + "/addr", rank, size, published, deadline);

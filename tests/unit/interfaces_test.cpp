@@ -143,15 +143,19 @@ TEST(SelectInterfaces, EmptySelectionNamesTheSpecAndEveryInterface) {
 
 // Rails: several only where the user named several interfaces; each gives its best address, of one family.
 TEST(RailInterfaces, SeveralOnlyForAnIncludeListAdmittingSeveral) {
-  const std::vector<Interface> all = {lo4(), v4("eth0", "10.0.1.5"), v6("eth0", "fd00::5"), v4("eth1", "10.0.2.5"),
-                                      v6("eth1", "fe80::2"), v4("docker0", "172.17.0.1")};
+  const std::vector<Interface> all = {lo4(),
+                                      v4("eth0", "10.0.1.5"),
+                                      v6("eth0", "fd00::5"),
+                                      v4("eth1", "10.0.2.5"),
+                                      v6("eth1", "fe80::2"),
+                                      v4("docker0", "172.17.0.1")};
   auto rails = [&](std::string_view spec) {
     std::vector<std::string> out;
     for (const auto& i : railInterfaces(all, spec)) out.push_back(i.name + " " + i.address);
     return out;
   };
-  EXPECT_EQ(rails(""), (Names{"eth0 10.0.1.5"}));            // default: the single best
-  EXPECT_EQ(rails("^docker"), (Names{"eth0 10.0.1.5"}));     // exclude lists too
+  EXPECT_EQ(rails(""), (Names{"eth0 10.0.1.5"}));         // default: the single best
+  EXPECT_EQ(rails("^docker"), (Names{"eth0 10.0.1.5"}));  // exclude lists too
   EXPECT_EQ(rails("eth"), (Names{"eth0 10.0.1.5", "eth1 10.0.2.5"}));
   EXPECT_EQ(rails("=eth1,eth0"), (Names{"eth0 10.0.1.5", "eth1 10.0.2.5"}));  // selectInterfaces' order
   EXPECT_EQ(rails("=eth1"), (Names{"eth1 10.0.2.5"}));

@@ -43,6 +43,12 @@ class Socket {
 
   bool valid() const { return fd_ >= 0; }
   int fd() const { return fd_; }
+  /// Gives the fd up (the caller now closes it); this Socket is left invalid.
+  int release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
   /// "HOST:PORT" of the other end as known at connect/accept time ("" for a listening socket).
   const std::string& peer() const { return peer_; }
   void close();

@@ -1,0 +1,261 @@
+// Network faults between ranks (issue 10), made by user-space proxies (support/tcp_proxy.hpp) that every TCP
+// connection of the mesh passes through: added latency and loss-like stalls must leave every result exact; a reset,
+// a clean close or a half-open link on one rank's connections must end every rank's loop with an error within the
+// detection bound, never with a wrong result or a hang. Ranks are threads, each with its own mesh and NetEngine;
+// the store hands them the proxies' addresses instead of the ranks' own.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/round_sync.hpp"
+#include "bootstrap/tcp_mesh_rendezvous.hpp"
+#include "bootstrap/tcp_store.hpp"
+#include "support/tcp_proxy.hpp"
+
+namespace braid::testing {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// One proxy per listening rank, made when the first peer looks the rank's address up.
+class Proxies {
+ public:
+  std::string addressFor(const std::string& published) {
+    std::lock_guard lock(mu_);
+    auto& p = byTarget_[published];
+    if (!p) p = std::make_unique<TcpProxy>(tcp::Address::parse(published));
+    return p->address().toString();
+  }
+  TcpProxy& of(const std::string& published) {
+    std::lock_guard lock(mu_);
+    return *byTarget_.at(published);
+  }
+  void forEach(const std::function<void(TcpProxy&)>& f) {
+    std::lock_guard lock(mu_);
+    for (auto& [target, p] : byTarget_) f(*p);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<TcpProxy>> byTarget_;
+};
+
+// The store as the ranks see it: a rank's published mesh address reads as its proxy's.
+class ProxiedStore final : public bootstrap::Store {
+ public:
+  ProxiedStore(bootstrap::Store& inner, Proxies& proxies) : inner_(inner), proxies_(proxies) {}
+  void set(const std::string& key, const std::string& value) override { inner_.set(key, value); }
+  std::string get(const std::string& key, Deadline deadline) override {
+    std::string value = inner_.get(key, deadline);
+    return key.find("/addr/") != std::string::npos ? proxies_.addressFor(value) : value;
+  }
+  std::int64_t add(const std::string& key, std::int64_t delta) override { return inner_.add(key, delta); }
+
+ private:
+  bootstrap::Store& inner_;
+  Proxies& proxies_;
+};
+
+enum class Fault { kDelay, kStalls, kReset, kClose, kHalfOpen };
+
+const char* faultName(Fault f) {
+  switch (f) {
+    case Fault::kDelay:
+      return "delay";
+    case Fault::kStalls:
+      return "stalls";
+    case Fault::kReset:
+      return "reset";
+    case Fault::kClose:
+      return "close";
+    case Fault::kHalfOpen:
+      return "half-open";
+  }
+  return "?";
+}
+
+struct RankOutcome {
+  int completed = 0;
+  std::string error;  // empty: every call completed
+  std::string wrong;  // a result that was not exact
+  double detectSeconds = -1;
+};
+
+// Rank r's element j in call i: small integers, so every sum is exact and each call's differs from the last.
+std::int64_t input(int r, int i, std::size_t j) { return (r + 1) * static_cast<std::int64_t>((i + j) % 5 + 1); }
+
+// `n` ranks loop allreduces of `count` int64 (ring above 64 KiB). `delayMs` after every rank finished a call,
+// `fault` is done to the proxy in front of rank 0's listener (latency and stalls: to every proxy, from the start). Each
+// rank stops at its first error, or after `calls` calls.
+std::vector<RankOutcome> runWithFault(int n, std::size_t count, Fault fault, int calls, int delayMs) {
+  bootstrap::TcpStoreServer server;
+  server.start(tcp::Address{"127.0.0.1", 0}, "");
+  Proxies proxies;
+  std::vector<RankOutcome> out(static_cast<std::size_t>(n));
+  std::atomic<int> warmedUp{0};
+  std::atomic<bool> stopLooping{false};
+  std::atomic<Clock::rep> faultAt{0};
+  const bool disruptive = fault != Fault::kDelay && fault != Fault::kStalls;
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < n; ++r) {
+    ranks.emplace_back([&, r] {
+      RankOutcome& me = out[static_cast<std::size_t>(r)];
+      try {
+        bootstrap::TcpStoreClient client(server.address(), "", Deadline::after(10));
+        ProxiedStore store(client, proxies);
+        bootstrap::MeshRendezvous how;
+        how.prefix = "proxied";
+        how.listenHost = "127.0.0.1";
+        how.options.streams = 2;
+        how.options.heartbeatInterval = 0.2;
+        how.options.heartbeatTimeout = 2;
+        how.options.describe = host::describeInWords;
+        auto mesh = bootstrap::joinTcpMesh(store, r, n, how, Deadline::after(30));
+        host::NetPolicy policy{
+            [](std::size_t b) { return b > (64u << 10) ? host::NetAlgorithm::kRing : host::NetAlgorithm::kDirect; },
+            [](std::size_t) { return std::string("test"); }};
+        host::NetEngine engine(std::move(mesh), std::move(policy), 100);
+        std::vector<std::int64_t> v(count);
+        for (int i = 0; i < calls && !stopLooping.load(); ++i) {
+          for (std::size_t j = 0; j < count; ++j) v[j] = input(r, i, j);
+          host::OpEnv env;
+          env.context.rank = r;
+          env.context.op = "allreduce";
+          env.context.seq = i;
+          env.timeoutSeconds = 60;  // far above every bound: an error must come from detection
+          try {
+            engine.allreduce(v.data(), v.data(), count, DataType::kInt64, ReduceKind::kSum, env);
+          } catch (const Error& e) {
+            me.error = e.what();
+            const Clock::rep at = faultAt.load();
+            if (at != 0) {
+              me.detectSeconds =
+                  std::chrono::duration<double>(Clock::now() - Clock::time_point(Clock::duration(at))).count();
+            }
+            return;
+          }
+          for (std::size_t j = 0; j < count; ++j) {
+            std::int64_t want = 0;
+            for (int p = 0; p < n; ++p) want += input(p, i, j);
+            if (v[j] != want) {
+              me.wrong = strCat("call ", i, " element ", j, ": ", v[j], " != ", want);
+              return;
+            }
+          }
+          ++me.completed;
+          if (i == 0) ++warmedUp;
+        }
+      } catch (const std::exception& e) {
+        me.error = strCat("setup: ", e.what());
+      }
+    });
+  }
+  // The fault, once every rank is looping.
+  std::thread injector([&] {
+    if (fault == Fault::kDelay) proxies.forEach([](TcpProxy& p) { p.setDelay(2); });
+    if (fault == Fault::kStalls) proxies.forEach([](TcpProxy& p) { p.setStalls(0.05, 200); });
+    const auto until = Clock::now() + std::chrono::seconds(30);
+    while (warmedUp.load() < n && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (fault == Fault::kDelay) proxies.forEach([](TcpProxy& p) { p.setDelay(2); });  // proxies made since
+    if (fault == Fault::kStalls) proxies.forEach([](TcpProxy& p) { p.setStalls(0.05, 200); });
+    if (!disruptive) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));  // mid-loop: between or inside calls
+    faultAt.store(Clock::now().time_since_epoch().count());
+    bootstrap::TcpStoreClient lookup(server.address(), "", Deadline::after(5));
+    TcpProxy& victim = proxies.of(lookup.get("proxied/addr/0", Deadline::after(5)));
+    if (fault == Fault::kReset) victim.reset();
+    if (fault == Fault::kClose) victim.close();
+    if (fault == Fault::kHalfOpen) victim.blackhole();
+  });
+  injector.join();
+  for (auto& t : ranks) t.join();
+  stopLooping.store(true);
+  return out;
+}
+
+struct Case {
+  Fault fault;
+  int ranks;
+  std::size_t count;
+  int delayMs = 0;
+};
+
+class ProxyFaults : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ProxyFaults, ExactResultsOrAnErrorWithinTheBound) {
+  const Case c = GetParam();
+  const bool disruptive = c.fault != Fault::kDelay && c.fault != Fault::kStalls;
+  // Stalls of 200 ms on 5% of chunks make calls slow: fewer of them.
+  const int calls = disruptive ? 100000 : c.fault == Fault::kStalls ? 8 : 20;
+  const auto start = Clock::now();
+  const auto outcomes = runWithFault(c.ranks, c.count, c.fault, calls, c.delayMs);
+  // A reset or a close is seen at once (the sockets end); a half-open link only by the heartbeat timeout (2 s).
+  // Plus slack for a loaded 2-core machine.
+  const double bound = c.fault == Fault::kHalfOpen ? 2.0 + 3.0 : 3.0;
+  for (int r = 0; r < c.ranks; ++r) {
+    const RankOutcome& o = outcomes[static_cast<std::size_t>(r)];
+    SCOPED_TRACE(strCat("rank ", r, " of ", c.ranks, ", ", faultName(c.fault), ", ", c.count * 8, " B"));
+    EXPECT_EQ(o.wrong, "");
+    if (!disruptive) {
+      EXPECT_EQ(o.error, "");
+      EXPECT_EQ(o.completed, calls);
+      continue;
+    }
+    ASSERT_NE(o.error, "") << "no error after the fault (" << o.completed << " calls completed)";
+    EXPECT_EQ(o.error.find("setup"), std::string::npos) << o.error;
+    EXPECT_TRUE(o.error.find("PeerLost") != std::string::npos || o.error.find("Aborted") != std::string::npos)
+        << o.error;
+    EXPECT_GE(o.detectSeconds, 0) << "failed before the fault: " << o.error;
+    EXPECT_LE(o.detectSeconds, bound) << o.error;
+  }
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 60);
+  // For docs/RELIABILITY.md: the slowest rank's detection time, or the calls completed.
+  double slowest = 0;
+  int completed = 0;
+  for (const RankOutcome& o : outcomes) {
+    slowest = std::max(slowest, o.detectSeconds);
+    completed += o.completed;
+  }
+  std::printf("[proxy fault] %s, %d ranks, %zu B, after %d ms: %s\n", faultName(c.fault), c.ranks, c.count * 8,
+              c.delayMs,
+              disruptive ? strCat("every rank failed within ", slowest, " s").c_str()
+                         : strCat(completed, " calls exact").c_str());
+}
+
+// Every fault x 2, 3, 4 ranks x 128 B (direct) and 4 MiB (ring); the disruptive ones also after 0, 5 and 50 ms,
+// and on 8 ranks with small messages.
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  for (int n : {2, 3, 4}) {
+    for (std::size_t count : {std::size_t{16}, std::size_t{1} << 19}) {
+      out.push_back({Fault::kDelay, n, count});
+      out.push_back({Fault::kStalls, n, count});
+      for (Fault f : {Fault::kReset, Fault::kClose, Fault::kHalfOpen}) {
+        for (int delay : {0, 5, 50}) out.push_back({f, n, count, delay});
+      }
+    }
+  }
+  for (Fault f : {Fault::kReset, Fault::kClose, Fault::kHalfOpen}) out.push_back({f, 8, 16, 5});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tcp, ProxyFaults, ::testing::ValuesIn(cases()), [](const auto& info) {
+  std::string name = faultName(info.param.fault);
+  for (char& ch : name) {
+    if (ch == '-') ch = '_';
+  }
+  return strCat(name, "_", info.param.ranks, "ranks_", info.param.count * 8, "B",
+                info.param.fault == Fault::kDelay || info.param.fault == Fault::kStalls
+                    ? std::string()
+                    : strCat("_after", info.param.delayMs, "ms"));
+});
+
+}  // namespace
+}  // namespace braid::testing
