@@ -17,6 +17,7 @@
 
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "base/threads.hpp"
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/tcp_store_bytes.hpp"
 
@@ -433,7 +434,7 @@ void TcpStoreServer::start(const tcp::Address& bindAddress, std::string token) {
   ownerPid_ = ::getpid();
   Loop* loop = loop_.get();
   try {
-    thread_ = std::thread([loop] { loop->run(); });
+    thread_ = startThread("the rendezvous store's server thread", [loop] { loop->run(); });
   } catch (const std::system_error& e) {
     loop_.reset();
     ::close(wakeFd_);

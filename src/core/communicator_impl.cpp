@@ -11,6 +11,7 @@
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "base/threads.hpp"
 #include "core/record_signal.hpp"
 #include "core/work_state.hpp"
 #include "transport/host_identity.hpp"
@@ -348,7 +349,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     return work;
   }
   queue_.push_back(std::move(task));
-  if (!progress_.joinable()) progress_ = std::thread([this] { progressLoop(); });
+  if (!progress_.joinable()) progress_ = startThread("the communicator's progress thread", [this] { progressLoop(); });
   cv_.notify_all();
   return work;
 }

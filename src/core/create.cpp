@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <system_error>
 
 #include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
@@ -114,7 +116,8 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   return std::make_unique<Communicator>(std::move(impl));
 }
 
-// Runs a creation; when its abort handle fired meanwhile, whatever the creation failed with becomes Aborted.
+// Runs a creation; when its abort handle fired meanwhile, whatever the creation failed with becomes Aborted. The
+// system running out of memory or of a resource (fds, threads) on the way is an Error too, never another exception.
 template <typename Make>
 std::unique_ptr<Communicator> abortable(const std::shared_ptr<AbortHandle>& abort, Make&& make) {
   if (abort && abort->aborted()) fail(ErrorCode::kAborted, {.op = "create"}, "creation aborted before it began");
@@ -125,6 +128,11 @@ std::unique_ptr<Communicator> abortable(const std::shared_ptr<AbortHandle>& abor
       fail(ErrorCode::kAborted, {.op = "create"}, "creation aborted (it was at: ", e.message(), ")");
     }
     throw;
+  } catch (const std::bad_alloc&) {
+    fail(ErrorCode::kUnavailable, {.op = "create"}, "out of memory while creating the communicator");
+  } catch (const std::system_error& e) {
+    fail(ErrorCode::kUnavailable, {.op = "create"},
+         "the system refused a resource while creating the communicator: ", e.what());
   }
 }
 
@@ -184,19 +192,23 @@ std::unique_ptr<Communicator> Communicator::create(std::shared_ptr<KeyValueStore
                                                    const std::string& prefix) {
   checkWorld(rank, size);
   const Settings settings = Settings::fromEnvironment();
-  auto rendezvous = std::make_shared<Rendezvous>();
-  rendezvous->store = bootstrap::ExternalStore::claim(std::move(store), prefix, size);
-  return join(rank, size, std::move(rendezvous), settings);
+  return abortable(nullptr, [&] {
+    auto rendezvous = std::make_shared<Rendezvous>();
+    rendezvous->store = bootstrap::ExternalStore::claim(std::move(store), prefix, size);
+    return join(rank, size, std::move(rendezvous), settings);
+  });
 }
 
 std::unique_ptr<Communicator> core::joinOverStore(std::shared_ptr<bootstrap::Store> store,
                                                   std::shared_ptr<void> keepAlive, int rank, int size,
                                                   const Settings& settings) {
   checkWorld(rank, size);
-  auto rendezvous = std::make_shared<Rendezvous>();
-  rendezvous->store = std::move(store);
-  rendezvous->parent = std::move(keepAlive);
-  return join(rank, size, std::move(rendezvous), settings);
+  return abortable(nullptr, [&] {
+    auto rendezvous = std::make_shared<Rendezvous>();
+    rendezvous->store = std::move(store);
+    rendezvous->parent = std::move(keepAlive);
+    return join(rank, size, std::move(rendezvous), settings);
+  });
 }
 
 }  // namespace braid

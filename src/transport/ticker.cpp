@@ -1,12 +1,14 @@
 #include "transport/ticker.hpp"
 
+#include "base/threads.hpp"
+
 namespace braid::transport {
 
 Ticker::Ticker(double intervalSeconds, std::function<void()> tick) {
   if (intervalSeconds <= 0) return;
   const auto interval =
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(intervalSeconds));
-  thread_ = std::thread([this, interval, tick = std::move(tick)] {
+  thread_ = startThread("the heartbeat thread", [this, interval, tick = std::move(tick)] {
     std::unique_lock lock(mu_);
     while (!stop_) {
       lock.unlock();

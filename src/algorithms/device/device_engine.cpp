@@ -12,6 +12,7 @@
 #include "base/elementwise_op.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "base/threads.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
 #include "cuda/runtime/driver_api.hpp"
@@ -178,7 +179,7 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
       cudaEvent_t join = nullptr;
       checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");
       join_ = join;
-      watchdog_ = std::thread([this] { watch(); });
+      watchdog_ = startThread("the GPU watchdog thread", [this] { watch(); });
     } else {
       logLine(LogLevel::kWarn, rank_,
               strCat("cuda_ipc unavailable, device buffers are staged through host memory: ", noChannelWhy_));

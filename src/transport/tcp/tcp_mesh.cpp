@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "base/error.hpp"
+#include "base/threads.hpp"
 #include "transport/tcp/tcp_mesh_parts.hpp"
 
 namespace braid::tcp {
@@ -69,7 +70,7 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, M
       fail(ErrorCode::kInternal, {}, "mesh has no stream to peer ", p);
     }
   }
-  progress_ = std::thread([this] { progressLoop(); });
+  progress_ = startThread("the TCP mesh's progress thread", [this] { progressLoop(); });
   heartbeat_ = std::make_unique<transport::Ticker>(options_.heartbeatInterval, [this] { heartbeatTick(); });
 }
 
