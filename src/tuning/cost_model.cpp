@@ -121,11 +121,21 @@ std::optional<double> flatGather(Schedule s, double n, int p, const LinkCost& li
   }
 }
 
-// Per rank, the share of its host's NICs when all of its host's ranks cross at once.
+// Per rank, the share of its host's NICs when all of its host's ranks cross at once: the NICs split among them,
+// and no rank on more NICs than it stripes over.
 LinkCost nicShare(const Cluster& c) {
   LinkCost share = c.inter;
-  share.bandwidthGBs = c.inter.bandwidthGBs * std::min(c.nics, c.ranksPerNode) / c.ranksPerNode;
+  const double perRank = std::min(static_cast<double>(c.nics) / c.ranksPerNode, static_cast<double>(c.rails));
+  share.bandwidthGBs = c.inter.bandwidthGBs * perRank;
   return share;
+}
+
+// A flat schedule crosses between hosts with one rank per host and direction at a time: that rank stripes over
+// as many NICs as it has rails.
+LinkCost crossingRank(const Cluster& c) {
+  LinkCost link = c.inter;
+  link.bandwidthGBs = c.inter.bandwidthGBs * std::min(c.nics, c.rails);
+  return link;
 }
 
 }  // namespace
@@ -150,8 +160,8 @@ std::optional<double> projectUs(Collective collective, Schedule schedule, std::s
     return *flatGather(Schedule::kRing, shard, c.nodes, nicShare(c), false) + inside;
   }
   // Flat schedules over several hosts: the ring (or doubling) crosses between hosts once per host and step, on
-  // one NIC, which is slower than anything inside a host.
-  const LinkCost& link = oneHost ? c.intra : c.inter;
+  // the crossing rank's NICs, which are slower than anything inside a host.
+  const LinkCost link = oneHost ? c.intra : crossingRank(c);
   if (collective == Collective::kAllreduce) return flatAllreduce(schedule, n, p, link, oneHost);
   return flatGather(schedule, n, p, link, oneHost);
 }

@@ -28,13 +28,15 @@ std::optional<Link> parseLink(const std::string& name);
 LinkCost defaultLinkCost(Link link);
 
 /// `nodes` hosts of `ranksPerNode` ranks, joined inside a host by `intra` and between hosts by `nics` NICs of
-/// cost `inter` each (per host).
+/// cost `inter` each (per host). `rails`: how many of its host's NICs one rank's messages stripe over (braid's TCP
+/// rails, BRAID_IFNAME naming them; 1 by default).
 struct Cluster {
   int nodes = 1;
   int ranksPerNode = 2;
   LinkCost intra;
   LinkCost inter;
   int nics = 1;
+  int rails = 1;
   int ranks() const { return nodes * ranksPerNode; }
 };
 

@@ -71,6 +71,29 @@ TEST(CostModel, AcrossHostsHierarchyBeatsAFlatRingOnBothCounts) {
   EXPECT_LT(busbw, 8 * 12.5 * 2 * 31 / 32 * 4 / 3);  // a bound, not a fit: the inter-host term dominates
 }
 
+// Rails: a rank that stripes over its host's NICs crosses at their summed rate, never past the NICs there are.
+TEST(CostModel, RailsMultiplyWhatOneRankCrossesWith) {
+  Cluster c;
+  c.nodes = 2;
+  c.ranksPerNode = 1;
+  c.intra = defaultLinkCost(Link::kShm);
+  c.inter = {50, 2.5 / 8, "test"};  // 2.5 Gbit/s
+  c.nics = 2;
+  const std::size_t n = std::size_t{64} << 20;
+  const double one = *projectUs(Collective::kAllreduce, Schedule::kRing, n, c);
+  c.rails = 2;
+  const double two = *projectUs(Collective::kAllreduce, Schedule::kRing, n, c);
+  EXPECT_NEAR(one / two, 2.0, 0.01);
+  c.rails = 4;  // only two NICs to stripe over
+  EXPECT_DOUBLE_EQ(*projectUs(Collective::kAllreduce, Schedule::kRing, n, c), two);
+  // Hosts of 4 ranks on 2 NICs: each rank's share is half a NIC, however many rails it could use.
+  c.ranksPerNode = 4;
+  c.rails = 1;
+  const double hier1 = *projectUs(Collective::kAllreduce, Schedule::kHierarchical, n, c);
+  c.rails = 2;
+  EXPECT_DOUBLE_EQ(*projectUs(Collective::kAllreduce, Schedule::kHierarchical, n, c), hier1);
+}
+
 TEST(CostModel, NamesRoundTrip) {
   for (Link l : {Link::kNvlink, Link::kPcie, Link::kShm, Link::kTcp}) {
     EXPECT_EQ(parseLink(linkName(l)), l);

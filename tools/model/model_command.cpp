@@ -34,6 +34,7 @@ void addModelCommand(CLI::App& app) {
     double intraLatencyUs = -1;
     double nicGbps = 100;
     int nics = 1;
+    int rails = 1;
     double latencyUs = 10;
     std::string minBytes = "8";
     std::string maxBytes = "1G";
@@ -56,6 +57,8 @@ void addModelCommand(CLI::App& app) {
                   "override: microseconds per step inside a host (also with --compare)");
   cmd->add_option("--nic-gbps", o->nicGbps, "each NIC's rate in Gbit/s (default 100)")->check(CLI::PositiveNumber);
   cmd->add_option("--nics", o->nics, "NICs per host (default 1)")->check(CLI::PositiveNumber);
+  cmd->add_option("--rails", o->rails, "NICs one rank stripes over (BRAID_IFNAME naming several; default 1)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--latency-us", o->latencyUs, "microseconds per step between hosts (default 10)");
   cmd->add_option("-b,--min-bytes", o->minBytes, "smallest size (default 8)");
   cmd->add_option("-e,--max-bytes", o->maxBytes, "largest size (default 1G)");
@@ -85,6 +88,7 @@ void addModelCommand(CLI::App& app) {
       overrideLink(c.intra, o->intraGbs, o->intraLatencyUs);
       c.inter = {o->latencyUs, o->nicGbps / 8, "given"};
       c.nics = o->nics;
+      c.rails = o->rails;
       std::fputs(modelReport(collective, c, *lo, *hi, static_cast<std::size_t>(o->factor)).c_str(), stdout);
     } catch (const Error& e) {
       std::fprintf(stderr, "braid model: %s\n", e.what());

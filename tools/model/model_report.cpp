@@ -55,8 +55,8 @@ std::string modelReport(tuning::Collective collective, const tuning::Cluster& c,
   out << "  inside a host: " << linkText(c.intra) << (c.intra.source.empty() ? "" : " (" + c.intra.source + ")")
       << "\n";
   if (c.nodes > 1) {
-    out << "  between hosts: " << c.nics << " NIC(s) per host, each " << linkText(c.inter)
-        << (c.inter.source.empty() ? "" : " (" + c.inter.source + ")") << "\n";
+    out << "  between hosts: " << c.nics << " NIC(s) per host, a rank striping over " << std::min(c.nics, c.rails)
+        << ", each " << linkText(c.inter) << (c.inter.source.empty() ? "" : " (" + c.inter.source + ")") << "\n";
   }
   char line[160];
   std::snprintf(line, sizeof line, "%12s  %-12s %12s %12s   %s\n", "size", "schedule", "time us", "busbw GB/s",
