@@ -71,6 +71,12 @@ const std::vector<KnobRow>& rows() {
         "GPU-buffer allreduces between hosts go around the ring in windows of this many bytes, each copied from "
         "and to the GPU while the one before travels (two windows of pinned memory); 0 copies whole buffers"},
        &Settings::netStagingWindowBytes},
+      // gpu: the GPU reads its input in place, so only a 1/n of each window crosses PCIe before the ring, and the
+      // host's cores are left to the sockets.
+      {{"BRAID_NET_STAGING_REDUCE", KnobType::kString, "gpu",
+        "where windowed GPU-buffer allreduces between hosts reduce: gpu (the GPU reads its input in place and the "
+        "received data from pinned memory) or host (the CPU, on copies of the input)"},
+       &Settings::netStagingReduce},
       // auto: from 2 MiB (tuning/net_selector.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
         "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},

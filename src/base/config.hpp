@@ -48,6 +48,7 @@ struct Settings {
   std::string hierarchy;                   // BRAID_HIERARCHY
   std::string compress;                    // BRAID_COMPRESS
   std::size_t netStagingWindowBytes = 0;   // BRAID_NET_STAGING_WINDOW
+  std::string netStagingReduce;            // BRAID_NET_STAGING_REDUCE
   std::string flightRecorder;              // BRAID_FLIGHT_RECORDER
   std::string flightRecorderSignal;        // BRAID_FLIGHT_RECORDER_SIGNAL
   std::string trace;                       // BRAID_TRACE

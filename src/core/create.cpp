@@ -98,6 +98,10 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   if (!settings.debug.empty() && settings.debug != "detail") {
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_DEBUG=", settings.debug, " is not one of: (empty), detail");
   }
+  if (settings.netStagingReduce != "gpu" && settings.netStagingReduce != "host") {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_NET_STAGING_REDUCE=", settings.netStagingReduce,
+         " is not one of: gpu, host");
+  }
   const Deadline deadline = Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr);
   core::Placement placement = placeRanks(*rendezvous->store, rank, size, deadline);
   const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "algorithms/host/engine.hpp"
+#include "algorithms/host/reduce_cpu.hpp"
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
 #include "support/rank_runner.hpp"
@@ -18,8 +19,10 @@ namespace {
 // Slots start out as garbage. Every output byte must be delivered exactly once.
 class LateCopies final : public host::StagedBuffer {
  public:
-  LateCopies(std::vector<std::byte> input, std::size_t windowBytes, unsigned seed)
-      : input_(std::move(input)),
+  /// `reducing`: this side does the reductions (as the GPU does), lazily like the copies in.
+  LateCopies(std::vector<std::byte> input, std::size_t windowBytes, unsigned seed, bool reducing = false)
+      : reducing_(reducing),
+        input_(std::move(input)),
         output_(input_.size(), std::byte{0x5a}),
         delivered_(input_.size(), 0),
         window_(windowBytes),
@@ -33,8 +36,23 @@ class LateCopies final : public host::StagedBuffer {
   std::size_t fetch(std::byte* dst, std::size_t offset, std::size_t bytes) override {
     if (offset + bytes > input_.size()) throw std::logic_error("fetch past the input");
     pending_.push_back({dst, offset, bytes});
+    fetchedBytes_ += bytes;
     return pending_.size() - 1;
   }
+  bool reducesWhereTheDataIs() const override { return reducing_; }
+  std::size_t reduce(std::byte* dst, const std::byte* received, std::size_t offset, std::size_t count, DataType type,
+                     ReduceKind kind, int avgDivisor) override {
+    if (!reducing_) throw std::logic_error("reduce() on a side that does not reduce");
+    if (offset + count * dataTypeSize(type) > input_.size()) throw std::logic_error("reduce past the input");
+    Copy c{dst, offset, count * dataTypeSize(type)};
+    c.received = received;
+    c.type = type;
+    c.kind = kind;
+    c.avgDivisor = avgDivisor;
+    pending_.push_back(c);
+    return pending_.size() - 1;
+  }
+  std::size_t fetchedBytes() const { return fetchedBytes_; }
   void awaitFetched(std::size_t ticket, const host::OpEnv&) override {
     while (landed_ <= ticket) land();
   }
@@ -57,12 +75,23 @@ class LateCopies final : public host::StagedBuffer {
   struct Copy {
     std::byte* dst;
     std::size_t offset, bytes;
+    const std::byte* received = nullptr;  // a reduction: dst = input op received
+    DataType type = DataType::kUint8;
+    ReduceKind kind = ReduceKind::kSum;
+    int avgDivisor = 1;
   };
   void land() {
     const Copy& c = pending_[landed_++];
-    std::memcpy(c.dst, input_.data() + c.offset, c.bytes);
+    if (c.received == nullptr) {
+      std::memcpy(c.dst, input_.data() + c.offset, c.bytes);
+      return;
+    }
+    const void* srcs[2] = {input_.data() + c.offset, c.received};
+    host::reduceSources(c.dst, srcs, 2, c.bytes / dataTypeSize(c.type), c.type, c.kind, c.avgDivisor);
   }
 
+  bool reducing_;
+  std::size_t fetchedBytes_ = 0;
   std::vector<std::byte> input_, output_;
   std::vector<int> delivered_;
   std::vector<std::byte> slots_[2];
@@ -88,7 +117,10 @@ std::vector<std::byte> bytesOf(const std::vector<T>& v) {
 
 // Small integers in float: every summation order gives the exact sum, so the windows' block boundaries (which
 // change the order the ring adds in) cannot hide a wrong operand.
-TEST(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
+class StagedNetAllreduce : public ::testing::TestWithParam<bool> {};
+
+TEST_P(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
+  const bool reducing = GetParam();
   for (int n : {2, 3, 4}) {
     Settings s = tcpSettings();
     s.directMaxBytes = 0;  // the ring for every size
@@ -101,12 +133,20 @@ TEST(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
             for (std::size_t window : {std::size_t{4096}, std::size_t{64 * 1024}, std::size_t{1} << 20}) {
               std::vector<float> in(count);
               for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i * 7 + r * 13) % 1000);
-              LateCopies copies(bytesOf(in), window, static_cast<unsigned>(r * 31 + count));
+              LateCopies copies(bytesOf(in), window, static_cast<unsigned>(r * 31 + count), reducing);
               const bool ran = comm.impl().engine().allreduceStaged(copies, count, DataType::kFloat32,
                                                                     ReduceOp{ReduceKind::kSum}, envFor(r, seq++));
               require(ran, strCat("a ring allreduce of ", count, " floats in ", window, " B windows was not staged"));
               require(copies.deliveredOnce(), strCat("not every output byte delivered exactly once (", count,
                                                      " floats, ", window, " B windows)"));
+              // Reducing where the data is, a rank copies in only the block it sends unreduced: 1/n of each
+              // window, blocks rounded to 64 bytes.
+              if (reducing) {
+                const std::size_t total = count * sizeof(float);
+                const std::size_t most = total / static_cast<std::size_t>(n) + (total / window + 1) * 64;
+                require(copies.fetchedBytes() <= most,
+                        strCat("fetched ", copies.fetchedBytes(), " of ", total, " bytes (at most ", most, ")"));
+              }
               std::vector<float> out(count);
               std::memcpy(out.data(), copies.output().data(), count * sizeof(float));
               for (std::size_t i = 0; i < count; ++i) {
@@ -125,7 +165,8 @@ TEST(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
   }
 }
 
-TEST(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
+TEST_P(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
+  const bool reducing = GetParam();
   const int n = 3;
   Settings s = tcpSettings();
   s.directMaxBytes = 0;
@@ -137,7 +178,7 @@ TEST(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
         std::vector<std::int64_t> in(count);
         for (std::size_t i = 0; i < count; ++i)
           in[i] = static_cast<std::int64_t>((i * 2654435761u + r) % 100003) - 50000;
-        LateCopies maxCopies(bytesOf(in), 8192, 7u + r);
+        LateCopies maxCopies(bytesOf(in), 8192, 7u + r, reducing);
         require(comm.impl().engine().allreduceStaged(maxCopies, count, DataType::kInt64, ReduceOp{ReduceKind::kMax},
                                                      envFor(r, 2000)),
                 "max was not staged");
@@ -153,7 +194,7 @@ TEST(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
         // Averages of multiples of 3 over 3 ranks: exact.
         std::vector<double> d(count);
         for (std::size_t i = 0; i < count; ++i) d[i] = 3.0 * static_cast<double>((i + r) % 97);
-        LateCopies avgCopies(bytesOf(d), 16384, 11u + r);
+        LateCopies avgCopies(bytesOf(d), 16384, 11u + r, reducing);
         require(comm.impl().engine().allreduceStaged(avgCopies, count, DataType::kFloat64, ReduceOp{ReduceKind::kAvg},
                                                      envFor(r, 2001)),
                 "average was not staged");
@@ -171,9 +212,12 @@ TEST(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
   EXPECT_EQ(failures(results), "");
 }
 
+INSTANTIATE_TEST_SUITE_P(HostOrDataSide, StagedNetAllreduce, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "ReducedWhereTheDataIs" : "ReducedOnTheHost"; });
+
 // Where the engine would not pipeline (sizes it sends directly, windows too small for a block per rank, a scaled
 // sum), it says so on every rank alike and touches nothing.
-TEST(StagedNetAllreduce, DeclinesWhatItDoesNotPipeline) {
+TEST(StagedNetAllreduceDeclines, WhatItDoesNotPipeline) {
   const auto results = runThreads(
       2,
       [&](Communicator& comm) {

@@ -11,6 +11,7 @@
 #include "base/deadline.hpp"
 #include "base/error.hpp"
 #include "cuda/runtime/cuda_check.hpp"
+#include "cuda/runtime/device_reduce.hpp"
 
 namespace braid::device {
 
@@ -45,8 +46,9 @@ void waitForStream(const host::OpEnv& env) {
 class WindowedCopies final : public host::StagedBuffer {
  public:
   WindowedCopies(const void* send, void* recv, std::byte* slots[2], std::size_t windowBytes,
-                 std::vector<cudaEvent_t>& events, cudaStream_t stream)
-      : send_(static_cast<const std::byte*>(send)),
+                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu)
+      : reduceOnGpu_(reduceOnGpu),
+        send_(static_cast<const std::byte*>(send)),
         recv_(static_cast<std::byte*>(recv)),
         slots_{slots[0], slots[1]},
         windowBytes_(windowBytes),
@@ -61,13 +63,7 @@ class WindowedCopies final : public host::StagedBuffer {
       cuda::checkCuda(cudaMemcpyAsync(dst, send_ + offset, bytes, cudaMemcpyDeviceToHost, stream_),
                       "cudaMemcpyAsync(window in)");
     }
-    if (fetches_ == events_.size()) {
-      cudaEvent_t e = nullptr;
-      cuda::checkCuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate(window in)");
-      events_.push_back(e);
-    }
-    cuda::checkCuda(cudaEventRecord(events_[fetches_], stream_), "cudaEventRecord(window in)");
-    return fetches_++;
+    return record();
   }
 
   void awaitFetched(std::size_t ticket, const host::OpEnv& env) override {
@@ -91,7 +87,30 @@ class WindowedCopies final : public host::StagedBuffer {
                     "cudaMemcpyAsync(window out)");
   }
 
+  // The GPU reduces: it reads its own input where it is and the received segment from the pinned slot (mapped:
+  // cudaHostAlloc memory is device-accessible under unified addressing), and writes the result to the slot the
+  // ring sends from. The same bits as the host's reduction of the same operands in the same order.
+  bool reducesWhereTheDataIs() const override { return reduceOnGpu_; }
+  std::size_t reduce(std::byte* dst, const std::byte* received, std::size_t offset, std::size_t count, DataType type,
+                     ReduceKind kind, int avgDivisor) override {
+    const void* srcs[2] = {send_ + offset, received};
+    cuda::reduceSourcesOnDevice(dst, srcs, 2, count, type, kind, avgDivisor, stream_);
+    return record();
+  }
+
  private:
+  // An event after the work queued so far: its ticket.
+  std::size_t record() {
+    if (fetches_ == events_.size()) {
+      cudaEvent_t e = nullptr;
+      cuda::checkCuda(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate(window in)");
+      events_.push_back(e);
+    }
+    cuda::checkCuda(cudaEventRecord(events_[fetches_], stream_), "cudaEventRecord(window in)");
+    return fetches_++;
+  }
+
+  const bool reduceOnGpu_;
   const std::byte* send_;
   std::byte* recv_;
   std::byte* slots_[2];
@@ -142,7 +161,7 @@ bool StagingEngine::allreduceWindowed(const void* send, void* recv, std::size_t 
                                       const host::OpEnv& env) {
   if (windowBytes_ == 0) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
-  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env));
+  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu_);
   try {
     if (!host_.allreduceStaged(copies, count, type, op, env)) return false;
   } catch (...) {

@@ -23,8 +23,9 @@ class StagingEngine final : public host::Engine {
  public:
   /// `windowBytes` (BRAID_NET_STAGING_WINDOW): allreduces the host engine pipelines (host::Engine::allreduceStaged)
   /// go through two pinned windows of this size; 0: every call copies its whole buffers.
-  StagingEngine(host::Engine& host, int size, std::size_t windowBytes)
-      : host_(host), size_(static_cast<std::size_t>(size)), windowBytes_(windowBytes) {}
+  /// `reduceOnGpu` (BRAID_NET_STAGING_REDUCE=gpu): those windows are reduced by the GPU, not the host engine.
+  StagingEngine(host::Engine& host, int size, std::size_t windowBytes, bool reduceOnGpu)
+      : host_(host), size_(static_cast<std::size_t>(size)), windowBytes_(windowBytes), reduceOnGpu_(reduceOnGpu) {}
   ~StagingEngine() override;
 
   const char* transportName() const override { return host_.transportName(); }
@@ -65,6 +66,7 @@ class StagingEngine final : public host::Engine {
   host::Engine& host_;
   const std::size_t size_;
   const std::size_t windowBytes_;
+  const bool reduceOnGpu_;
   std::vector<CUevent_st*> events_;  // one per fetch of a windowed call, reused by the next
   std::byte* buffers_[2] = {nullptr, nullptr};
   std::size_t capacity_[2] = {0, 0};

@@ -5,8 +5,10 @@
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 
 #include "algorithms/host/op_env.hpp"
+#include "braid/types.hpp"
 
 namespace braid::host {
 
@@ -26,6 +28,17 @@ class StagedBuffer {
   /// Starts copying `bytes` final bytes at `src` (inside a slot) to [offset, offset + bytes) of the call's output.
   /// A fetch started later into the same slot memory lands only after this copy has read it.
   virtual void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) = 0;
+
+  /// Whether reduce() does the reductions where the buffers live (the GPU), reading the input there: then the
+  /// algorithm fetches only what it sends unreduced.
+  virtual bool reducesWhereTheDataIs() const { return false; }
+  /// Starts dst = (`count` elements of the call's input at byte `offset`) op `received`, as host::reduceSources
+  /// over {input, received} with `kind` and `avgDivisor`; dst and received lie in slots (dst may be received).
+  /// Ordered with the copies; returns a ticket for awaitFetched.
+  virtual std::size_t reduce(std::byte* /*dst*/, const std::byte* /*received*/, std::size_t /*offset*/,
+                             std::size_t /*count*/, DataType /*type*/, ReduceKind /*kind*/, int /*avgDivisor*/) {
+    throw std::logic_error("StagedBuffer::reduce called where reducesWhereTheDataIs() is false");
+  }
 };
 
 }  // namespace braid::host

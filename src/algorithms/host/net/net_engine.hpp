@@ -76,6 +76,14 @@ class NetEngine final : public Engine {
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
+  /// What the windowed ring does around accum; empty members leave the plain ring's behaviour.
+  struct RingHooks {
+    /// Runs before accum's block is first read: before it is sent unreduced, or reduced on the host.
+    std::function<void(int block)> touch;
+    /// Reduces in place of the host: dst = accum's segment `seg` (as it is where the data lives) op `received`,
+    /// done when it returns. Then touch runs only for the block sent unreduced.
+    std::function<void(std::byte* dst, const std::byte* received, const patterns::Block& seg, ReduceKind kind)> reduce;
+  };
 
   /// Runs `body` as the call `call`: on failure tells the peers (so they stop waiting for this rank) and
   /// rethrows; either way the mesh drops what still arrives for the call afterwards.
@@ -87,11 +95,10 @@ class NetEngine final : public Engine {
   bool direct(std::size_t bytes) const { return size() <= 1 || policy_.choose(bytes) != NetAlgorithm::kRing; }
   bool doubling(std::size_t bytes) const { return size() > 1 && policy_.choose(bytes) == NetAlgorithm::kDoubling; }
   /// Reduce-scatter around the ring over `accum` (this rank's contribution, reduced in place): afterwards block
-  /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block). `touch` (may
-  /// be empty) runs before the first read of each block of accum.
+  /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block). `hooks` (for
+  /// the windowed ring, net_staged.cpp) may stand in for reading and reducing accum.
   void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
-                         ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase,
-                         const std::function<void(int block)>& touch = {});
+                         ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase, const RingHooks& hooks = {});
   /// Allgather around the ring: each rank starts with its block of `buf` filled and ends with all of them.
   /// `prepare` (may be empty) puts this rank's block in place; it runs once the receives are posted, so what
   /// arrives meanwhile lands in place instead of being kept aside. `landed` (may be empty) runs for each received

@@ -19,7 +19,7 @@ std::byte* NetEngine::scratch(std::size_t bytes) {
 
 void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t esz,
                                   DataType type, ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase,
-                                  const std::function<void(int block)>& touch) {
+                                  const RingHooks& hooks) {
   const int n = size();
   const patterns::Block owned = blocks(rank());
   if (n == 1) {
@@ -57,11 +57,11 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
   };
 
   postRecvs(0);
-  if (touch) touch(ring.reduceScatterSendBlock(0));
+  if (hooks.touch) hooks.touch(ring.reduceScatterSendBlock(0));
   for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
   for (int s = 0; s < steps; ++s) {
     if (s + 1 < steps) postRecvs(s + 1);  // into the other half of tmp, whose step s-1 data is reduced already
-    if (touch) touch(ring.reduceScatterRecvBlock(s));
+    if (hooks.touch && !hooks.reduce) hooks.touch(ring.reduceScatterRecvBlock(s));
     const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
     const bool last = s + 1 == steps;  // then blk is this rank's own block, complete after this step
     const std::byte* received = tmp + static_cast<std::size_t>(s % 2) * maxBlock * esz;
@@ -69,8 +69,14 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
       call.wait(*recvs[s % 2][j]);
       const patterns::Block sg = segmentOf(blk, j, segElems);
       std::byte* dst = last ? ownedOut + (sg.offset - blk.offset) * esz : accum + sg.offset * esz;
-      const void* srcs[2] = {accum + sg.offset * esz, received + (sg.offset - blk.offset) * esz};
-      if (sg.count > 0) reduceSources(dst, srcs, 2, sg.count, type, last ? op.kind : partialKind, n);
+      const std::byte* theirs = received + (sg.offset - blk.offset) * esz;
+      const ReduceKind kind = last ? op.kind : partialKind;
+      if (sg.count > 0 && hooks.reduce) {
+        hooks.reduce(dst, theirs, sg, kind);
+      } else if (sg.count > 0) {
+        const void* srcs[2] = {accum + sg.offset * esz, theirs};
+        reduceSources(dst, srcs, 2, sg.count, type, kind, n);
+      }
       if (!last) postSend(s + 1, j);
     }
   }

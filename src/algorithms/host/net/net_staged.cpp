@@ -2,6 +2,9 @@
 // while window w goes around the ring, window w+1 is copied in and w's finished segments are copied out. Inside a
 // window the ring asks for each block when it first reads it and hands over each segment when it is final, so even
 // a one-window call overlaps its copies with its transfers. Host memory: two windows, whatever the call's size.
+// Where the buffers' side reduces (the GPU: StagedBuffer::reducesWhereTheDataIs), only the block sent unreduced is
+// copied in; every other block is read in place by the reduction, which writes its result to the slot the ring
+// sends from.
 #include <algorithm>
 #include <vector>
 
@@ -30,6 +33,7 @@ bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataTyp
   const std::size_t stride = static_cast<std::size_t>(n - 1) * segments;
   if (windows * stride >= kSecondPhase) return false;  // step numbers would run into the second phase
 
+  const bool reducesThere = staged.reducesWhereTheDataIs();
   runCall(describeCall(Collective::kAllreduce, env.context.seq, type, count, -1, op.kind), env, [&](NetCall& call) {
     const patterns::Ring ring(rank(), n);
     auto windowOf = [&](std::size_t w) {
@@ -51,6 +55,7 @@ bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataTyp
         tickets[w % 2][b] = staged.fetch(base + blk.offset * esz, (win.offset + blk.offset) * esz, blk.count * esz);
       };
       fetchBlock(ring.reduceScatterSendBlock(0));
+      if (reducesThere) return;  // the other blocks are read where they are, by the reductions
       for (int s = 0; s < ring.steps(); ++s) fetchBlock(ring.reduceScatterRecvBlock(s));
     };
     fetchWindow(0);
@@ -62,13 +67,20 @@ bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataTyp
       const BlockFn blocks = blocksOf(w);
       std::byte* base = staged.slot(static_cast<int>(w % 2));
       const auto stepBase = static_cast<std::uint32_t>(w * stride);
-      const auto touch = [&](int b) { staged.awaitFetched(tickets[w % 2][b], env); };
+      RingHooks hooks;
+      hooks.touch = [&](int b) { staged.awaitFetched(tickets[w % 2][b], env); };
+      if (reducesThere) {
+        hooks.reduce = [&](std::byte* dst, const std::byte* received, const patterns::Block& seg, ReduceKind kind) {
+          staged.awaitFetched(staged.reduce(dst, received, (win.offset + seg.offset) * esz, seg.count, type, kind, n),
+                              env);
+        };
+      }
       const auto deliver = [&](const patterns::Block& piece) {
         if (piece.count > 0)
           staged.deliver(base + piece.offset * esz, (win.offset + piece.offset) * esz, piece.count * esz);
       };
       const patterns::Block owned = blocks(rank());
-      ringReduceScatter(call, base, blocks, esz, type, op, base + owned.offset * esz, stepBase, touch);
+      ringReduceScatter(call, base, blocks, esz, type, op, base + owned.offset * esz, stepBase, hooks);
       deliver(owned);
       ringAllgather(call, base, blocks, esz, kSecondPhase + stepBase, {}, deliver);
     }
