@@ -1,5 +1,6 @@
 // Device buffers between ranks that reach each other over TCP only (as ranks on different hosts do): allreduces
-// travel the ring window by window, their copies from and to the GPU overlapped with the transfers (issue 9), and
+// travel the ring window by window, their copies from and to the GPU overlapped with the transfers and reduced by
+// the GPU or the host (issue 9), and
 // every other collective stages its whole buffers. Checked bit for bit against the same call on host buffers, with
 // exact-sum inputs. Two ranks need only one GPU: here the GPU does nothing but copies.
 #include <gtest/gtest.h>
@@ -18,11 +19,12 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-Settings tcpDeviceSettings(std::size_t windowBytes) {
+Settings tcpDeviceSettings(std::size_t windowBytes, const std::string& reduceOn = "gpu") {
   Settings s = deviceSettings();
   s.transport = "tcp";
   s.directMaxBytes = 4096;  // the ring from 4 KiB up, so that small cases pipeline too
   s.netStagingWindowBytes = windowBytes;
+  s.netStagingReduce = reduceOn;
   return s;
 }
 
@@ -48,12 +50,14 @@ void allreduceCase(Communicator& c, cudaStream_t s, DataType type, ReduceKind ki
                        std::to_string(count) + (inPlace ? " in place" : ""));
 }
 
-class DeviceOverTcp : public ::testing::TestWithParam<std::size_t> {};
+// (window bytes, where windows reduce): 64 KiB windows put a 3 MiB call through ~48 of them, both slots reused many
+// times over; 0 stages whole buffers.
+class DeviceOverTcp : public ::testing::TestWithParam<std::tuple<std::size_t, std::string>> {};
 
-// 64 KiB windows: a 3 MiB call goes through ~48 of them, both slots reused many times over.
 TEST_P(DeviceOverTcp, AllreduceWindowByWindowMatchesTheHostPath) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, tcpDeviceSettings(GetParam()), [](Communicator& c, cudaStream_t s) {
+  const auto [window, reduceOn] = GetParam();
+  const auto results = runOnGpus(2, 1, tcpDeviceSettings(window, reduceOn), [](Communicator& c, cudaStream_t s) {
     if (std::string(c.impl().transportName()) != "tcp") throw std::runtime_error("BRAID_TRANSPORT=tcp gave no tcp");
     for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64, DataType::kUint8}) {
       for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMax, ReduceKind::kAvg}) {
