@@ -73,9 +73,15 @@ TEST_P(DeviceOverTcp, AllreduceWindowByWindowMatchesTheHostPath) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Windows, DeviceOverTcp, ::testing::Values(std::size_t{64} << 10, std::size_t{16} << 20, 0),
+INSTANTIATE_TEST_SUITE_P(Windows, DeviceOverTcp,
+                         ::testing::Values(std::tuple{std::size_t{64} << 10, std::string("gpu")},
+                                           std::tuple{std::size_t{64} << 10, std::string("host")},
+                                           std::tuple{std::size_t{16} << 20, std::string("gpu")},
+                                           std::tuple{std::size_t{0}, std::string("gpu")}),
                          [](const auto& info) {
-                           return info.param == 0 ? std::string("whole") : "w" + std::to_string(info.param >> 10) + "k";
+                           const std::size_t w = std::get<0>(info.param);
+                           return w == 0 ? std::string("whole")
+                                         : "w" + std::to_string(w >> 10) + "k_" + std::get<1>(info.param);
                          });
 
 // The other collectives stage whole buffers over TCP: one of each, against the host path.
