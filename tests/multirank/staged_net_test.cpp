@@ -44,6 +44,11 @@ class LateCopies final : public host::StagedBuffer {
                      ReduceKind kind, int avgDivisor) override {
     if (!reducing_) throw std::logic_error("reduce() on a side that does not reduce");
     if (offset + count * dataTypeSize(type) > input_.size()) throw std::logic_error("reduce past the input");
+    // As a GPU: it reads only memory it was given, the received operand from the receive area.
+    if (received < receiveArea_.data() ||
+        received + count * dataTypeSize(type) > receiveArea_.data() + receiveArea_.size()) {
+      throw std::logic_error("reduce() of a received operand outside the receive area");
+    }
     Copy c{dst, offset, count * dataTypeSize(type)};
     c.received = received;
     c.type = type;
@@ -51,6 +56,11 @@ class LateCopies final : public host::StagedBuffer {
     c.avgDivisor = avgDivisor;
     pending_.push_back(c);
     return pending_.size() - 1;
+  }
+  std::byte* receiveArea(std::size_t bytes) override {
+    if (!reducing_) throw std::logic_error("receiveArea() on a side that does not reduce");
+    receiveArea_.assign(bytes, std::byte{0xc3});
+    return receiveArea_.data();
   }
   std::size_t fetchedBytes() const { return fetchedBytes_; }
   void awaitFetched(std::size_t ticket, const host::OpEnv&) override {
@@ -92,6 +102,7 @@ class LateCopies final : public host::StagedBuffer {
 
   bool reducing_;
   std::size_t fetchedBytes_ = 0;
+  std::vector<std::byte> receiveArea_;
   std::vector<std::byte> input_, output_;
   std::vector<int> delivered_;
   std::vector<std::byte> slots_[2];

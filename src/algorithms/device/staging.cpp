@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "base/data_type.hpp"
@@ -46,8 +47,10 @@ void waitForStream(const host::OpEnv& env) {
 class WindowedCopies final : public host::StagedBuffer {
  public:
   WindowedCopies(const void* send, void* recv, std::byte* slots[2], std::size_t windowBytes,
-                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu)
+                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu,
+                 std::function<std::byte*(std::size_t)> pinned)
       : reduceOnGpu_(reduceOnGpu),
+        pinned_(std::move(pinned)),
         send_(static_cast<const std::byte*>(send)),
         recv_(static_cast<std::byte*>(recv)),
         slots_{slots[0], slots[1]},
@@ -91,6 +94,7 @@ class WindowedCopies final : public host::StagedBuffer {
   // cudaHostAlloc memory is device-accessible under unified addressing), and writes the result to the slot the
   // ring sends from. The same bits as the host's reduction of the same operands in the same order.
   bool reducesWhereTheDataIs() const override { return reduceOnGpu_; }
+  std::byte* receiveArea(std::size_t bytes) override { return pinned_(bytes); }
   std::size_t reduce(std::byte* dst, const std::byte* received, std::size_t offset, std::size_t count, DataType type,
                      ReduceKind kind, int avgDivisor) override {
     const void* srcs[2] = {send_ + offset, received};
@@ -111,6 +115,7 @@ class WindowedCopies final : public host::StagedBuffer {
   }
 
   const bool reduceOnGpu_;
+  std::function<std::byte*(std::size_t)> pinned_;
   const std::byte* send_;
   std::byte* recv_;
   std::byte* slots_[2];
@@ -161,7 +166,8 @@ bool StagingEngine::allreduceWindowed(const void* send, void* recv, std::size_t 
                                       const host::OpEnv& env) {
   if (windowBytes_ == 0) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
-  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu_);
+  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu_,
+                        [this](std::size_t bytes) { return buffer(2, bytes); });
   try {
     if (!host_.allreduceStaged(copies, count, type, op, env)) return false;
   } catch (...) {

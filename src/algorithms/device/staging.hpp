@@ -57,7 +57,7 @@ class StagingEngine final : public host::Engine {
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
  private:
-  /// Pinned host buffer `which` (0: inputs, 1: outputs) of at least `bytes`.
+  /// Pinned host buffer `which` (0: inputs, 1: outputs, 2: what a windowed call receives) of at least `bytes`.
   std::byte* buffer(int which, std::size_t bytes);
   /// Whether the host engine ran the allreduce window by window (the same answer on every rank).
   bool allreduceWindowed(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -68,8 +68,8 @@ class StagingEngine final : public host::Engine {
   const std::size_t windowBytes_;
   const bool reduceOnGpu_;
   std::vector<CUevent_st*> events_;  // one per fetch of a windowed call, reused by the next
-  std::byte* buffers_[2] = {nullptr, nullptr};
-  std::size_t capacity_[2] = {0, 0};
+  std::byte* buffers_[3] = {nullptr, nullptr, nullptr};
+  std::size_t capacity_[3] = {0, 0, 0};
 };
 
 }  // namespace braid::device

@@ -30,10 +30,14 @@ class StagedBuffer {
   virtual void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) = 0;
 
   /// Whether reduce() does the reductions where the buffers live (the GPU), reading the input there: then the
-  /// algorithm fetches only what it sends unreduced.
+  /// algorithm fetches only what it sends unreduced, and receives what it reduces into receiveArea().
   virtual bool reducesWhereTheDataIs() const { return false; }
+  /// Host memory of at least `bytes` that reduce() can read its `received` operand from (pinned, for a GPU).
+  virtual std::byte* receiveArea(std::size_t /*bytes*/) {
+    throw std::logic_error("StagedBuffer::receiveArea called where reducesWhereTheDataIs() is false");
+  }
   /// Starts dst = (`count` elements of the call's input at byte `offset`) op `received`, as host::reduceSources
-  /// over {input, received} with `kind` and `avgDivisor`; dst and received lie in slots (dst may be received).
+  /// over {input, received} with `kind` and `avgDivisor`; dst lies in a slot, received in receiveArea().
   /// Ordered with the copies; returns a ticket for awaitFetched.
   virtual std::size_t reduce(std::byte* /*dst*/, const std::byte* /*received*/, std::size_t /*offset*/,
                              std::size_t /*count*/, DataType /*type*/, ReduceKind /*kind*/, int /*avgDivisor*/) {

@@ -83,6 +83,8 @@ class NetEngine final : public Engine {
     /// Reduces in place of the host: dst = accum's segment `seg` (as it is where the data lives) op `received`,
     /// done when it returns. Then touch runs only for the block sent unreduced.
     std::function<void(std::byte* dst, const std::byte* received, const patterns::Block& seg, ReduceKind kind)> reduce;
+    /// Where received blocks land (two of the largest block), when the reduction needs them somewhere it can read.
+    std::function<std::byte*(std::size_t bytes)> receiveArea;
   };
 
   /// Runs `body` as the call `call`: on failure tells the peers (so they stop waiting for this rank) and

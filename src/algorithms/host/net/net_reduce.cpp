@@ -36,7 +36,7 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
   const std::size_t maxBlock = seg.maxBlock;
   const std::size_t segElems = seg.elems;
   const std::size_t nseg = seg.perBlock;
-  std::byte* tmp = scratch(2 * maxBlock * esz);
+  std::byte* tmp = hooks.receiveArea ? hooks.receiveArea(2 * maxBlock * esz) : scratch(2 * maxBlock * esz);
   const ReduceKind partialKind = op.kind == ReduceKind::kAvg ? ReduceKind::kSum : op.kind;
   const int steps = ring.steps();
   std::vector<tcp::MeshOp*> recvs[2];

@@ -70,6 +70,7 @@ bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataTyp
       RingHooks hooks;
       hooks.touch = [&](int b) { staged.awaitFetched(tickets[w % 2][b], env); };
       if (reducesThere) {
+        hooks.receiveArea = [&](std::size_t bytes) { return staged.receiveArea(bytes); };
         hooks.reduce = [&](std::byte* dst, const std::byte* received, const patterns::Block& seg, ReduceKind kind) {
           staged.awaitFetched(staged.reduce(dst, received, (win.offset + seg.offset) * esz, seg.count, type, kind, n),
                               env);
