@@ -71,11 +71,13 @@ const std::vector<KnobRow>& rows() {
         "GPU-buffer allreduces between hosts go around the ring in windows of this many bytes, each copied from "
         "and to the GPU while the one before travels (two windows of pinned memory); 0 copies whole buffers"},
        &Settings::netStagingWindowBytes},
-      // gpu: the GPU reads its input in place, so only a 1/n of each window crosses PCIe before the ring, and the
-      // host's cores are left to the sockets.
-      {{"BRAID_NET_STAGING_REDUCE", KnobType::kString, "gpu",
-        "where windowed GPU-buffer allreduces between hosts reduce: gpu (the GPU reads its input in place and the "
-        "received data from pinned memory) or host (the CPU, on copies of the input)"},
+      // host: measured ahead on the one-GPU H200 machine (2.07-2.38 GB/s against 1.35-1.74 with gpu, 1-256 MiB,
+      // docs/BENCHMARKS.md), where the two ranks' reduction kernels take turns on the shared GPU, a launch and a
+      // wait per 512 KiB segment. gpu copies in only 1/n of each window and leaves the cores to the sockets: the
+      // choice for hosts short of cores, to be measured with a GPU per rank.
+      {{"BRAID_NET_STAGING_REDUCE", KnobType::kString, "host",
+        "where windowed GPU-buffer allreduces between hosts reduce: host (the CPU, on copies of the input) or gpu "
+        "(the GPU reads its input in place and the received data from pinned memory)"},
        &Settings::netStagingReduce},
       // auto: from 2 MiB (tuning/net_selector.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",

@@ -92,7 +92,7 @@ const char* allreduceKernelName(AllreduceKernel kernel) {
 DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy,
                            int device, bool kernels)
     : host_(host),
-      staging_(host, size, settings.netStagingWindowBytes, settings.netStagingReduce != "host"),
+      staging_(host, size, settings.netStagingWindowBytes, settings.netStagingReduce == "gpu"),
       rank_(rank),
       size_(size),
       settings_(settings),
