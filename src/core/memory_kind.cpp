@@ -14,6 +14,7 @@ namespace {
 // The few driver API entry points needed, declared here so that no CUDA header is required.
 using CuInit = int (*)(unsigned);
 using CuPointerGetAttribute = int (*)(void* data, int attribute, std::uintptr_t ptr);
+using CuPointerGetAttributes = int (*)(unsigned count, int* attributes, void** data, std::uintptr_t ptr);
 constexpr int kAttributeMemoryType = 2;     // CU_POINTER_ATTRIBUTE_MEMORY_TYPE
 constexpr int kAttributeIsManaged = 8;      // CU_POINTER_ATTRIBUTE_IS_MANAGED
 constexpr int kAttributeDeviceOrdinal = 9;  // CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
@@ -22,6 +23,9 @@ constexpr unsigned kMemoryTypeUnified = 4;  // CU_MEMORYTYPE_UNIFIED
 
 struct Driver {
   CuPointerGetAttribute getAttribute = nullptr;
+  // The plural form answers memory the driver does not know (plain malloc) with success and zeros, not an error:
+  // classifying host buffers leaves no failed API call behind (compute-sanitizer reports those).
+  CuPointerGetAttributes getAttributes = nullptr;
 };
 
 const Driver& driver() {
@@ -32,8 +36,12 @@ const Driver& driver() {
     if (!lib) return;  // no driver: every pointer is host memory
     auto init = reinterpret_cast<CuInit>(::dlsym(lib, "cuInit"));
     auto get = reinterpret_cast<CuPointerGetAttribute>(::dlsym(lib, "cuPointerGetAttribute"));
+    auto getAll = reinterpret_cast<CuPointerGetAttributes>(::dlsym(lib, "cuPointerGetAttributes"));
     // cuInit creates no context: classifying pointers costs no GPU memory.
-    if (init && get && init(0) == 0) d.getAttribute = get;
+    if (init && get && getAll && init(0) == 0) {
+      d.getAttribute = get;
+      d.getAttributes = getAll;
+    }
   });
   return d;
 }
@@ -50,13 +58,12 @@ struct CacheEntry {
 };
 
 MemoryKind ask(const Driver& d, const void* ptr) {
-  unsigned type = 0;
-  // Memory the driver does not know (plain malloc) answers an error: host memory.
-  if (d.getAttribute(&type, kAttributeMemoryType, reinterpret_cast<std::uintptr_t>(ptr)) != 0) return MemoryKind::kHost;
-  int managed = 0;
-  if (d.getAttribute(&managed, kAttributeIsManaged, reinterpret_cast<std::uintptr_t>(ptr)) == 0 && managed) {
-    return MemoryKind::kManaged;
-  }
+  unsigned type = 0;  // 0 for memory the driver does not know (plain malloc): host memory
+  int managed = 0;    // the driver writes a bool: into a zeroed int, either width reads right
+  int attributes[2] = {kAttributeMemoryType, kAttributeIsManaged};
+  void* data[2] = {&type, &managed};
+  if (d.getAttributes(2, attributes, data, reinterpret_cast<std::uintptr_t>(ptr)) != 0) return MemoryKind::kHost;
+  if (managed) return MemoryKind::kManaged;
   return type == kMemoryTypeDevice || type == kMemoryTypeUnified ? MemoryKind::kDevice : MemoryKind::kHost;
 }
 
