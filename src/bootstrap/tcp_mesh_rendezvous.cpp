@@ -1,5 +1,9 @@
 #include "bootstrap/tcp_mesh_rendezvous.hpp"
 
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "base/logging.hpp"
@@ -64,6 +68,26 @@ std::vector<std::string> railHosts(const MeshRendezvous& how) {
   return hosts;
 }
 
+// The next connection on any of the listeners; Timeout when none arrives before the deadline.
+tcp::Socket acceptAny(std::vector<tcp::Socket>& listeners, Deadline deadline) {
+  if (listeners.size() == 1) return listeners.front().accept(deadline);
+  std::vector<pollfd> fds;
+  for (const auto& l : listeners) fds.push_back(pollfd{l.fd(), POLLIN, 0});
+  for (;;) {
+    for (auto& l : listeners) {
+      tcp::Socket s = l.tryAccept();
+      if (s.valid()) return s;
+    }
+    if (deadline.expired()) fail(ErrorCode::kTimeout, {}, "no connection arrived before the deadline");
+    // Slices of at most 100 ms, so that a cancelled deadline (an aborted creation) is seen.
+    const int ms = static_cast<int>(std::min(100.0, deadline.secondsLeft() * 1000.0)) + 1;
+    for (auto& f : fds) f.revents = 0;
+    if (::poll(fds.data(), fds.size(), ms) < 0 && errno != EINTR) {
+      fail(ErrorCode::kInternal, {}, "poll on the TCP mesh's listeners: ", std::strerror(errno));
+    }
+  }
+}
+
 // A peer's published "HOST:PORT[,HOST:PORT...]", one per rail.
 std::vector<tcp::Address> parseRails(const std::string& text, int peer) {
   std::vector<tcp::Address> out;
@@ -103,17 +127,13 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
                                    reinterpret_cast<const std::byte*>(how.token.data()) + how.token.size());
 
   const std::vector<std::string> rails = railHosts(how);
-  // One rail: listen on its address only. Several: on every address of their family, one port for all.
-  const bool v6 = rails.front().find(':') != std::string::npos;
-  tcp::Socket listener = tcp::listenOn(tcp::Address{rails.size() == 1 ? rails.front()
-                                                    : v6              ? "::"
-                                                                      : "0.0.0.0",
-                                                    0},
-                                       size * streams + 16);
-  const std::uint16_t port = listener.localAddress().port;
+  // A listener on each rail's address, never on a wildcard one (docs/SECURITY.md, "Where listeners bind").
+  std::vector<tcp::Socket> listeners;
   std::string published;
-  for (const auto& h : rails) published += strCat(published.empty() ? "" : ",", tcp::Address{h, port}.toString());
-  const tcp::Address mine = tcp::Address::parse(published.substr(0, published.find(',')));
+  for (const auto& h : rails) {
+    listeners.push_back(tcp::listenOn(tcp::Address{h, 0}, size * streams + 16));
+    published += strCat(published.empty() ? "" : ",", listeners.back().localAddress().toString());
+  }
   if (rails.size() > 1) {
     logLine(LogLevel::kInfo, rank,
             strCat("TCP mesh: ", rails.size(), " rails (", published, "), ", streams,
@@ -142,7 +162,7 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
   while (missing > 0) {
     tcp::Socket socket;
     try {
-      socket = listener.accept(deadline);
+      socket = acceptAny(listeners, deadline);
     } catch (const Error& e) {
       if (e.code() != ErrorCode::kTimeout) throw;
       std::string who;
@@ -150,7 +170,7 @@ std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, cons
         if (!sockets[static_cast<std::size_t>(peer)].back().valid()) who += strCat(who.empty() ? "" : ", ", peer);
       }
       ErrorContext c = ctx;
-      fail(ErrorCode::kTimeout, c, "TCP mesh: ranks ", who, " never connected to ", mine.toString());
+      fail(ErrorCode::kTimeout, c, "TCP mesh: ranks ", who, " never connected to ", published);
     }
     // A peer sends its hello as soon as it connects: one that does not within a few seconds is not a peer, and
     // must not hold up the others.
