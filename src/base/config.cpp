@@ -1,9 +1,15 @@
 #include "base/config.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <variant>
@@ -184,6 +190,11 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_TOKEN", KnobType::kString, "",
         "shared secret of the job: the rendezvous refuses ranks that do not know it (braid run sets a fresh one)"},
        &Settings::token},
+      // A file keeps the secret out of the environment other tools print; refused unless only its owner can read it.
+      {{"BRAID_TOKEN_FILE", KnobType::kString, "",
+        "file holding the job's shared secret (instead of BRAID_TOKEN); it must be a regular file of this user that "
+        "no one else may read or write (chmod 600)"},
+       &Settings::tokenFile},
       {{"BRAID_TRANSPORT", KnobType::kString, "auto",
         "transport between ranks: auto (shm among ranks of one host, else tcp), shm, or tcp (also on one host)"},
        &Settings::transport},
@@ -274,6 +285,42 @@ std::map<std::string, std::string> readTuneFile(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+// The secret in `path`, trailing whitespace dropped. Refused, naming why, unless it is a regular file owned by this
+// user that no one else can read or write: a secret others can read is no secret, and ssh refuses keys alike.
+std::string readSecretFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) fail(ErrorCode::kInvalidArgument, {}, "BRAID_TOKEN_FILE=", path, ": ", std::strerror(errno));
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  } else if (st.st_uid != ::geteuid()) {
+    why = strCat("owned by uid ", st.st_uid, ", not by this user (uid ", ::geteuid(), ")");
+  } else if ((st.st_mode & 077) != 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    why = strCat("others than its owner may read or write it (mode ", mode, "): chmod 600 ", path);
+  }
+  std::string secret;
+  if (why.empty()) {
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = ::read(fd, buf, sizeof buf)) > 0 && secret.size() < (64u << 10)) secret.append(buf, buf + n);
+    if (n < 0) why = std::strerror(errno);
+  }
+  ::close(fd);
+  if (!why.empty()) fail(ErrorCode::kInvalidArgument, {}, "BRAID_TOKEN_FILE=", path, " refused: ", why);
+  while (!secret.empty() && std::isspace(static_cast<unsigned char>(secret.back()))) secret.pop_back();
+  if (secret.empty()) fail(ErrorCode::kInvalidArgument, {}, "BRAID_TOKEN_FILE=", path, " is empty");
+  return secret;
+}
+
+}  // namespace
+
 Settings Settings::fromEnvironment(const Lookup& lookup) {
   auto get = [&](const std::string& name) -> std::optional<std::string> {
     if (lookup) return lookup(name);
@@ -298,6 +345,12 @@ Settings Settings::fromEnvironment(const Lookup& lookup) {
     assign(s, row, value.value_or(row.info.defaultValue));
   }
   if (!s.tuned.empty()) s.tuned += " from " + tunePath;
+  if (!s.tokenFile.empty()) {
+    if (!s.token.empty()) {
+      fail(ErrorCode::kInvalidArgument, {}, "BRAID_TOKEN and BRAID_TOKEN_FILE are both set: set one of them");
+    }
+    s.token = readSecretFile(s.tokenFile);
+  }
   return s;
 }
 

@@ -60,7 +60,8 @@ struct Settings {
   std::string worldSize;  // BRAID_WORLD_SIZE
   std::string localRank;  // BRAID_LOCAL_RANK
   std::string rootAddr;   // BRAID_ROOT_ADDR
-  std::string token;      // BRAID_TOKEN
+  std::string token;      // BRAID_TOKEN, or what BRAID_TOKEN_FILE holds
+  std::string tokenFile;  // BRAID_TOKEN_FILE
   long port = 0;          // BRAID_PORT
 
   using Lookup = std::function<std::optional<std::string>(const std::string&)>;

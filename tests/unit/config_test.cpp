@@ -1,7 +1,11 @@
 #include "base/config.hpp"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 
@@ -52,6 +56,35 @@ TEST(Config, MalformedValueNamesKnobAndValue) {
   }
   EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_TIMEOUT", "-1"}})), Error);
   EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_SPIN_US", "12x"}})), Error);
+}
+
+// BRAID_TOKEN_FILE: read when only its owner may read it; refused, saying how to fix it, otherwise.
+TEST(Config, TokenFileMustBePrivate) {
+  char path[] = "/tmp/braid-token-XXXXXX";
+  const int fd = ::mkstemp(path);  // mode 0600
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  const std::string secret = "0123456789abcdef0123456789abcdef";
+  std::ofstream(path) << secret << "\n";
+  EXPECT_EQ(Settings::fromEnvironment(fromMap({{"BRAID_TOKEN_FILE", path}})).token, secret);
+  try {
+    Settings::fromEnvironment(fromMap({{"BRAID_TOKEN_FILE", path}, {"BRAID_TOKEN", secret}}));
+    ADD_FAILURE() << "both set was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("both set"), std::string::npos) << e.what();
+  }
+  ::chmod(path, 0644);
+  try {
+    Settings::fromEnvironment(fromMap({{"BRAID_TOKEN_FILE", path}}));
+    ADD_FAILURE() << "a world-readable token file was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("mode 0644"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("chmod 600"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find(secret), std::string::npos) << "the error shows the secret";
+  }
+  ::unlink(path);
+  EXPECT_THROW(Settings::fromEnvironment(fromMap({{"BRAID_TOKEN_FILE", path}})), Error);  // gone
 }
 
 TEST(Config, ParseBytes) {
