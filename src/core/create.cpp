@@ -120,6 +120,18 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   return std::make_unique<Communicator>(std::move(impl));
 }
 
+// Built when the library loads: throwing a copy allocates nothing (its strings are short, or shared), so a creation
+// that ran out of memory can say so even where building a longer message fails too.
+const Error kOutOfMemory(ErrorCode::kUnavailable, "out of memory", ErrorContext{.op = "create"});
+
+[[noreturn]] void outOfResources(const char* what, const char* detail) {
+  try {
+    fail(ErrorCode::kUnavailable, {.op = "create"}, what, detail);
+  } catch (const std::bad_alloc&) {
+    throw kOutOfMemory;
+  }
+}
+
 // Runs a creation; when its abort handle fired meanwhile, whatever the creation failed with becomes Aborted. The
 // system running out of memory or of a resource (fds, threads) on the way is an Error too, never another exception.
 template <typename Make>
@@ -133,10 +145,9 @@ std::unique_ptr<Communicator> abortable(const std::shared_ptr<AbortHandle>& abor
     }
     throw;
   } catch (const std::bad_alloc&) {
-    fail(ErrorCode::kUnavailable, {.op = "create"}, "out of memory while creating the communicator");
+    outOfResources("out of memory while creating the communicator", "");
   } catch (const std::system_error& e) {
-    fail(ErrorCode::kUnavailable, {.op = "create"},
-         "the system refused a resource while creating the communicator: ", e.what());
+    outOfResources("the system refused a resource while creating the communicator: ", e.what());
   }
 }
 

@@ -41,16 +41,7 @@ TEST_P(RootDeath, DuringCreationIsAnErrorOnEveryOtherRankNotAHang) {
   const auto results = forkRanks(
       size,
       [&, transport = transport, killAfterMs = killAfterMs](int rank) -> std::string {
-        for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
-                                 "BRAID_LOCAL_RANK"}) {
-          ::unsetenv(name);
-        }
-        ::setenv("BRAID_RANK", std::to_string(rank).c_str(), 1);
-        ::setenv("BRAID_WORLD_SIZE", std::to_string(size).c_str(), 1);
-        ::setenv("BRAID_ROOT_ADDR", root.c_str(), 1);
-        ::setenv("BRAID_TOKEN", "5eed0fc0ffee5eed0fc0ffee5eed0fc0", 1);
-        ::setenv("BRAID_TRANSPORT", transport.c_str(), 1);
-        ::setenv("BRAID_TIMEOUT", std::to_string(kTimeoutSeconds).c_str(), 1);
+        actAsLaunchedRank(rank, size, root, transport, kTimeoutSeconds);
         ::setenv("BRAID_HEARTBEAT_INTERVAL", "0.2", 1);
         ::setenv("BRAID_HEARTBEAT_TIMEOUT", "2", 1);
         if (rank == 0) {
@@ -122,16 +113,7 @@ TEST_P(ResourceExhaustion, DuringCreationIsAnErrorOnEveryRank) {
   const auto results = forkRanks(
       size,
       [&, transport = transport, resource = resource](int rank) -> std::string {
-        for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
-                                 "BRAID_LOCAL_RANK"}) {
-          ::unsetenv(name);
-        }
-        ::setenv("BRAID_RANK", std::to_string(rank).c_str(), 1);
-        ::setenv("BRAID_WORLD_SIZE", std::to_string(size).c_str(), 1);
-        ::setenv("BRAID_ROOT_ADDR", root.c_str(), 1);
-        ::setenv("BRAID_TOKEN", "5eed0fc0ffee5eed0fc0ffee5eed0fc0", 1);
-        ::setenv("BRAID_TRANSPORT", transport.c_str(), 1);
-        ::setenv("BRAID_TIMEOUT", std::to_string(kTimeoutSeconds).c_str(), 1);
+        actAsLaunchedRank(rank, size, root, transport, kTimeoutSeconds);
         ::setenv("BRAID_HEARTBEAT_INTERVAL", "0.2", 1);
         ::setenv("BRAID_HEARTBEAT_TIMEOUT", "2", 1);
         const bool victim = rank == 1;

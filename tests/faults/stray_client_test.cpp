@@ -74,16 +74,7 @@ TEST(StrayClient, AtTheStorePortOfALiveJobChangesNothing) {
   const auto results = forkRanks(
       size,
       [&](int rank) -> std::string {
-        for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID",
-                                 "BRAID_LOCAL_RANK"}) {
-          ::unsetenv(name);
-        }
-        ::setenv("BRAID_RANK", std::to_string(rank).c_str(), 1);
-        ::setenv("BRAID_WORLD_SIZE", std::to_string(size).c_str(), 1);
-        ::setenv("BRAID_ROOT_ADDR", root.c_str(), 1);
-        ::setenv("BRAID_TOKEN", "5eed0fc0ffee5eed0fc0ffee5eed0fc0", 1);
-        ::setenv("BRAID_TRANSPORT", "tcp", 1);
-        ::setenv("BRAID_TIMEOUT", "20", 1);
+        actAsLaunchedRank(rank, size, root, "tcp", 20);
         try {
           auto comm = Communicator::fromEnvironment();
           // A fixed number of calls (~2 s here), the same on every rank: the strays keep coming all along.

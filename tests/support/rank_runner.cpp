@@ -163,6 +163,20 @@ std::vector<std::string> runProcessesWith(int ranks, const Settings& settings, c
   return results;
 }
 
+void actAsLaunchedRank(int rank, int size, const std::string& root, const std::string& transport,
+                       double timeoutSeconds) {
+  for (const char* name :
+       {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "BRAID_LOCAL_RANK"}) {
+    ::unsetenv(name);
+  }
+  ::setenv("BRAID_RANK", std::to_string(rank).c_str(), 1);
+  ::setenv("BRAID_WORLD_SIZE", std::to_string(size).c_str(), 1);
+  ::setenv("BRAID_ROOT_ADDR", root.c_str(), 1);
+  ::setenv("BRAID_TOKEN", "5eed0fc0ffee5eed0fc0ffee5eed0fc0", 1);
+  ::setenv("BRAID_TRANSPORT", transport.c_str(), 1);
+  ::setenv("BRAID_TIMEOUT", strCat(timeoutSeconds).c_str(), 1);
+}
+
 std::string failures(const std::vector<std::string>& perRank) {
   std::string out;
   for (std::size_t r = 0; r < perRank.size(); ++r) {

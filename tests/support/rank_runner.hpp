@@ -36,6 +36,12 @@ inline Settings tcpSettings() {
   return s;
 }
 
+/// In a forked child: become rank `rank` of `size` as a launcher would start it (BRAID_RANK, BRAID_WORLD_SIZE,
+/// BRAID_ROOT_ADDR=`root`, a fixed BRAID_TOKEN, BRAID_TRANSPORT, BRAID_TIMEOUT), with other launchers' variables
+/// cleared so that the test's own environment cannot choose for it.
+void actAsLaunchedRank(int rank, int size, const std::string& root, const std::string& transport,
+                       double timeoutSeconds);
+
 /// Empty when every rank succeeded; else one line per failed rank.
 std::string failures(const std::vector<std::string>& perRank);
 
