@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "base/logging.hpp"
 #include "bootstrap/unique_id.hpp"
@@ -50,6 +51,17 @@ std::vector<std::byte> randomBytesOrFail(std::size_t n) {
   return out;
 }
 
+// The non-empty pieces of a comma-separated list.
+std::vector<std::string_view> commaList(std::string_view text) {
+  std::vector<std::string_view> out;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    if (comma != 0) out.push_back(text.substr(0, comma));
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  return out;
+}
+
 // The hosts this rank listens on: the caller's list, or one per rail of the interfaces BRAID_IFNAME picks.
 std::vector<std::string> railHosts(const MeshRendezvous& how) {
   std::vector<std::string> hosts;
@@ -57,12 +69,7 @@ std::vector<std::string> railHosts(const MeshRendezvous& how) {
     for (const auto& i : tcp::railInterfaces(tcp::listInterfaces(), how.ifname)) hosts.push_back(i.hostForPeers());
     return hosts;
   }
-  std::string_view rest = how.listenHost;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    if (comma != 0) hosts.emplace_back(rest.substr(0, comma));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-  }
+  for (std::string_view h : commaList(how.listenHost)) hosts.emplace_back(h);
   if (hosts.empty())
     fail(ErrorCode::kInvalidArgument, {}, "TCP mesh: no address to listen on in '", how.listenHost, "'");
   return hosts;
@@ -91,12 +98,7 @@ tcp::Socket acceptAny(std::vector<tcp::Socket>& listeners, Deadline deadline) {
 // A peer's published "HOST:PORT[,HOST:PORT...]", one per rail.
 std::vector<tcp::Address> parseRails(const std::string& text, int peer) {
   std::vector<tcp::Address> out;
-  std::string_view rest = text;
-  while (!rest.empty()) {
-    const std::size_t comma = rest.find(',');
-    out.push_back(tcp::Address::parse(rest.substr(0, comma)));
-    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
-  }
+  for (std::string_view a : commaList(text)) out.push_back(tcp::Address::parse(a));
   if (out.empty()) fail(ErrorCode::kInternal, {}, "TCP mesh: rank ", peer, " published no address");
   return out;
 }

@@ -92,7 +92,7 @@ struct RankOutcome {
 std::int64_t input(int r, int i, std::size_t j) { return (r + 1) * static_cast<std::int64_t>((i + j) % 5 + 1); }
 
 // `n` ranks loop allreduces of `count` int64 (ring above 64 KiB). `delayMs` after every rank finished a call,
-// `fault` is done to the proxy in front of rank 0's listener (latency and stalls: to every proxy, from the start). Each
+// `fault` is done to the proxy in front of rank 0's listener (latency and stalls: to every proxy, from then on). Each
 // rank stops at its first error, or after `calls` calls.
 std::vector<RankOutcome> runWithFault(int n, std::size_t count, Fault fault, int calls, int delayMs) {
   bootstrap::TcpStoreServer server;
@@ -159,11 +159,10 @@ std::vector<RankOutcome> runWithFault(int n, std::size_t count, Fault fault, int
   }
   // The fault, once every rank is looping.
   std::thread injector([&] {
-    if (fault == Fault::kDelay) proxies.forEach([](TcpProxy& p) { p.setDelay(2); });
-    if (fault == Fault::kStalls) proxies.forEach([](TcpProxy& p) { p.setStalls(0.05, 200); });
     const auto until = Clock::now() + std::chrono::seconds(30);
     while (warmedUp.load() < n && Clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    if (fault == Fault::kDelay) proxies.forEach([](TcpProxy& p) { p.setDelay(2); });  // proxies made since
+    // Every proxy exists once every rank has called: latency and stalls from the second call on.
+    if (fault == Fault::kDelay) proxies.forEach([](TcpProxy& p) { p.setDelay(2); });
     if (fault == Fault::kStalls) proxies.forEach([](TcpProxy& p) { p.setStalls(0.05, 200); });
     if (!disruptive) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));  // mid-loop: between or inside calls
