@@ -89,6 +89,12 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
         "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},
        &Settings::hierarchy},
+      // Empty: the boot id and the network namespace decide (transport/host_identity.cpp). As NCCL_HOSTID, for
+      // trying a multi-host layout on one machine: ranks with different ids talk over TCP as if on two hosts.
+      {{"BRAID_HOST_ID", KnobType::kString, "",
+        "ranks of one machine with the same id count as one host (shared memory, GPU kernels between them), those "
+        "with other ids as other hosts (TCP): a multi-host layout on one machine; empty: the machine decides"},
+       &Settings::hostId},
       // Off: two event records per call cost ~1 us of the host's time, a fifth of a small call's.
       {{"BRAID_CUDA_TIMELINE", KnobType::kInt, "0",
         "1: time every GPU collective kernel between CUDA events and log (info) its GPU time and how long the "

@@ -46,6 +46,7 @@ struct Settings {
   std::string cudaMemory;                  // BRAID_CUDA_MEMORY
   long cudaTimeline = 0;                   // BRAID_CUDA_TIMELINE
   std::string hierarchy;                   // BRAID_HIERARCHY
+  std::string hostId;                      // BRAID_HOST_ID
   std::string compress;                    // BRAID_COMPRESS
   std::size_t netStagingWindowBytes = 0;   // BRAID_NET_STAGING_WINDOW
   std::string netStagingReduce;            // BRAID_NET_STAGING_REDUCE

@@ -172,9 +172,9 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
 
 void CommunicatorImpl::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
                                  ReduceOp op, const host::OpEnv& env) {
-  // The same answer on every rank: the placement, the size and the settings are the same everywhere.
-  if (!route.device && Hierarchy::composes(op) && hierarchyFits_ &&
-      tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
+  // The same answer on every rank: the placement, the size and the settings are the same everywhere (not the
+  // buffers' kind: each step's sub-communicator routes its buffers itself, GPU ones to its kernels or windows).
+  if (Hierarchy::composes(op) && hierarchyFits_ && tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
     if (!hierarchy_) {
       hierarchy_ = Hierarchy::make(*this);
       hierarchyView_.store(hierarchy_.get(), std::memory_order_release);

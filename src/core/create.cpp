@@ -79,8 +79,12 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
 
 // Every rank tells the others its host. Ranks share a host when they share a boot id and a network namespace:
 // only then may they map each other's shared memory and trust each other's pids (a hostname says neither).
-core::Placement placeRanks(bootstrap::Store& store, int rank, int size, Deadline deadline) {
-  const std::string mine = core::Placement::encode({transport::hostIdentity(), transport::hostName()});
+// BRAID_HOST_ID splits one machine into several such hosts, each named for its id.
+core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Settings& settings, Deadline deadline) {
+  const std::string mine = settings.hostId.empty()
+                               ? core::Placement::encode({transport::hostIdentity(), transport::hostName()})
+                               : core::Placement::encode({strCat(transport::hostIdentity(), "/id:", settings.hostId),
+                                                          strCat(transport::hostName(), "/", settings.hostId)});
   std::vector<core::RankHost> hosts;
   for (const std::string& text : bootstrap::allGather(store, "host", rank, size, mine, deadline)) {
     hosts.push_back(core::Placement::decode(text));
@@ -102,8 +106,11 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_NET_STAGING_REDUCE=", settings.netStagingReduce,
          " is not one of: gpu, host");
   }
+  if (settings.hostId.find('\n') != std::string::npos) {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_HOST_ID holds a line break: it must be one line");
+  }
   const Deadline deadline = Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr);
-  core::Placement placement = placeRanks(*rendezvous->store, rank, size, deadline);
+  core::Placement placement = placeRanks(*rendezvous->store, rank, size, settings, deadline);
   const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
   std::unique_ptr<core::CommunicatorImpl> impl;

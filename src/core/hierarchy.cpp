@@ -58,17 +58,23 @@ void Hierarchy::allreduce(const void* send, void* recv, std::size_t count, DataT
   const std::size_t tail = count - shard * localSize;
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
+  // Each step on the caller's stream: GPU buffers go from one step to the next in stream order, without the host
+  // waiting between them where the step's transport allows (the kernels inside a host).
+  const CallOptions opts{.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(env.timeoutSeconds * 1000)),
+                         .stream = env.stream};
   if (shard > 0) {
     std::byte* mine = out + static_cast<std::size_t>(local_->rank()) * shard * esz;
-    step("reduce-scatter inside the host", env, [&] { local_->reduceScatter(in, mine, shard, type, op); });
-    step("allreduce between hosts", env, [&] { cross_->allreduce(mine, mine, shard, type, op); });
-    step("allgather inside the host", env, [&] { local_->allgather(mine, out, shard, type); });
+    step("reduce-scatter inside the host", env, [&] { local_->reduceScatter(in, mine, shard, type, op, opts); });
+    step("allreduce between hosts", env, [&] { cross_->allreduce(mine, mine, shard, type, op, opts); });
+    step("allgather inside the host", env, [&] { local_->allgather(mine, out, shard, type, opts); });
   }
   if (tail > 0) {
     // Fewer elements than local ranks: each local rank reduces them in full (its host's, then the hosts').
     const std::size_t at = shard * localSize * esz;
-    step("allreduce of the tail inside the host", env, [&] { local_->allreduce(in + at, out + at, tail, type, op); });
-    step("allreduce of the tail between hosts", env, [&] { cross_->allreduce(out + at, out + at, tail, type, op); });
+    step("allreduce of the tail inside the host", env,
+         [&] { local_->allreduce(in + at, out + at, tail, type, op, opts); });
+    step("allreduce of the tail between hosts", env,
+         [&] { cross_->allreduce(out + at, out + at, tail, type, op, opts); });
   }
 }
 

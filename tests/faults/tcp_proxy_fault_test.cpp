@@ -3,14 +3,18 @@
 // a clean close or a half-open link on one rank's connections must end every rank's loop with an error within the
 // detection bound, never with a wrong result or a hang. Ranks are threads, each with its own mesh and NetEngine;
 // the store hands them the proxies' addresses instead of the ranks' own.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include "algorithms/host/net/net_engine.hpp"
@@ -186,42 +190,57 @@ struct Case {
   int delayMs = 0;
 };
 
+/// What `c` must give: exact results (latency, stalls) or an error on every rank within the detection bound (a
+/// reset or a close is seen at once, a half-open link only by the heartbeat timeout of 2 s; plus slack for a loaded
+/// 2-core machine). Returns "" when it did, else what went wrong; `slowest` gets the slowest rank's detection time.
+std::string judge(const Case& c, const std::vector<RankOutcome>& outcomes, int calls, double& slowest) {
+  const bool disruptive = c.fault != Fault::kDelay && c.fault != Fault::kStalls;
+  const double bound = c.fault == Fault::kHalfOpen ? 2.0 + 3.0 : 3.0;
+  std::string failed;
+  slowest = 0;
+  for (int r = 0; r < c.ranks; ++r) {
+    const RankOutcome& o = outcomes[static_cast<std::size_t>(r)];
+    auto fault = [&](const std::string& what) { failed += strCat("rank ", r, ": ", what, "; "); };
+    slowest = std::max(slowest, o.detectSeconds);
+    if (!o.wrong.empty()) fault("WRONG RESULT " + o.wrong);
+    if (!disruptive) {
+      if (!o.error.empty()) fault("error without a disruptive fault: " + o.error);
+      if (o.completed != calls) fault(strCat(o.completed, " of ", calls, " calls completed"));
+      continue;
+    }
+    if (o.error.empty()) {
+      fault(strCat("no error after the fault (", o.completed, " calls completed)"));
+    } else if (o.error.find("setup") != std::string::npos) {
+      fault(o.error);
+    } else if (o.error.find("PeerLost") == std::string::npos && o.error.find("Aborted") == std::string::npos) {
+      fault("unexpected error: " + o.error);
+    } else if (o.detectSeconds < 0) {
+      fault("failed before the fault: " + o.error);
+    } else if (o.detectSeconds > bound) {
+      fault(strCat("the error came ", o.detectSeconds, " s after the fault (bound ", bound, " s): ", o.error));
+    }
+  }
+  return failed;
+}
+
+// Stalls of 200 ms on 5% of chunks make calls slow: fewer of them.
+int callsFor(Fault f) { return f == Fault::kDelay ? 20 : f == Fault::kStalls ? 8 : 100000; }
+
 class ProxyFaults : public ::testing::TestWithParam<Case> {};
 
 TEST_P(ProxyFaults, ExactResultsOrAnErrorWithinTheBound) {
   const Case c = GetParam();
   const bool disruptive = c.fault != Fault::kDelay && c.fault != Fault::kStalls;
-  // Stalls of 200 ms on 5% of chunks make calls slow: fewer of them.
-  const int calls = disruptive ? 100000 : c.fault == Fault::kStalls ? 8 : 20;
+  const int calls = callsFor(c.fault);
   const auto start = Clock::now();
   const auto outcomes = runWithFault(c.ranks, c.count, c.fault, calls, c.delayMs);
-  // A reset or a close is seen at once (the sockets end); a half-open link only by the heartbeat timeout (2 s).
-  // Plus slack for a loaded 2-core machine.
-  const double bound = c.fault == Fault::kHalfOpen ? 2.0 + 3.0 : 3.0;
-  for (int r = 0; r < c.ranks; ++r) {
-    const RankOutcome& o = outcomes[static_cast<std::size_t>(r)];
-    SCOPED_TRACE(strCat("rank ", r, " of ", c.ranks, ", ", faultName(c.fault), ", ", c.count * 8, " B"));
-    EXPECT_EQ(o.wrong, "");
-    if (!disruptive) {
-      EXPECT_EQ(o.error, "");
-      EXPECT_EQ(o.completed, calls);
-      continue;
-    }
-    ASSERT_NE(o.error, "") << "no error after the fault (" << o.completed << " calls completed)";
-    EXPECT_EQ(o.error.find("setup"), std::string::npos) << o.error;
-    EXPECT_TRUE(o.error.find("PeerLost") != std::string::npos || o.error.find("Aborted") != std::string::npos)
-        << o.error;
-    EXPECT_GE(o.detectSeconds, 0) << "failed before the fault: " << o.error;
-    EXPECT_LE(o.detectSeconds, bound) << o.error;
-  }
-  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 60);
-  // For docs/RELIABILITY.md: the slowest rank's detection time, or the calls completed.
   double slowest = 0;
+  EXPECT_EQ(judge(c, outcomes, calls, slowest), "")
+      << faultName(c.fault) << ", " << c.ranks << " ranks, " << c.count * 8 << " B, after " << c.delayMs << " ms";
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 60);
   int completed = 0;
-  for (const RankOutcome& o : outcomes) {
-    slowest = std::max(slowest, o.detectSeconds);
-    completed += o.completed;
-  }
+  for (const RankOutcome& o : outcomes) completed += o.completed;
+  // For docs/RELIABILITY.md: the slowest rank's detection time, or the calls completed.
   std::printf("[proxy fault] %s, %d ranks, %zu B, after %d ms: %s\n", faultName(c.fault), c.ranks, c.count * 8,
               c.delayMs,
               disruptive ? strCat("every rank failed within ", slowest, " s").c_str()
@@ -255,6 +274,53 @@ INSTANTIATE_TEST_SUITE_P(Tcp, ProxyFaults, ::testing::ValuesIn(cases()), [](cons
                     ? std::string()
                     : strCat("_after", info.param.delayMs, "ms"));
 });
+
+std::uint64_t envNumber(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;
+}
+
+// Random draws of the same cases for scripts/fault-matrix.sh, which runs 1,000 of them next to the process faults
+// and summarises both; one JSON line per case in BRAID_FAULT_REPORT. BRAID_PROXY_FAULT_RUNS cases (default 4: CI's
+// sample) from seed BRAID_FAULT_SEED (default: the clock, printed so that a failure can be replayed).
+TEST(ProxyFaultMatrix, RandomCasesNeverHangOrLie) {
+  const std::uint64_t runs = envNumber("BRAID_PROXY_FAULT_RUNS", 4);
+  const std::uint64_t first = envNumber(
+      "BRAID_FAULT_SEED", static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count()));
+  const char* report = std::getenv("BRAID_FAULT_REPORT");
+  std::printf("proxy fault matrix: %llu cases from seed %llu (BRAID_FAULT_SEED replays them)\n",
+              static_cast<unsigned long long>(runs), static_cast<unsigned long long>(first));
+  for (std::uint64_t k = 0; k < runs; ++k) {
+    std::mt19937_64 rng(first + k);
+    auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
+    Case c{};
+    c.fault = static_cast<Fault>(pick(5));
+    c.ranks = std::vector<int>{2, 3, 4, 8}[static_cast<std::size_t>(pick(4))];
+    c.count = pick(2) == 0 ? 16 : std::size_t{1} << 19;  // 128 B (direct) or 4 MiB (ring)
+    const int delay = pick(4);
+    c.delayMs = delay == 0 ? 0 : delay == 1 ? 5 : delay == 2 ? 50 : pick(100);
+    const int calls = callsFor(c.fault);
+    const auto start = Clock::now();
+    double slowest = 0;
+    const std::string failed = judge(c, runWithFault(c.ranks, c.count, c.fault, calls, c.delayMs), calls, slowest);
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    EXPECT_EQ(failed, "") << "seed " << first + k << ": " << faultName(c.fault) << ", " << c.ranks << " ranks, "
+                          << c.count * 8 << " B, after " << c.delayMs << " ms";
+    if (report == nullptr || *report == '\0') continue;
+    std::string escaped;
+    for (const char ch : failed) escaped += ch == '"' || ch == '\\' ? std::string("'") : std::string(1, ch);
+    const std::string line =
+        strCat("{\"seed\": ", first + k, ", \"fault\": \"proxy-", faultName(c.fault), "\", \"ranks\": ", c.ranks,
+               ", \"transport\": \"tcp\", \"collective\": \"allreduce\", \"count\": ", c.count,
+               ", \"delay_ms\": ", c.delayMs, ", \"victim\": 0, \"passed\": ", failed.empty() ? "true" : "false",
+               ", \"slowest_detection_s\": ", std::max(slowest, 0.0), ", \"seconds\": ", seconds, ", \"failure\": \"",
+               escaped, "\"}\n");
+    const int fd = ::open(report, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (fd < 0) continue;
+    [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());  // one write: whole lines
+    ::close(fd);
+  }
+}
 
 }  // namespace
 }  // namespace braid::testing

@@ -36,17 +36,25 @@ INSTANTIATE_TEST_SUITE_P(Tcp, TcpThreadMatrix,
                                   std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
-// Small direct thresholds push mid-sized buffers through the ring and chain schedules, several segments each.
-TEST(TcpThreads, RingSchedulesWithEveryRankCount) {
-  for (int n : {2, 3, 5}) {
-    Settings s = tcpSettings();
-    s.directMaxBytes = 0;
-    for (Coll coll : {Coll::kAllreduce, Coll::kReduce, Coll::kReduceScatter, Coll::kBroadcast, Coll::kAllgather,
-                      Coll::kAllgatherv}) {
-      EXPECT_EQ(failures(runThreads(n, matrixBody(coll, n), s)), "") << collName(coll) << " over " << n << " ranks";
-    }
-  }
+// Small direct thresholds push mid-sized buffers through the ring and chain schedules, several segments each. One
+// test per collective and rank count: under ThreadSanitizer the whole set takes longer than one test may.
+class TcpRingSchedules : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
+
+TEST_P(TcpRingSchedules, EveryRankCount) {
+  const auto [coll, n] = GetParam();
+  Settings s = tcpSettings();
+  s.directMaxBytes = 0;
+  EXPECT_EQ(failures(runThreads(n, matrixBody(coll, n), s)), "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Tcp, TcpRingSchedules,
+                         ::testing::Combine(::testing::Values(Coll::kAllreduce, Coll::kReduce, Coll::kReduceScatter,
+                                                              Coll::kBroadcast, Coll::kAllgather, Coll::kAllgatherv),
+                                            ::testing::Values(2, 3, 5)),
+                         [](const auto& info) {
+                           return std::string(collName(std::get<0>(info.param))) + "_" +
+                                  std::to_string(std::get<1>(info.param)) + "ranks";
+                         });
 
 // Small allreduces from 4 ranks on run recursive doubling; rank counts that are not powers of two fold ranks in
 // and out of it.

@@ -148,11 +148,17 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
 
 std::vector<std::string> runProcessesWith(int ranks, const Settings& settings, const Body& body,
                                           double timeoutSeconds) {
+  return runProcessesWith(
+      ranks, [&](int) { return settings; }, body, timeoutSeconds);
+}
+
+std::vector<std::string> runProcessesWith(int ranks, const std::function<Settings(int rank)>& settingsOf,
+                                          const Body& body, double timeoutSeconds) {
   const UniqueId id = Communicator::uniqueId();
   auto results = forkRanks(
       ranks,
       [&](int r) {
-        auto comm = core::createWithSettings(id, r, ranks, settings);
+        auto comm = core::createWithSettings(id, r, ranks, settingsOf(r));
         body(*comm);
         return std::string();
       },

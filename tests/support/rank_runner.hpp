@@ -29,6 +29,9 @@ std::vector<std::string> runProcesses(int ranks, const Body& body, double timeou
 /// runProcesses with explicit settings for every rank (transport, heartbeats, timeouts).
 std::vector<std::string> runProcessesWith(int ranks, const Settings& settings, const Body& body,
                                           double timeoutSeconds = 120);
+/// runProcessesWith with each rank's own settings (BRAID_HOST_ID, say, to lay the ranks out as on several hosts).
+std::vector<std::string> runProcessesWith(int ranks, const std::function<Settings(int rank)>& settingsOf,
+                                          const Body& body, double timeoutSeconds = 120);
 /// Settings for thread ranks over TCP (runThreads with these joins them through a TCP store and mesh).
 inline Settings tcpSettings() {
   Settings s = testSettings();
