@@ -7,6 +7,7 @@
 #include <random>
 
 #include "algorithms/host/engine.hpp"
+#include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
@@ -20,14 +21,26 @@ namespace {
 class LateCopies final : public host::StagedBuffer {
  public:
   /// `reducing`: this side does the reductions (as the GPU does), lazily like the copies in.
-  LateCopies(std::vector<std::byte> input, std::size_t windowBytes, unsigned seed, bool reducing = false)
-      : reducing_(reducing),
+  /// `owner`: when given, the slots and the receive area are registered with it, as device/staging.cpp registers
+  /// its pinned buffers.
+  LateCopies(std::vector<std::byte> input, std::size_t windowBytes, unsigned seed, bool reducing = false,
+             host::Engine* owner = nullptr)
+      : owner_(owner),
+        reducing_(reducing),
         input_(std::move(input)),
         output_(input_.size(), std::byte{0x5a}),
         delivered_(input_.size(), 0),
         window_(windowBytes),
         rng_(seed) {
     for (auto& s : slots_) s.assign(windowBytes, std::byte{0xa5});
+    if (owner_ == nullptr) return;
+    for (int i = 0; i < 2; ++i) {
+      regions_[i] = owner_->registerRegion(slots_[i].data(), windowBytes, transport::RegionMemory::kPinnedHost);
+    }
+  }
+  ~LateCopies() override {
+    if (owner_ == nullptr) return;
+    for (const transport::Region* r : regions_) owner_->deregisterRegion(r);
   }
 
   std::size_t windowBytes() const override { return window_; }
@@ -60,6 +73,10 @@ class LateCopies final : public host::StagedBuffer {
   std::byte* receiveArea(std::size_t bytes) override {
     if (!reducing_) throw std::logic_error("receiveArea() on a side that does not reduce");
     receiveArea_.assign(bytes, std::byte{0xc3});
+    if (owner_ != nullptr) {
+      owner_->deregisterRegion(regions_[2]);
+      regions_[2] = owner_->registerRegion(receiveArea_.data(), bytes, transport::RegionMemory::kPinnedHost);
+    }
     return receiveArea_.data();
   }
   std::size_t fetchedBytes() const { return fetchedBytes_; }
@@ -100,6 +117,8 @@ class LateCopies final : public host::StagedBuffer {
     host::reduceSources(c.dst, srcs, 2, c.bytes / dataTypeSize(c.type), c.type, c.kind, c.avgDivisor);
   }
 
+  host::Engine* owner_;
+  const transport::Region* regions_[3] = {nullptr, nullptr, nullptr};
   bool reducing_;
   std::size_t fetchedBytes_ = 0;
   std::vector<std::byte> receiveArea_;
@@ -174,6 +193,48 @@ TEST_P(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
         s);
     EXPECT_EQ(failures(results), "") << n << " ranks";
   }
+}
+
+// What an RDMA transport needs to move the windows without a copy (docs/NETWORK.md): every message the windowed ring
+// posts lies in memory its owner registered (the slots, the receive area), and the mesh was told so.
+TEST_P(StagedNetAllreduce, EveryMessageMovesRegisteredMemory) {
+  const bool reducing = GetParam();
+  Settings s = tcpSettings();
+  s.directMaxBytes = 0;
+  const auto results = runThreads(
+      3,
+      [&](Communicator& comm) {
+        const int r = comm.rank();
+        auto& engine = comm.impl().engine();
+        tcp::TcpMesh& mesh = dynamic_cast<host::NetEngine&>(engine).mesh();
+        const std::size_t count = (std::size_t{1} << 18) + 13;
+        // A host-buffer ring allreduce receives into the engine's registered scratch, and sends from the caller's
+        // memory, which nobody registered. (First: the engine-level call below takes a later sequence number.)
+        std::vector<float> host(count, 1.0f);
+        const std::uint64_t before = mesh.postedRegisteredBytes(), all = mesh.postedBytes();
+        comm.allreduce(host.data(), host.data(), count, DataType::kFloat32, ReduceKind::kSum);
+        const std::uint64_t inRegions = mesh.postedRegisteredBytes() - before;
+        require(inRegions > 0 && inRegions < mesh.postedBytes() - all,
+                strCat(inRegions, " of ", mesh.postedBytes() - all, " bytes of a plain ring allreduce in regions"));
+        std::vector<float> in(count, static_cast<float>(r + 1));
+        const std::uint64_t posted = mesh.postedBytes(), registered = mesh.postedRegisteredBytes();
+        {
+          LateCopies copies(bytesOf(in), 64 * 1024, static_cast<unsigned>(r), reducing, &engine);
+          require(
+              engine.allreduceStaged(copies, count, DataType::kFloat32, ReduceOp{ReduceKind::kSum}, envFor(r, 1000)),
+              "the ring allreduce was not staged");
+          std::vector<float> out(count);
+          std::memcpy(out.data(), copies.output().data(), count * sizeof(float));
+          for (std::size_t i = 0; i < count; ++i) require(out[i] == 6.0f, strCat("element ", i, " is ", out[i]));
+        }
+        const std::uint64_t moved = mesh.postedBytes() - posted;
+        require(moved >= 2 * 2 * count * sizeof(float) / 3, strCat("only ", moved, " bytes posted"));
+        require(
+            mesh.postedRegisteredBytes() - registered == moved,
+            strCat(mesh.postedRegisteredBytes() - registered, " of ", moved, " bytes posted in registered regions"));
+      },
+      s);
+  EXPECT_EQ(failures(results), "");
 }
 
 TEST_P(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {

@@ -126,14 +126,17 @@ class WindowedCopies final : public host::StagedBuffer {
 };
 
 StagingEngine::~StagingEngine() {
-  for (std::byte* b : buffers_) {
-    if (b != nullptr) (void)cudaFreeHost(b);
+  for (int which = 0; which < 3; ++which) {
+    host_.deregisterRegion(regions_[which]);
+    if (buffers_[which] != nullptr) (void)cudaFreeHost(buffers_[which]);
   }
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
 }
 
 std::byte* StagingEngine::buffer(int which, std::size_t bytes) {
   if (capacity_[which] < bytes) {
+    host_.deregisterRegion(regions_[which]);
+    regions_[which] = nullptr;
     if (buffers_[which] != nullptr) (void)cudaFreeHost(buffers_[which]);
     buffers_[which] = nullptr;
     capacity_[which] = 0;
@@ -143,6 +146,8 @@ std::byte* StagingEngine::buffer(int which, std::size_t bytes) {
     cuda::checkCuda(cudaHostAlloc(&p, rounded, cudaHostAllocDefault), "cudaHostAlloc(staging buffer)");
     buffers_[which] = static_cast<std::byte*>(p);
     capacity_[which] = rounded;
+    // Reused by every staged call: the network transport may move it without a copy (docs/NETWORK.md).
+    regions_[which] = host_.registerRegion(p, rounded, transport::RegionMemory::kPinnedHost);
   }
   return buffers_[which];
 }

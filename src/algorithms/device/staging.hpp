@@ -70,6 +70,7 @@ class StagingEngine final : public host::Engine {
   std::vector<CUevent_st*> events_;  // one per fetch of a windowed call, reused by the next
   std::byte* buffers_[3] = {nullptr, nullptr, nullptr};
   std::size_t capacity_[3] = {0, 0, 0};
+  const transport::Region* regions_[3] = {nullptr, nullptr, nullptr};  // the buffers as the host engine registered them
 };
 
 }  // namespace braid::device

@@ -15,6 +15,7 @@
 #include "algorithms/host/op_env.hpp"
 #include "algorithms/host/staged_buffer.hpp"
 #include "braid/types.hpp"
+#include "transport/region.hpp"
 
 namespace braid::host {
 
@@ -60,6 +61,14 @@ class Engine {
   /// id for deregisterBuffer, 0 when the engine reads no peer's memory in place (then registering changes nothing).
   virtual std::uint64_t registerBuffer(void* /*ptr*/, std::size_t /*bytes*/, const OpEnv& /*env*/) { return 0; }
   virtual void deregisterBuffer(std::uint64_t /*id*/, const OpEnv& /*env*/) {}
+  /// Memory its owner reuses from call to call (the device side's pinned staging buffers), registered once with
+  /// this engine's network transport (docs/NETWORK.md); this rank only, not collective. Null where the engine's
+  /// transport keeps no such record (shared memory).
+  virtual const transport::Region* registerRegion(const void* /*base*/, std::size_t /*bytes*/,
+                                                  transport::RegionMemory /*memory*/) {
+    return nullptr;
+  }
+  virtual void deregisterRegion(const transport::Region* /*region*/) {}
   /// An allreduce whose buffers only `staged` reaches (GPU memory between hosts), window by window, its copies
   /// overlapped with the transfers. Returns false, having done nothing, where this engine does not pipeline that
   /// call (the caller then copies the whole buffer in and out); the answer is the same on every rank.

@@ -121,6 +121,8 @@ void TcpMesh::post(MeshOp& op) {
   if (op.peer < 0 || op.peer >= size_ || op.peer == rank_) {
     fail(ErrorCode::kInternal, {}, "mesh op addressed to peer ", op.peer, " of ", size_, " from rank ", rank_);
   }
+  postedBytes_.fetch_add(op.bytes, std::memory_order_relaxed);
+  if (op.region != nullptr) postedRegisteredBytes_.fetch_add(op.bytes, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
   op.state.store(MeshOp::kPending, std::memory_order_relaxed);
   op.done = 0;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
+#include "transport/region.hpp"
 #include "transport/tcp/frame.hpp"
 #include "transport/tcp/socket.hpp"
 #include "transport/ticker.hpp"
@@ -61,6 +62,9 @@ struct MeshOp {
   transport::CallDescriptor call;  // collectives: checked against the sender's
   std::byte* data = nullptr;       // sends only read it
   std::size_t bytes = 0;
+  /// The registered region [data, data + bytes) lies in (docs/NETWORK.md), or null: unregistered memory, which a
+  /// transport that moves only registered memory copies through its own. TCP never looks at it.
+  const transport::Region* region = nullptr;
 
   std::atomic<int> state{kPending};
   // Written by the mesh under its lock before state turns kFailed.
@@ -123,6 +127,20 @@ class TcpMesh {
   std::size_t stashedBytes(int peer);
   /// Peer `peer`'s failure, or "" while it is connected.
   std::string peerFailure(int peer);
+  /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered
+  /// once. TCP needs no registration, so it only records the range (and MeshOp::region then names it).
+  const transport::Region* registerRegion(const void* base, std::size_t bytes, transport::RegionMemory memory) {
+    return regions_.add(base, bytes, memory);
+  }
+  void deregisterRegion(const transport::Region* region) { regions_.remove(region); }
+  /// The region holding [p, p + bytes) whole, or null.
+  const transport::Region* regionOf(const void* p, std::size_t bytes) const {
+    return regions_.size() == 0 ? nullptr : regions_.find(p, bytes);
+  }
+  /// Bytes posted so far (sends and receives), and those of them in registered regions: how much of the traffic
+  /// an RDMA transport could move without a copy. For logs and tests.
+  std::uint64_t postedBytes() const { return postedBytes_.load(std::memory_order_relaxed); }
+  std::uint64_t postedRegisteredBytes() const { return postedRegisteredBytes_.load(std::memory_order_relaxed); }
   /// For each stream to `peer`, the listening address of the pair ("10.0.1.5:40123"), whichever rank dialled:
   /// which rail (network interface) the stream uses. For logs and tests.
   std::vector<std::string> streamAddresses(int peer);
@@ -199,6 +217,9 @@ class TcpMesh {
   std::chrono::steady_clock::time_point lastTick_{};
   std::thread progress_;
   std::unique_ptr<transport::Ticker> heartbeat_;
+  transport::RegionTable regions_;  // the calls' thread only
+  std::atomic<std::uint64_t> postedBytes_{0};
+  std::atomic<std::uint64_t> postedRegisteredBytes_{0};
 };
 
 }  // namespace braid::tcp

@@ -33,6 +33,7 @@ tcp::MeshOp& NetCall::make(tcp::MeshOp::Dir dir, int peer, std::uint32_t step, c
   op.call = kind_ == tcp::FrameKind::kCollective ? call_ : transport::CallDescriptor{};
   op.data = static_cast<std::byte*>(const_cast<void*>(data));
   op.bytes = bytes;
+  op.region = mesh_.regionOf(data, bytes);  // the algorithms pass pointers; the regions are the mesh's to know
   mesh_.post(op);
   return op;
 }

@@ -53,8 +53,8 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
   // one segment of float32 to widen into.
   const std::size_t sendWords = static_cast<std::size_t>(steps) * maxBlock;
   const std::size_t recvWords = 2 * maxBlock;
-  wire_.resize(sendWords + recvWords + count);
-  std::uint16_t* sendWire = wire_.data();
+  auto* sendWire =
+      reinterpret_cast<std::uint16_t*>(wire_.ensure(*mesh_, (sendWords + recvWords + count) * sizeof(std::uint16_t)));
   std::uint16_t* recvWire = sendWire + sendWords;
   std::uint16_t* gatherWire = recvWire + recvWords;
   auto* widened = reinterpret_cast<float*>(scratch(seg.elems * sizeof(float)));

@@ -19,6 +19,7 @@
 
 #include "algorithms/host/engine.hpp"
 #include "algorithms/host/net/net_call.hpp"
+#include "algorithms/host/net/registered_scratch.hpp"
 #include "algorithms/patterns/partition.hpp"
 #include "transport/tcp/tcp_mesh.hpp"
 
@@ -72,6 +73,11 @@ class NetEngine final : public Engine {
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
   void reject(const OpEnv& env) override;
   void abort() override { mesh_->abort(); }
+  const transport::Region* registerRegion(const void* base, std::size_t bytes,
+                                          transport::RegionMemory memory) override {
+    return mesh_->registerRegion(base, bytes, memory);
+  }
+  void deregisterRegion(const transport::Region* region) override { mesh_->deregisterRegion(region); }
   std::string peerFailure(int peer) override { return mesh_->peerFailure(peer); }
 
  private:
@@ -128,9 +134,10 @@ class NetEngine final : public Engine {
   NetPolicy policy_;
   long spinMicros_;
   bool fingerprint_;
-  std::vector<std::byte> scratch_;
-  std::vector<std::uint16_t> wire_;  // the bfloat16 ring's buffers
-  std::vector<std::byte> workspace_;
+  // Reused from call to call, so registered with the mesh (docs/NETWORK.md).
+  RegisteredScratch scratch_;
+  RegisteredScratch wire_;  // the bfloat16 ring's buffers
+  RegisteredScratch workspace_;
   std::vector<const void*> sources_;
   // Point-to-point: message numbers per (peer, tag), and messages a rank sent to itself.
   std::map<std::pair<int, int>, std::uint32_t> sent_;

@@ -190,9 +190,9 @@ void NetEngine::alltoall(const void* send, void* recv, std::size_t count, DataTy
     const std::size_t total = bytes * static_cast<std::size_t>(n);
     const auto* in = static_cast<const std::byte*>(send);
     if (overlaps(send, total, recv, total)) {  // in place: what arrives would overwrite what is still to leave
-      if (workspace_.size() < total) workspace_.resize(total);
-      copyBytes(workspace_.data(), send, total);
-      in = workspace_.data();
+      std::byte* copy = workspace_.ensure(*mesh_, total);
+      copyBytes(copy, send, total);
+      in = copy;
     }
     auto* out = static_cast<std::byte*>(recv);
     for (int i = 1; i < n; ++i) {
@@ -223,9 +223,9 @@ void NetEngine::alltoallv(const void* send, const std::vector<std::size_t>& send
   runCall(describeCall(Collective::kAlltoallv, env.context.seq, type, 0), env, [&](NetCall& call) {
     const auto* in = static_cast<const std::byte*>(send);
     if (overlaps(send, sendExtent, recv, recvExtent)) {
-      if (workspace_.size() < sendExtent) workspace_.resize(sendExtent);
-      copyBytes(workspace_.data(), send, sendExtent);
-      in = workspace_.data();
+      std::byte* copy = workspace_.ensure(*mesh_, sendExtent);
+      copyBytes(copy, send, sendExtent);
+      in = copy;
     }
     auto* out = static_cast<std::byte*>(recv);
     for (int i = 1; i < n; ++i) {

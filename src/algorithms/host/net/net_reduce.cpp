@@ -12,10 +12,7 @@
 
 namespace braid::host {
 
-std::byte* NetEngine::scratch(std::size_t bytes) {
-  if (scratch_.size() < bytes) scratch_.resize(bytes);
-  return scratch_.data();
-}
+std::byte* NetEngine::scratch(std::size_t bytes) { return scratch_.ensure(*mesh_, bytes); }
 
 void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t esz,
                                   DataType type, ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase,
@@ -165,8 +162,7 @@ void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kReduce, env.context.seq, type, count, root, op.kind), env, [&](NetCall& call) {
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, root);
-    if (workspace_.size() < count * esz) workspace_.resize(count * esz);
-    std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.data();
+    std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.ensure(*mesh_, count * esz);
     contribute(accum, send, count, type, op);
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
     const patterns::Block owned = blocks(rank());
@@ -191,8 +187,7 @@ void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCoun
   const std::size_t total = recvCount * static_cast<std::size_t>(n);
   runCall(describeCall(Collective::kReduceScatter, env.context.seq, type, recvCount, -1, op.kind), env,
           [&](NetCall& call) {
-            if (workspace_.size() < total * esz) workspace_.resize(total * esz);
-            std::byte* accum = workspace_.data();
+            std::byte* accum = workspace_.ensure(*mesh_, total * esz);
             contribute(accum, send, total, type, op);
             const std::size_t blockBytes = recvCount * esz;
             if (direct(total * esz)) {
