@@ -275,6 +275,92 @@ INSTANTIATE_TEST_SUITE_P(Tcp, ProxyFaults, ::testing::ValuesIn(cases()), [](cons
                     : strCat("_after", info.param.delayMs, "ms"));
 });
 
+// A rank that finishes first and destroys its mesh must not take its last message with it. Rank 0's send of 16 MiB
+// completes once the bytes are in its kernel, while a slow path (2 ms per 64 KiB) still carries them; rank 1 floods
+// rank 0 with a message rank 0 never receives, past the bytes a rank keeps aside, so unread bytes wait in rank 0's
+// sockets when it closes them. A plain close then sends a reset, which throws away what rank 0's kernel had not yet
+// delivered (found by the proxy fault matrix: a peer failed the last call of a stall case). Rank 1 must receive
+// every byte, and learn only afterwards that rank 0 left.
+TEST(MeshClose, ALeavingRankDeliversItsLastMessage) {
+  bootstrap::TcpStoreServer server;
+  server.start(tcp::Address{"127.0.0.1", 0}, "");
+  Proxies proxies;
+  constexpr std::size_t kBytes = std::size_t{16} << 20;
+  constexpr std::size_t kFlood = std::size_t{80} << 20;  // above the 64 MiB a rank keeps aside per peer
+  std::atomic<bool> ready{false};
+  std::string failures[2];
+  auto join = [&](int r) {
+    bootstrap::TcpStoreClient client(server.address(), "", Deadline::after(10));
+    ProxiedStore store(client, proxies);
+    bootstrap::MeshRendezvous how;
+    how.prefix = "closing";
+    how.listenHost = "127.0.0.1";
+    how.options.streams = 1;
+    how.options.heartbeatInterval = 0.2;
+    how.options.heartbeatTimeout = 10;
+    auto mesh = bootstrap::joinTcpMesh(store, r, 2, how, Deadline::after(30));
+    return mesh;
+  };
+  auto post = [](tcp::TcpMesh& mesh, tcp::MeshOp& op, tcp::MeshOp::Dir dir, std::int64_t tag, std::byte* data,
+                 std::size_t bytes) {
+    op.dir = dir;
+    op.peer = 1 - mesh.rank();
+    op.kind = tcp::FrameKind::kPointToPoint;
+    op.key = tag;
+    op.data = data;
+    op.bytes = bytes;
+    mesh.post(op);
+  };
+  auto waitFor = [](tcp::TcpMesh& mesh, tcp::MeshOp& op) {
+    tcp::MeshOp* ops[] = {&op};
+    transport::WaitPolicy policy;
+    policy.timeoutSeconds = 30;
+    mesh.wait(ops, ErrorContext{.rank = mesh.rank(), .op = "send/recv"}, policy);
+  };
+  std::thread leaver([&] {
+    try {
+      auto mesh = join(0);
+      std::vector<std::byte> data(kBytes);
+      for (std::size_t i = 0; i < kBytes; ++i) data[i] = static_cast<std::byte>(i * 131 + 7);
+      while (!ready.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the flood has filled what rank 0 keeps aside
+      tcp::MeshOp send;
+      post(*mesh, send, tcp::MeshOp::Dir::kSend, 1, data.data(), kBytes);
+      waitFor(*mesh, send);
+      // Destroyed here, the send done but its bytes still on the slow path.
+    } catch (const std::exception& e) {
+      failures[0] = e.what();
+    }
+  });
+  std::thread receiver([&] {
+    try {
+      auto mesh = join(1);
+      // Every proxy exists once both ranks joined: the path from rank 0 becomes slow.
+      proxies.forEach([](TcpProxy& p) { p.setDelay(2); });
+      std::vector<std::byte> flood(kFlood), got(kBytes);
+      tcp::MeshOp floodOp, recv;
+      post(*mesh, floodOp, tcp::MeshOp::Dir::kSend, 9, flood.data(), kFlood);  // never received
+      post(*mesh, recv, tcp::MeshOp::Dir::kRecv, 1, got.data(), kBytes);
+      ready.store(true);
+      waitFor(*mesh, recv);
+      tcp::MeshOp* pending[] = {&floodOp};
+      mesh->cancel(pending);
+      for (std::size_t i = 0; i < kBytes; ++i) {
+        if (got[i] != static_cast<std::byte>(i * 131 + 7)) {
+          failures[1] = strCat("byte ", i, " of the last message is wrong");
+          break;
+        }
+      }
+    } catch (const std::exception& e) {
+      failures[1] = e.what();
+    }
+  });
+  leaver.join();
+  receiver.join();
+  EXPECT_EQ(failures[0], "");
+  EXPECT_EQ(failures[1], "") << "rank 1 lost rank 0's last message when rank 0 left";
+}
+
 std::uint64_t envNumber(const char* name, std::uint64_t fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::strtoull(v, nullptr, 10) : fallback;

@@ -1,8 +1,10 @@
 // TcpMesh: construction, posting and waiting (the caller's side), notices and calls, and its two threads.
 #include "transport/tcp/tcp_mesh.hpp"
 
+#include <linux/sockios.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -90,10 +92,54 @@ TcpMesh::~TcpMesh() {
   const std::uint64_t one = 1;
   [[maybe_unused]] const auto ignored = ::write(wakeFd_, &one, sizeof one);
   if (progress_.joinable()) progress_.join();
+  closeGracefully();
   ::close(epollFd_);
   ::close(wakeFd_);
   ::close(waitEpollFd_);
   ::close(completionFd_);
+}
+
+// A rank that leaves first must not take its last messages with it. A send completed once its bytes were in the
+// kernel, and a socket closed while unread bytes wait in it (a peer's heartbeat, its goodbye) sends a reset, which
+// throws away what the kernel has not yet delivered: a peer still in the last call would lose its last message and
+// fail. So: the goodbyes go out, then a FIN after them (shutdown), then this waits until the peers' kernels
+// acknowledged every byte (SIOCOUTQ is 0), reading and dropping what still arrives, for at most kLingerSeconds (a
+// peer that stopped reading is not waited for longer); only then do the sockets close. An aborted mesh leaves at once.
+void TcpMesh::closeGracefully() {
+  std::lock_guard lock(mu_);
+  if (aborted_) return;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kLingerSeconds);
+  std::vector<Stream*> open;
+  for (auto& s : streams_) {
+    if (!s->broken && s->socket.valid()) open.push_back(s.get());
+  }
+  std::vector<bool> finSent(open.size(), false);
+  std::byte sink[4096];
+  for (;;) {
+    bool waiting = false;
+    for (std::size_t i = 0; i < open.size(); ++i) {
+      Stream& s = *open[i];
+      const int fd = s.socket.fd();
+      for (;;) {  // drop what arrived: no unread byte may be left when the socket closes
+        const ssize_t n = ::recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n <= 0) break;
+      }
+      if (s.broken) continue;
+      if (!s.out.empty() && !flush(s)) s.broken = true;  // a goodbye the last round could not write
+      if (s.broken || !s.out.empty()) {
+        waiting = waiting || !s.broken;
+        continue;
+      }
+      if (!finSent[i]) {
+        ::shutdown(fd, SHUT_WR);
+        finSent[i] = true;
+      }
+      int unacknowledged = 0;
+      if (::ioctl(fd, SIOCOUTQ, &unacknowledged) == 0 && unacknowledged > 0) waiting = true;
+    }
+    if (!waiting || std::chrono::steady_clock::now() >= until) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 std::string TcpMesh::peerFailure(int p) {

@@ -165,6 +165,7 @@ class TcpMesh {
   };
 
   void progressLoop();
+  void closeGracefully();  // the destructor's last step before the sockets close
   void heartbeatTick();
   void handleEvents(const epoll_event* events, int n);  // under mu_
   void pollNow();

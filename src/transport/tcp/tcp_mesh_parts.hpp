@@ -27,6 +27,9 @@ inline constexpr std::size_t kReadBudget = std::size_t{4} << 20;
 inline constexpr std::size_t kDiscardBytes = 64 << 10;
 // How often the progress thread looks whether the caller that keeps it off the sockets has left.
 inline constexpr int kStandAsideMs = 2;
+// How long a mesh being destroyed waits for its peers to acknowledge what it sent (TcpMesh::closeGracefully):
+// milliseconds normally; the bound is for a peer that stopped reading.
+inline constexpr double kLingerSeconds = 2.0;
 // A blocked caller wakes at least this often to run its checks (abort, deadline).
 inline constexpr int kSleepSliceMs = 20;
 // Bytes a rank keeps aside for one peer (messages that arrived before their receive was posted) before it stops
