@@ -9,6 +9,9 @@
 #   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors);
 #   7. torch-bench: dist.all_reduce through braid against NCCL (bench/torch_bench.py) and the DDP example's step;
 #      hardware: braid detect, doctor, env and tune --mem device;
+#      netns-bench: braid, Gloo and Open MPI on the shaped namespace bed (scripts/netns-bench.sh) on this machine's
+#      cores, for issue 9's link-rate bars (NETNS_RUNS: "HOSTS:RANKS:RATE[:COMPRESS] ...", default 2:1:10gbit
+#      4:1:2500mbit 2:1:10gbit:bf16, the last with BRAID_COMPRESS=bf16);
 #   8. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT,
 #      merged into results.json and plotted into results.png (scripts/merge-results.py, scripts/plot-results.py).
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
@@ -129,11 +132,11 @@ run_ctest() {  # label, ctest arguments...
   grep -c "(Skipped)" "$logs/ctest-$label.log" | xargs printf '   %s skipped\n' | tee -a "$logs/summary.txt"
 }
 
-# The GPU tests first: they are what this machine is for. Several at once: each holds ~0.2 GB of GPU memory.
-if [ -n "${GPU_TESTS:-}" ]; then
-  wants gpu && run_ctest gpu -L gpu -j 4 -R "$GPU_TESTS"
-else
-  wants gpu && run_ctest gpu -L gpu -j 4
+# The GPU tests first: they are what this machine is for. Several at once: each holds ~0.2 GB of GPU memory. The
+# resources test reads the GPU's free memory, which the others' allocations move: it runs alone, after them.
+if wants gpu; then
+  run_ctest gpu -L gpu -j 4 -E '^DeviceResources\.' ${GPU_TESTS:+-R "$GPU_TESTS"}
+  if [ -z "${GPU_TESTS:-}" ] || [[ DeviceResources =~ $GPU_TESTS ]]; then run_ctest gpu-alone -L gpu -R '^DeviceResources\.'; fi
 fi
 # The install test (label unit) packages rather than computes, and needs pkg-config: it runs on its own line of
 # the summary, and only where pkg-config exists.
@@ -240,6 +243,50 @@ if wants hardware; then
       timeout 180 "$build/bin/braid" tune --mem device --output "$logs/tune.env"; } >"$logs/hardware.txt" 2>&1 ||
     failed+=(hardware)
   log "hardware: $logs/hardware.txt"
+fi
+
+# ---- The namespace bed (needs root, ip and tc): braid against Gloo and Open MPI on shaped links.
+if wants netns-bench; then
+  # A machine without iproute2 gets it from the .deb files in .netdebs/ (scripts/fetch-gpu-debs.sh --net), unpacked
+  # into a prefix of its own. Wrappers give ip and tc their libraries without handing them to the programs that
+  # `ip netns exec` starts.
+  if ! command -v ip >/dev/null && compgen -G ".netdebs/*.deb" >/dev/null; then
+    net=/tmp/braid-nettools
+    rm -rf "$net" && mkdir -p "$net/wrap"
+    for deb in .netdebs/*.deb; do dpkg -x "$deb" "$net" || failed+=("unpack $deb"); done
+    netlib=$net/lib/x86_64-linux-gnu:$net/usr/lib/x86_64-linux-gnu
+    cat >"$net/wrap/ip" <<WRAP
+#!/bin/sh
+if [ "\$1" = netns ] && [ "\$2" = exec ]; then
+  ns=\$3
+  shift 3
+  LD_LIBRARY_PATH=$netlib exec $net/bin/ip netns exec "\$ns" env LD_LIBRARY_PATH="\${LD_LIBRARY_PATH:-}" "\$@"
+fi
+LD_LIBRARY_PATH=$netlib exec $net/bin/ip "\$@"
+WRAP
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s/sbin/tc "$@"\n' "$netlib" "$net" >"$net/wrap/tc"
+    chmod +x "$net/wrap/ip" "$net/wrap/tc"
+    export PATH=$net/wrap:$PATH
+    log "iproute2 from .netdebs: $(ip -V 2>&1)"
+  fi
+  if ip netns add braid-probe-$$ 2>"$logs/netns-probe.txt" && ip netns del braid-probe-$$; then
+    for spec in ${NETNS_RUNS:-2:1:10gbit 4:1:2500mbit 2:1:10gbit:bf16}; do
+      IFS=: read -r hosts per_host rate compress <<<"$spec"
+      tag=${hosts}x$per_host-$rate${compress:+-$compress}
+      json=$logs/netns-$tag-$(hostname -s)-$(date +%F).json
+      if BRAID_COMPRESS=${compress:-} BRAID_BUILD_DIR=$build timeout 400 scripts/netns-bench.sh "$hosts" \
+          "$per_host" "$rate" "$json" >"$logs/netns-$tag.txt" 2>&1; then
+        log "netns-bench $spec: $json"
+        tail -12 "$logs/netns-$tag.txt"
+      else
+        failed+=("netns-bench $spec")
+        log "netns-bench $spec FAILED:"
+        tail -20 "$logs/netns-$tag.txt"
+      fi
+    done
+  else
+    log "netns-bench not run: no network namespaces here: $(head -3 "$logs/netns-probe.txt" 2>/dev/null)"
+  fi
 fi
 
 if wants bench-device; then

@@ -288,29 +288,54 @@ void CommunicatorImpl::release() {
 void CommunicatorImpl::execute(Task& task) {
   const host::OpEnv env = makeEnv(task.op, task.seq, task.opts);
   std::exception_ptr error;
-  recorder_.started(task.record);
+  noteStarted(task.record, task.seq);
   try {
     throwIfBroken(env.context);
     task.body(env);
-    recorder_.ended(task.record, nullptr);
+    noteEnded(task.record, task.seq, nullptr);
   } catch (const Error& e) {
-    error = std::current_exception();
-    recorder_.ended(task.record, &e);
-    noteFailure(e);
+    const Error told = withPeerProgress(e);
+    error = std::make_exception_ptr(told);
+    noteEnded(task.record, task.seq, &told);
+    noteFailure(told);
   } catch (...) {
     error = std::current_exception();
     const Error unexpected(ErrorCode::kInternal, "unexpected exception");
-    recorder_.ended(task.record, &unexpected);
+    noteEnded(task.record, task.seq, &unexpected);
     noteFailure(unexpected);
   }
   task.work->finish(error);
+}
+
+Error CommunicatorImpl::withPeerProgress(const Error& e) const {
+  const ErrorContext& ctx = e.context();
+  if (e.code() != ErrorCode::kTimeout || ctx.peer < 0 || ctx.seq < 0) return e;
+  for (const transport::PeerProgress& p : engine_->peerProgress()) {
+    if (p.peer != ctx.peer || p.ageSeconds < 0) continue;
+    const transport::Progress& at = p.progress;
+    std::string where;
+    if (at.seq < 0) {
+      where = strCat("peer ", p.peer, " has begun no collective yet");
+    } else if (at.seq < ctx.seq) {
+      where = strCat("peer ", p.peer, " is ", ctx.seq - at.seq, " collective", ctx.seq - at.seq > 1 ? "s" : "",
+                     " behind: it last began #", at.seq, at.running ? " and is still in it" : " and has finished it");
+    } else if (at.seq == ctx.seq) {
+      where = strCat("peer ", p.peer, at.running ? " is in this call too" : " has finished this call");
+    } else {
+      where = strCat("peer ", p.peer, " is ahead, in #", at.seq);
+    }
+    // Over TCP the news is as old as the peer's last heartbeat or frame.
+    if (p.ageSeconds >= 0.05) where += strCat(" (as of ", static_cast<long>(p.ageSeconds * 1000), " ms ago)");
+    return Error(e.code(), strCat(e.message(), "; ", where), ctx);
+  }
+  return e;
 }
 
 void CommunicatorImpl::dumpFlightRecord(const std::string& why) const {
   if (settings_.flightRecorder.empty()) return;
   const std::string path = strCat(settings_.flightRecorder, ".rank", rank_, ".json");
   if (std::FILE* f = std::fopen(path.c_str(), "w")) {
-    const std::string text = recorder_.json(rank_, size_);
+    const std::string text = flightRecord();
     const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
     std::fclose(f);
     if (ok) {

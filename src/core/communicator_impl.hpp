@@ -82,7 +82,7 @@ class CommunicatorImpl {
     }
     const host::OpEnv env = makeEnv(call.op, seq, opts);
     const std::uint64_t record = recorder_.issued(call.op, seq, call.info);
-    recorder_.started(record);
+    noteStarted(record, seq);
     try {
       throwIfBroken(env.context);
       bool argumentsOk = false;
@@ -95,18 +95,19 @@ class CommunicatorImpl {
       }
       if (argumentsOk) call.body(env);
     } catch (const Error& e) {
-      recorder_.ended(record, &e);
-      noteFailure(e);
+      const Error told = withPeerProgress(e);
+      noteEnded(record, seq, &told);
+      noteFailure(told);
       release();
-      throw;
+      throw told;
     } catch (...) {
       const Error unexpected(ErrorCode::kInternal, "unexpected exception");
-      recorder_.ended(record, &unexpected);
+      noteEnded(record, seq, &unexpected);
       noteFailure(unexpected);
       release();
       throw;
     }
-    recorder_.ended(record, nullptr);
+    noteEnded(record, seq, nullptr);
     release();
   }
 
@@ -151,7 +152,8 @@ class CommunicatorImpl {
   void attachPlacement(Placement placement);
   const Placement& placement() const { return placement_; }
   /// The flight recorder's JSON: this rank's last calls and how they stand (core/flight_recorder.hpp).
-  std::string flightRecord() const { return recorder_.json(rank_, size_); }
+  /// With what this rank knows of every peer's progress (transport/progress.hpp). Any thread.
+  std::string flightRecord() const { return recorder_.json(rank_, size_, engine_->peerProgress()); }
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
 
@@ -170,6 +172,18 @@ class CommunicatorImpl {
   };
 
   std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline);
+  /// A timeout that names a peer, with where that peer was as this rank knows (behind, in this call, ahead); other
+  /// errors as they are.
+  Error withPeerProgress(const Error& e) const;
+  // A call starts or ends: its flight recorder entry, and for collectives the progress word the peers read.
+  void noteStarted(std::uint64_t record, std::int64_t seq) {
+    recorder_.started(record);
+    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, true});
+  }
+  void noteEnded(std::uint64_t record, std::int64_t seq, const Error* error) {
+    recorder_.ended(record, error);
+    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, false});
+  }
   /// One round that tells the peers this rank rejected its arguments (they fail with Mismatch).
   void rejectRound(const host::OpEnv& env);
   /// Records an error that leaves the ranks out of step: later calls fail at once.

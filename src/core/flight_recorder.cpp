@@ -132,9 +132,19 @@ std::string FlightRecorder::chromeTrace(int rank) const {
   return out;
 }
 
-std::string FlightRecorder::json(int rank, int size) const {
+std::string FlightRecorder::json(int rank, int size, const std::vector<transport::PeerProgress>& peers) const {
+  std::string out = "{\"rank\": " + std::to_string(rank) + ", \"size\": " + std::to_string(size) + ", \"peers\": [";
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    const transport::PeerProgress& p = peers[i];
+    // last_seq: the last collective the peer began (-1: none); age_s: how old that news is (-1: none came yet).
+    char line[160];
+    std::snprintf(line, sizeof line, "%s{\"rank\": %d, \"last_seq\": %lld, \"in_call\": %s, \"age_s\": %.3f}",
+                  i == 0 ? "\n  " : ",\n  ", p.peer, static_cast<long long>(p.progress.seq),
+                  p.progress.running ? "true" : "false", p.ageSeconds);
+    out += line;
+  }
+  out += "], \"calls\": [";
   std::lock_guard lock(mu_);
-  std::string out = "{\"rank\": " + std::to_string(rank) + ", \"size\": " + std::to_string(size) + ", \"calls\": [";
   const std::uint64_t first = next_ >= ring_.size() ? next_ - ring_.size() + 1 : 1;
   bool comma = false;
   for (std::uint64_t id = first; id <= next_; ++id) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
+#include "transport/progress.hpp"
 
 namespace braid::core {
 
@@ -34,8 +35,10 @@ class FlightRecorder {
   /// The call ended: done when `error` is null, else failed with its text.
   void ended(std::uint64_t id, const Error* error);
 
-  /// {"rank": R, "size": N, "calls": [...]}, oldest call first; times in microseconds since the recorder was made.
-  std::string json(int rank, int size) const;
+  /// {"rank": R, "size": N, "peers": [...], "calls": [...]}: where each peer was as this rank last learned it
+  /// (`peers`, from the engine), then this rank's calls, oldest first; times in microseconds since the recorder was
+  /// made.
+  std::string json(int rank, int size, const std::vector<transport::PeerProgress>& peers = {}) const;
 
   /// BRAID_TRACE: from now on keep every call that ends (up to `maxEvents`, then count the rest) for chromeTrace().
   void startTrace(std::size_t maxEvents);

@@ -22,6 +22,8 @@ constexpr std::size_t kHeadsOffset = kDoorbellOffset + kLine;
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
 std::size_t tailsOffset(int size) { return kHeadsOffset + static_cast<std::size_t>(size) * kLine; }
+// Its own line: written twice a call by its owner, read by peers only for a flight record.
+std::size_t progressOffset(int size) { return tailsOffset(size) + static_cast<std::size_t>(size) * kLine; }
 
 }  // namespace
 
@@ -33,7 +35,7 @@ FabricLayout FabricLayout::compute(int size, std::size_t slotBytes, std::size_t 
   l.ringBytes = std::bit_ceil(ringBytes < kPage ? kPage : ringBytes);
   if (l.ringBytes > (std::size_t{1} << 30))
     fail(ErrorCode::kInvalidArgument, {}, "ring of ", ringBytes, " bytes is too large");
-  const std::size_t control = roundUp(tailsOffset(size) + static_cast<std::size_t>(size) * kLine, kPage);
+  const std::size_t control = roundUp(progressOffset(size) + kLine, kPage);
   l.slotOffset = control;
   l.ringOffset = l.slotOffset + 2 * l.slotBytes;
   l.regionBytes = l.ringOffset + static_cast<std::size_t>(size) * l.ringBytes;
@@ -70,6 +72,24 @@ void LocalFabric::markAborted() {
   abortFlag(rank_).store(1, std::memory_order_release);
   // Peers asleep on their doorbells or round counters wake within a sleep slice (~20 ms) and look.
   for (int p = 0; p < size_; ++p) bump(doorbell(p));
+}
+
+std::atomic<std::int64_t>& LocalFabric::progressWord(int peer) {
+  return *reinterpret_cast<std::atomic<std::int64_t>*>(group_->region(peer) + progressOffset(size_));
+}
+
+void LocalFabric::publishProgress(const Progress& mine) {
+  progressWord(rank_).store(mine.word(), std::memory_order_relaxed);
+}
+
+std::vector<PeerProgress> LocalFabric::peerProgress() {
+  std::vector<PeerProgress> out;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    // A region starts zeroed: word 0 is "no call begun yet".
+    out.push_back(PeerProgress{p, Progress::fromWord(progressWord(p).load(std::memory_order_relaxed)), 0.0});
+  }
+  return out;
 }
 
 void LocalFabric::beat() { heartbeat(rank_).fetch_add(1, std::memory_order_relaxed); }

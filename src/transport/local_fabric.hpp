@@ -6,7 +6,7 @@
 //
 // Region layout (offsets in bytes; every counter on its own cache line):
 //   [0, 4096*k)        control: roundLine[2] (counter + descriptor + small payload, per round parity), doorbell,
-//                      ringHead[size], ringTail[size]
+//                      ringHead[size], ringTail[size], progress (transport/progress.hpp)
 //   slotOffset         slot[0], slot[1]           (slotBytes each)
 //   ringOffset         ring[peer] for each peer   (ringBytes each, a power of two)
 #pragma once
@@ -21,6 +21,7 @@
 
 #include "transport/call_descriptor.hpp"
 #include "transport/local_group.hpp"
+#include "transport/progress.hpp"
 #include "transport/wait.hpp"
 
 namespace braid::transport {
@@ -98,7 +99,15 @@ class LocalFabric {
   /// than the heartbeat timeout (the process is stopped, frozen or swapped out). Any thread.
   std::string peerFailure(int peer);
 
+  // --- progress (flight records) ---
+  /// Publishes how far this rank has got: one relaxed store to a line of its own, which peers read only when they
+  /// write a flight record. The thread running calls.
+  void publishProgress(const Progress& mine);
+  /// Every peer's progress, read from its region now (age 0). Any thread.
+  std::vector<PeerProgress> peerProgress();
+
  private:
+  std::atomic<std::int64_t>& progressWord(int peer);
   WaitWord& word(int peer, std::size_t offset);
   WaitWord& ringHead(int sender, int receiver);  // bytes sender wrote for receiver (sender's region)
   WaitWord& ringTail(int sender, int receiver);  // bytes receiver consumed from sender (receiver's region)

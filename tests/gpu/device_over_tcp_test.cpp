@@ -1,7 +1,7 @@
 // Device buffers between ranks that reach each other over TCP only (as ranks on different hosts do): allreduces
 // travel the ring window by window, their copies from and to the GPU overlapped with the transfers and reduced by
-// the GPU or the host (issue 9), and
-// every other collective stages its whole buffers. Checked bit for bit against the same call on host buffers, with
+// the GPU or the host (issue 9), allgathers and reduce-scatters window by window too (reduced by the host), and
+// broadcast and alltoall stage their whole buffers. Checked bit for bit against the same call on host buffers, with
 // exact-sum inputs. Two ranks need only one GPU: here the GPU does nothing but copies.
 #include <gtest/gtest.h>
 
@@ -84,37 +84,61 @@ INSTANTIATE_TEST_SUITE_P(Windows, DeviceOverTcp,
                                          : "w" + std::to_string(w >> 10) + "k_" + std::get<1>(info.param);
                          });
 
-// The other collectives stage whole buffers over TCP: one of each, against the host path.
-TEST(DeviceOverTcpMoves, BroadcastAllgatherReduceScatterAlltoall) {
+// The other collectives over TCP: allgather and reduce_scatter window by window (64 KiB windows put the 4 MiB call
+// through ~32 of them with a piece of every rank's block in each; 16 MiB windows hold it whole; 0 stages whole
+// buffers), out of place and in place; broadcast and alltoall stage whole buffers. Against the host path.
+class DeviceOverTcpMoves : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(DeviceOverTcpMoves, BroadcastAllgatherReduceScatterAlltoall) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, tcpDeviceSettings(std::size_t{1} << 20), [](Communicator& c, cudaStream_t s) {
-    const std::size_t count = (1u << 20) + 5;
-    const std::size_t n = 2;
-    const Bytes in = exactInput(c.rank(), DataType::kFloat32, ReduceKind::kSum, count * n);
-    const std::size_t bytes = count * 4;
-    DeviceBytes d(bytes * n), o(bytes * n);
-    Bytes want(bytes * n), got(bytes * n);
-    upload(d.get(), in.data(), bytes * n, s);
-    c.allgather(in.data(), want.data(), count, DataType::kFloat32);
-    c.allgather(d.get(), o.get(), count, DataType::kFloat32, {.stream = s});
-    download(got.data(), o.get(), bytes * n, s);
-    requireSameBytes(got.data(), want.data(), bytes * n, 4, "allgather");
-    c.reduceScatter(in.data(), want.data(), count, DataType::kFloat32, ReduceKind::kSum);
-    c.reduceScatter(d.get(), o.get(), count, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-    download(got.data(), o.get(), bytes, s);
-    requireSameBytes(got.data(), want.data(), bytes, 4, "reduce_scatter");
-    c.alltoall(in.data(), want.data(), count, DataType::kFloat32);
-    c.alltoall(d.get(), o.get(), count, DataType::kFloat32, {.stream = s});
-    download(got.data(), o.get(), bytes * n, s);
-    requireSameBytes(got.data(), want.data(), bytes * n, 4, "alltoall");
-    Bytes host = in;
-    c.broadcast(host.data(), count, DataType::kFloat32, 1);
-    c.broadcast(d.get(), count, DataType::kFloat32, 1, {.stream = s});
-    download(got.data(), d.get(), bytes, s);
-    requireSameBytes(got.data(), host.data(), bytes, 4, "broadcast");
+  const auto results = runOnGpus(2, 1, tcpDeviceSettings(GetParam()), [](Communicator& c, cudaStream_t s) {
+    for (const std::size_t count : {std::size_t{(1u << 20) + 5}, std::size_t{333}}) {
+      const std::size_t n = 2;
+      const auto me = static_cast<std::size_t>(c.rank());
+      const Bytes in = exactInput(c.rank(), DataType::kFloat32, ReduceKind::kSum, count * n);
+      const std::size_t bytes = count * 4;
+      const std::string where = " of " + std::to_string(count) + " floats";
+      DeviceBytes d(bytes * n), o(bytes * n);
+      Bytes want(bytes * n), got(bytes * n);
+      upload(d.get(), in.data(), bytes * n, s);
+      c.allgather(in.data(), want.data(), count, DataType::kFloat32);
+      c.allgather(d.get(), o.get(), count, DataType::kFloat32, {.stream = s});
+      download(got.data(), o.get(), bytes * n, s);
+      requireSameBytes(got.data(), want.data(), bytes * n, 4, "allgather" + where);
+      // In place: this rank's block already sits at its place in the output, the rest is poison.
+      cuda::checkCuda(cudaMemsetAsync(o.get(), 0x5a, bytes * n, s), "cudaMemsetAsync(poison)");
+      upload(o.get() + me * bytes, in.data(), bytes, s);
+      c.allgather(o.get() + me * bytes, o.get(), count, DataType::kFloat32, {.stream = s});
+      download(got.data(), o.get(), bytes * n, s);
+      requireSameBytes(got.data(), want.data(), bytes * n, 4, "allgather in place" + where);
+      c.reduceScatter(in.data(), want.data(), count, DataType::kFloat32, ReduceKind::kSum);
+      c.reduceScatter(d.get(), o.get(), count, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      download(got.data(), o.get(), bytes, s);
+      requireSameBytes(got.data(), want.data(), bytes, 4, "reduce_scatter" + where);
+      // In place: the result lands on this rank's block of the input.
+      upload(o.get(), in.data(), bytes * n, s);
+      c.reduceScatter(o.get(), o.get() + me * bytes, count, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      download(got.data(), o.get() + me * bytes, bytes, s);
+      requireSameBytes(got.data(), want.data(), bytes, 4, "reduce_scatter in place" + where);
+      c.alltoall(in.data(), want.data(), count, DataType::kFloat32);
+      c.alltoall(d.get(), o.get(), count, DataType::kFloat32, {.stream = s});
+      download(got.data(), o.get(), bytes * n, s);
+      requireSameBytes(got.data(), want.data(), bytes * n, 4, "alltoall" + where);
+      Bytes host = in;
+      c.broadcast(host.data(), count, DataType::kFloat32, 1);
+      c.broadcast(d.get(), count, DataType::kFloat32, 1, {.stream = s});
+      download(got.data(), d.get(), bytes, s);
+      requireSameBytes(got.data(), host.data(), bytes, 4, "broadcast" + where);
+    }
   });
   EXPECT_EQ(testing::failures(results), "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Windows, DeviceOverTcpMoves,
+                         ::testing::Values(std::size_t{64} << 10, std::size_t{16} << 20, std::size_t{0}),
+                         [](const auto& info) {
+                           return info.param == 0 ? std::string("whole") : "w" + std::to_string(info.param >> 10) + "k";
+                         });
 
 }  // namespace
 }  // namespace braid::gputest

@@ -71,6 +71,49 @@ std::string readFile(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+// Where the peers were: rank 2 finishes three allreduces and then stays away (alive, beating, in no call) while ranks
+// 0 and 1 wait for it in the fourth. Their timeouts and their records, written then, must say that peer 2 last began
+// call 2 and is out of it, over shared memory (read from its region) and TCP (its heartbeats say so).
+class FlightRecorderPeers : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FlightRecorderPeers, TheRecordSaysWhereEachPeerWasWhenACallTimedOut) {
+  const TempDir dir;
+  const std::string prefix = dir.path + "/peers";
+  Settings s = testSettings();
+  s.transport = GetParam();
+  s.timeoutSeconds = 2;
+  s.heartbeatIntervalSeconds = 0.2;
+  s.flightRecorder = prefix;
+  const auto body = [&](Communicator& comm) {
+    float x[32] = {};
+    for (int i = 0; i < 3; ++i) comm.allreduce(x, x, 32, DataType::kFloat32, ReduceKind::kSum);
+    if (comm.rank() == 2) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3500));  // past the others' timeout, then it leaves
+      return;
+    }
+    bool timedOut = false;
+    try {
+      comm.allreduce(x, x, 32, DataType::kFloat32, ReduceKind::kSum);
+    } catch (const Error& e) {
+      timedOut = e.code() == ErrorCode::kTimeout;
+      require(timedOut, std::string("expected a timeout, got ") + e.what());
+      // The error itself says where the peer it waited for was.
+      require(std::string(e.what()).find("peer 2 is 1 collective behind: it last began #2 and has finished it") !=
+                  std::string::npos,
+              std::string("the timeout should say where peer 2 was: ") + e.what());
+    }
+    require(timedOut, "the allreduce rank 2 stayed away from should have timed out");
+    const std::string file = readFile(prefix + ".rank" + std::to_string(comm.rank()) + ".json");
+    require(file.find("{\"rank\": 2, \"last_seq\": 2, \"in_call\": false, \"age_s\": ") != std::string::npos,
+            "the record should say peer 2 last began call 2 and left it: " + file);
+    require(file.find("\"seq\": 3, \"op\": \"allreduce\"") != std::string::npos, "this rank's call 3: " + file);
+  };
+  EXPECT_EQ(failures(runProcessesWith(3, s, body, 60)), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, FlightRecorderPeers, ::testing::Values("shm", "tcp"),
+                         [](const auto& info) { return info.param; });
+
 // BRAID_FLIGHT_RECORDER_SIGNAL=USR1: `kill -USR1` on a rank's process writes its record while the communicator
 // goes on (ranks as processes: each sends the signal to itself, as a user would from outside).
 TEST(FlightRecorder, WrittenOnTheSignalWhileTheCommunicatorGoesOn) {

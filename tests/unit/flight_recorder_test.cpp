@@ -20,7 +20,7 @@ TEST(FlightRecorder, KeepsTheLastCallsOldestFirstWithTheirStates) {
     if (i < 4) r.ended(id, nullptr);
   }
   const std::string json = r.json(3, 8);
-  EXPECT_EQ(json.rfind("{\"rank\": 3, \"size\": 8, \"calls\": [", 0), 0u) << json;
+  EXPECT_EQ(json.rfind("{\"rank\": 3, \"size\": 8, \"peers\": [], \"calls\": [", 0), 0u) << json;
   EXPECT_EQ(occurrences(json, "\"op\": \"allreduce\""), 4) << json;  // the ring holds the last four
   EXPECT_EQ(json.find("\"seq\": 1,"), std::string::npos) << json;
   EXPECT_LT(json.find("\"seq\": 2,"), json.find("\"seq\": 5,")) << json;  // oldest first
@@ -45,6 +45,29 @@ TEST(FlightRecorder, AFailureKeepsItsErrorEscaped) {
   EXPECT_NE(json.find("\"state\": \"failed\""), std::string::npos) << json;
   EXPECT_NE(json.find("no \\\"answer\\\" from rank 2\\u000aafter 1 s"), std::string::npos) << json;
   EXPECT_EQ(json.find("\"count\""), std::string::npos) << json;  // a barrier moves nothing
+}
+
+// Where the peers were, as the engine knows it: the last collective each began, whether it is still in it, and how
+// old the news is.
+TEST(FlightRecorder, NamesWhereEachPeerWas) {
+  FlightRecorder r(8);
+  const std::vector<transport::PeerProgress> peers = {{1, {41, true}, 0.0}, {2, {40, false}, 1.25}, {3, {}, -1}};
+  const std::string json = r.json(0, 4, peers);
+  EXPECT_NE(json.find("{\"rank\": 1, \"last_seq\": 41, \"in_call\": true, \"age_s\": 0.000}"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"rank\": 2, \"last_seq\": 40, \"in_call\": false, \"age_s\": 1.250}"), std::string::npos)
+      << json;
+  EXPECT_NE(json.find("{\"rank\": 3, \"last_seq\": -1, \"in_call\": false, \"age_s\": -1.000}"), std::string::npos)
+      << json;
+}
+
+// One word holds both halves, and a region's zeroed word reads as "nothing begun".
+TEST(Progress, RoundTripsThroughItsWord) {
+  using transport::Progress;
+  EXPECT_EQ(Progress::fromWord(0), Progress{});
+  for (const Progress p : {Progress{0, true}, Progress{0, false}, Progress{123456789012, true}, Progress{-1, false}}) {
+    EXPECT_EQ(Progress::fromWord(p.word()), p) << p.seq << " " << p.running;
+  }
 }
 
 }  // namespace

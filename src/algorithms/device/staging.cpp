@@ -167,14 +167,14 @@ void StagingEngine::barrier(const host::OpEnv& env) {
 
 // The pattern of every collective: inputs in, host collective, outputs out. In place stays in place: when send
 // and recv are the same device buffer, so are their host copies.
-bool StagingEngine::allreduceWindowed(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                      const host::OpEnv& env) {
+bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, const host::OpEnv& env,
+                             const std::function<bool(host::StagedBuffer&)>& run) {
   if (windowBytes_ == 0) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
-  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu_,
+  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu,
                         [this](std::size_t bytes) { return buffer(2, bytes); });
   try {
-    if (!host_.allreduceStaged(copies, count, type, op, env)) return false;
+    if (!run(copies)) return false;
   } catch (...) {
     // Copies may still be reading or writing the slots: they must end before the slots serve another call.
     (void)cudaStreamSynchronize(streamOf(env));
@@ -186,7 +186,10 @@ bool StagingEngine::allreduceWindowed(const void* send, void* recv, std::size_t 
 
 void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                               const host::OpEnv& env) {
-  if (allreduceWindowed(send, recv, count, type, op, env)) return;
+  if (windowed(send, recv, reduceOnGpu_, env,
+               [&](host::StagedBuffer& copies) { return host_.allreduceStaged(copies, count, type, op, env); })) {
+    return;
+  }
   const std::size_t bytes = count * dataTypeSize(type);
   std::byte* in = buffer(0, bytes);
   std::byte* out = send == recv ? in : buffer(1, bytes);
@@ -209,6 +212,12 @@ void StagingEngine::reduce(const void* send, void* recv, std::size_t count, Data
 
 void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                                   const host::OpEnv& env) {
+  // Windows reduce on the host: the GPU reduction of windows is the allreduce's only.
+  if (windowed(send, recv, false, env, [&](host::StagedBuffer& copies) {
+        return host_.reduceScatterStaged(copies, recvCount, type, op, env);
+      })) {
+    return;
+  }
   const std::size_t bytes = recvCount * dataTypeSize(type);
   // send holds one block per rank; in place means recv is this rank's block of send.
   std::byte* in = buffer(0, bytes * size_);
@@ -229,6 +238,10 @@ void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int r
 }
 
 void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+  if (windowed(send, recv, false, env,
+               [&](host::StagedBuffer& copies) { return host_.allgatherStaged(copies, count, type, env); })) {
+    return;
+  }
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t total = bytes * size_;
   std::byte* out = buffer(1, total);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -59,9 +60,10 @@ class StagingEngine final : public host::Engine {
  private:
   /// Pinned host buffer `which` (0: inputs, 1: outputs, 2: what a windowed call receives) of at least `bytes`.
   std::byte* buffer(int which, std::size_t bytes);
-  /// Whether the host engine ran the allreduce window by window (the same answer on every rank).
-  bool allreduceWindowed(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                         const host::OpEnv& env);
+  /// Whether `run` (the host engine's allreduceStaged, allgatherStaged, ...) ran the call window by window through
+  /// the two window slots (the same answer on every rank); waits for the last copies out.
+  bool windowed(const void* send, void* recv, bool reduceOnGpu, const host::OpEnv& env,
+                const std::function<bool(host::StagedBuffer&)>& run);
 
   host::Engine& host_;
   const std::size_t size_;

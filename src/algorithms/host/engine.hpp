@@ -15,6 +15,7 @@
 #include "algorithms/host/op_env.hpp"
 #include "algorithms/host/staged_buffer.hpp"
 #include "braid/types.hpp"
+#include "transport/progress.hpp"
 #include "transport/region.hpp"
 
 namespace braid::host {
@@ -57,6 +58,11 @@ class Engine {
   virtual void abort() = 0;
   /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
   virtual std::string peerFailure(int peer) = 0;
+  /// Publishes this rank's progress where the peers learn it (core calls it as each collective begins and ends;
+  /// transport/progress.hpp), and what this rank knows of theirs, for flight records (any thread, never blocks
+  /// for long). Engines whose transport carries no such word publish nothing and know nothing.
+  virtual void publishProgress(const transport::Progress& /*mine*/) {}
+  virtual std::vector<transport::PeerProgress> peerProgress() { return {}; }
   /// Registers [ptr, ptr + bytes) (Communicator::registerBuffer): collective, every rank in call order. Returns an
   /// id for deregisterBuffer, 0 when the engine reads no peer's memory in place (then registering changes nothing).
   virtual std::uint64_t registerBuffer(void* /*ptr*/, std::size_t /*bytes*/, const OpEnv& /*env*/) { return 0; }
@@ -74,6 +80,16 @@ class Engine {
   /// call (the caller then copies the whole buffer in and out); the answer is the same on every rank.
   virtual bool allreduceStaged(StagedBuffer& /*staged*/, std::size_t /*count*/, DataType /*type*/, ReduceOp /*op*/,
                                const OpEnv& /*env*/) {
+    return false;
+  }
+  /// The same for an allgather (`count` elements from each rank; StagedBuffer offsets: the input's, the output's)
+  /// and a reduce-scatter (`recvCount` elements to each rank; the input holds n blocks of them).
+  virtual bool allgatherStaged(StagedBuffer& /*staged*/, std::size_t /*count*/, DataType /*type*/,
+                               const OpEnv& /*env*/) {
+    return false;
+  }
+  virtual bool reduceScatterStaged(StagedBuffer& /*staged*/, std::size_t /*recvCount*/, DataType /*type*/,
+                                   ReduceOp /*op*/, const OpEnv& /*env*/) {
     return false;
   }
   /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as

@@ -71,6 +71,8 @@ class LocalEngine final : public Engine {
   void reject(const OpEnv& env) override { collectives_.reject(env); }
   void abort() override { fabric_.markAborted(); }
   std::string peerFailure(int peer) override { return fabric_.peerFailure(peer); }
+  void publishProgress(const transport::Progress& mine) override { fabric_.publishProgress(mine); }
+  std::vector<transport::PeerProgress> peerProgress() override { return fabric_.peerProgress(); }
 
  private:
   transport::LocalFabric fabric_;

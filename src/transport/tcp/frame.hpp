@@ -34,7 +34,7 @@ enum class FrameKind : std::uint16_t {
   kCollective = 1,  // part of a collective's message: key = sequence number, step = message index in the call
   kPointToPoint,    // part of a send/recv message: key = user tag, step = message number for (pair, tag)
   kNotice,          // this peer failed the call `key` (a sequence number); reason = error code, payload = why
-  kHeartbeat,       // no payload: the peer is alive
+  kHeartbeat,       // no payload: the peer is alive; key = its progress (transport::Progress::word)
   kGoodbye,         // the peer destroys its communicator: end of stream is not a failure
 };
 

@@ -147,6 +147,19 @@ std::string TcpMesh::peerFailure(int p) {
   return peer(p).lost;
 }
 
+std::vector<transport::PeerProgress> TcpMesh::peerProgress() const {
+  std::vector<transport::PeerProgress> out;
+  const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
+    const Peer& pe = *peers_[static_cast<std::size_t>(p)];
+    const std::int64_t at = pe.progressAtNs.load(std::memory_order_acquire);
+    out.push_back(transport::PeerProgress{p, transport::Progress::fromWord(pe.progressWord.load(std::memory_order_relaxed)),
+                                          at == 0 ? -1.0 : static_cast<double>(now - at) * 1e-9});
+  }
+  return out;
+}
+
 std::vector<std::string> TcpMesh::streamAddresses(int p) {
   std::lock_guard lock(mu_);
   std::vector<std::string> out;
@@ -502,6 +515,7 @@ void TcpMesh::heartbeatTick() {
       if (s->broken) continue;
       FrameHeader h;
       h.kind = FrameKind::kHeartbeat;
+      h.key = myProgress_.load(std::memory_order_relaxed);
       queueFrame(*s, OutFrame{encodeFrame(h)});
       break;
     }

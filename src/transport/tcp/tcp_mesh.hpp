@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
+#include "transport/progress.hpp"
 #include "transport/region.hpp"
 #include "transport/tcp/frame.hpp"
 #include "transport/tcp/socket.hpp"
@@ -127,6 +128,10 @@ class TcpMesh {
   std::size_t stashedBytes(int peer);
   /// Peer `peer`'s failure, or "" while it is connected.
   std::string peerFailure(int peer);
+  /// This rank's progress, which its heartbeats carry (in the frame's key); any thread.
+  void publishProgress(const transport::Progress& mine) { myProgress_.store(mine.word(), std::memory_order_relaxed); }
+  /// Every peer's progress as its last heartbeat or collective frame told it; any thread, takes no lock.
+  std::vector<transport::PeerProgress> peerProgress() const;
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered
   /// once. TCP needs no registration, so it only records the range (and MeshOp::region then names it).
   const transport::Region* registerRegion(const void* base, std::size_t bytes, transport::RegionMemory memory) {
@@ -177,6 +182,7 @@ class TcpMesh {
   bool flush(Stream& s);     // false when the stream broke
   bool readSome(Stream& s);  // false when the stream broke or ended
   void onHeader(Stream& s);
+  void noteProgress(Peer& p, const FrameHeader& h);
   void onPayloadDone(Stream& s);
   void bindReceive(MeshOp& op);  // a posted receive takes what the stash holds for it
   void complete(MeshOp& op);
@@ -219,6 +225,7 @@ class TcpMesh {
   std::thread progress_;
   std::unique_ptr<transport::Ticker> heartbeat_;
   transport::RegionTable regions_;  // the calls' thread only
+  std::atomic<std::int64_t> myProgress_{0};  // this rank's Progress::word()
   std::atomic<std::uint64_t> postedBytes_{0};
   std::atomic<std::uint64_t> postedRegisteredBytes_{0};
 };

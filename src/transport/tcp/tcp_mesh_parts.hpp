@@ -5,6 +5,7 @@
 #include <sys/epoll.h>
 
 #include <cerrno>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -110,6 +111,10 @@ struct TcpMesh::Peer {
   std::map<MatchKey, std::unique_ptr<Stash>> stash;
   std::size_t stashBytes = 0;  // payload bytes held in `stash`
   bool reading = true;         // its streams are polled for input (see kStashLimitBytes)
+  // Its progress (transport/progress.hpp) as its heartbeats and collective frames told it, and when (steady-clock
+  // nanoseconds; 0: never): written under the lock, read without it for flight records.
+  std::atomic<std::int64_t> progressWord{0};
+  std::atomic<std::int64_t> progressAtNs{0};
 };
 
 }  // namespace braid::tcp

@@ -172,6 +172,22 @@ bool TcpMesh::mismatched(MeshOp& op, const FrameHeader& h) {
   return false;
 }
 
+// A heartbeat carries the peer's progress word; a collective frame of a later call than the one known says the peer
+// has begun that call.
+void TcpMesh::noteProgress(Peer& p, const FrameHeader& h) {
+  const auto known = transport::Progress::fromWord(p.progressWord.load(std::memory_order_relaxed));
+  std::int64_t word = 0;
+  if (h.kind == FrameKind::kHeartbeat) {
+    word = h.key;
+  } else if (h.kind == FrameKind::kCollective && h.key >= known.seq) {
+    word = h.key > known.seq ? transport::Progress{h.key, true}.word() : known.word();
+  } else {
+    return;
+  }
+  p.progressWord.store(word, std::memory_order_relaxed);
+  p.progressAtNs.store(std::chrono::steady_clock::now().time_since_epoch().count(), std::memory_order_release);
+}
+
 void TcpMesh::onHeader(Stream& s) {
   const FrameHeader& h = s.frame;
   s.payloadDone = 0;
@@ -180,6 +196,7 @@ void TcpMesh::onHeader(Stream& s) {
   s.stash = nullptr;
   s.chunk = nullptr;
   Peer& p = peer(s.peer);
+  noteProgress(p, h);
   switch (h.kind) {
     case FrameKind::kHeartbeat:
       return;

@@ -52,10 +52,13 @@ void NetCall::wait(tcp::MeshOp& op) {
 }
 
 void NetCall::waitAll() {
+  // Only what was posted since the last waitAll: a windowed call posts thousands of messages and waits at the end of
+  // each window; looking at all of them every time would make the call quadratic in its windows.
   std::vector<tcp::MeshOp*> all;
-  all.reserve(ops_.size());
-  for (auto& op : ops_) all.push_back(&op);
+  all.reserve(ops_.size() - settled_);
+  for (std::size_t i = settled_; i < ops_.size(); ++i) all.push_back(&ops_[i]);
   mesh_.wait(all, env_.context, policy_);
+  settled_ = ops_.size();
 }
 
 }  // namespace braid::host

@@ -34,7 +34,7 @@ class NetCall {
     return recv(peer, step, data, bytes, call_.seq);
   }
   void wait(tcp::MeshOp& op);
-  /// Waits for every op posted so far.
+  /// Waits for every op posted so far (that an earlier waitAll did not already see done).
   void waitAll();
 
  private:
@@ -47,6 +47,7 @@ class NetCall {
   const OpEnv& env_;
   transport::WaitPolicy policy_;
   std::deque<tcp::MeshOp> ops_;  // a deque: ops keep their addresses while more are added
+  std::size_t settled_ = 0;      // ops_[0, settled_) are done: a waitAll returned after them
 };
 
 }  // namespace braid::host

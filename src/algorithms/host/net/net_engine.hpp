@@ -56,6 +56,11 @@ class NetEngine final : public Engine {
                  const OpEnv& env) override;
   /// The ring allreduce window by window (net_staged.cpp); other sizes and compressed calls are not pipelined.
   bool allreduceStaged(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) override;
+  /// The ring allgather and reduce-scatter window by window (net_staged.cpp): each window holds a piece of every
+  /// rank's block. Direct sizes are not pipelined.
+  bool allgatherStaged(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env) override;
+  bool reduceScatterStaged(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op,
+                           const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
               const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
@@ -79,6 +84,8 @@ class NetEngine final : public Engine {
   }
   void deregisterRegion(const transport::Region* region) override { mesh_->deregisterRegion(region); }
   std::string peerFailure(int peer) override { return mesh_->peerFailure(peer); }
+  void publishProgress(const transport::Progress& mine) override { mesh_->publishProgress(mine); }
+  std::vector<transport::PeerProgress> peerProgress() override { return mesh_->peerProgress(); }
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
