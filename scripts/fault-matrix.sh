@@ -5,7 +5,8 @@
 # of tests/faults/tcp_proxy_fault_test.cpp (latency, loss-like stalls, reset, close, half-open through a TCP proxy;
 # 2, 3, 4 or 8 ranks; 128 B or 4 MiB allreduces; the same delays), one JSON line per case, then a summary per
 # fault: cases, passes, the slowest detection and the median one.
-#   scripts/fault-matrix.sh [RUNS] [SEED] [REPORT.jsonl]      (after scripts/build.sh; PROXY_RUNS=0 skips the proxy)
+#   scripts/fault-matrix.sh [RUNS] [SEED] [REPORT.jsonl]      (after scripts/build.sh; PROXY_RUNS=0 skips the proxy,
+#                                                             RUNS=0 the process faults; JOBS=K runs K at once)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-1000}
@@ -13,11 +14,30 @@ seed=${2:-$(date +%s)}
 report=${3:-${BRAID_BUILD_DIR:-build}/fault-matrix-$seed.jsonl}
 rm -f "$report"
 status=0
-BRAID_TUNE_FILE=/dev/null BRAID_FAULT_RUNS=$runs BRAID_FAULT_SEED=$seed BRAID_FAULT_REPORT=$report \
-  "${BRAID_BUILD_DIR:-build}/tests/braid_fault_tests" --gtest_filter='FaultMatrix.*' >"$report.log" 2>&1 || status=$?
-BRAID_TUNE_FILE=/dev/null BRAID_PROXY_FAULT_RUNS=${PROXY_RUNS:-$runs} BRAID_FAULT_SEED=$seed BRAID_FAULT_REPORT=$report \
-  "${BRAID_BUILD_DIR:-build}/tests/braid_fault_tests" --gtest_filter='ProxyFaultMatrix.*' >>"$report.log" 2>&1 ||
-  status=$?
+bin=${BRAID_BUILD_DIR:-build}/tests/braid_fault_tests
+# JOBS=K runs each part as K shards at once (consecutive seed ranges, one report each, joined afterwards): a machine
+# with many cores gets through 1,000 cases in minutes. Cases that run together share the cores, so detection times
+# are the loaded machine's.
+jobs=${JOBS:-1}
+shards() {  # filter, runs variable, runs
+  local filter=$1 var=$2 total=$3 k pids=() per start n
+  per=$(((total + jobs - 1) / jobs))
+  for ((k = 0; k < jobs; ++k)); do
+    start=$((k * per))
+    n=$((total - start < per ? total - start : per))
+    ((n > 0)) || continue
+    env BRAID_TUNE_FILE=/dev/null "$var=$n" BRAID_FAULT_SEED=$((seed + start)) BRAID_FAULT_REPORT="$report.$filter.$k.jsonl" \
+      "$bin" --gtest_filter="$filter.*" >"$report.$filter.$k.log" 2>&1 &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || status=1; done
+  cat "$report.$filter".*.log >>"$report.log"
+  cat "$report.$filter".*.jsonl >>"$report" 2>/dev/null || true
+  rm -f "$report.$filter".*
+}
+: >"$report.log"
+[[ $runs -gt 0 ]] && shards FaultMatrix BRAID_FAULT_RUNS "$runs"
+[[ ${PROXY_RUNS:-$runs} -gt 0 ]] && shards ProxyFaultMatrix BRAID_PROXY_FAULT_RUNS "${PROXY_RUNS:-$runs}"
 python3 - "$report" <<'PY'
 import json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]

@@ -9,6 +9,7 @@
 #   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors);
 #   7. torch-bench: dist.all_reduce through braid against NCCL (bench/torch_bench.py) and the DDP example's step;
 #      hardware: braid detect, doctor, env and tune --mem device;
+#      fault-matrix: scripts/fault-matrix.sh's random cases, several at once (FAULT_RUNS, FAULT_PROXY_RUNS, FAULT_JOBS);
 #      netns-bench: braid, Gloo and Open MPI on the shaped namespace bed (scripts/netns-bench.sh) on this machine's
 #      cores, for issue 9's link-rate bars (NETNS_RUNS: "HOSTS:RANKS:RATE[:COMPRESS] ...", default 2:1:10gbit
 #      4:1:2500mbit 2:1:10gbit:bf16, the last with BRAID_COMPRESS=bf16);
@@ -243,6 +244,23 @@ if wants hardware; then
       timeout 180 "$build/bin/braid" tune --mem device --output "$logs/tune.env"; } >"$logs/hardware.txt" 2>&1 ||
     failed+=(hardware)
   log "hardware: $logs/hardware.txt"
+fi
+
+# ---- The fault matrix at scale on this machine's cores (scripts/fault-matrix.sh, shards at once): FAULT_RUNS process
+# faults (default 0) and FAULT_PROXY_RUNS network faults through the proxy (default 1000), FAULT_JOBS shards.
+if wants fault-matrix; then
+  report=$logs/fault-matrix-$(hostname -s)-$(date +%F).jsonl
+  # Each shard draws no new case after FAULT_SECONDS (the cases it finished are kept), so the call ends in time.
+  if BRAID_FAULT_SECONDS=${FAULT_SECONDS:-300} JOBS=${FAULT_JOBS:-8} PROXY_RUNS=${FAULT_PROXY_RUNS:-1000} \
+      BRAID_BUILD_DIR=$build timeout 480 \
+      scripts/fault-matrix.sh "${FAULT_RUNS:-0}" "${FAULT_SEED:-20261201}" "$report" >"$logs/fault-matrix.txt" 2>&1; then
+    log "fault-matrix: $report"
+  else
+    failed+=(fault-matrix)
+    log "fault-matrix FAILED:"
+  fi
+  head -12 "$logs/fault-matrix.txt"
+  grep -m 5 FAILED "$logs/fault-matrix.txt"
 fi
 
 # ---- The namespace bed (needs root, ip and tc): braid against Gloo and Open MPI on shaped links.

@@ -60,7 +60,8 @@ mkdir -p "$work/store"
 run_ranks gloo sh -c "BRAID_BENCH_STORE=$work/store BRAID_BENCH_GLOO_HOST=\$HOST_IP exec $bin/braid-bench-gloo \
   --collective $coll ${opts[*]} --json $work/gloo.json"
 # Open MPI: mpirun inside host 0's namespace, its daemons started on the other hosts by an rsh agent that enters
-# their namespaces; the TCP btl (and its own wire-up) on eth0, the bed's interface.
+# their namespaces (plm rsh named: an image may set OMPI_MCA_plm=isolated, which launches nothing remote); the TCP
+# btl (and its own wire-up) on eth0, the bed's interface.
 if [[ -x $bin/braid-bench-mpi ]] && command -v mpirun >/dev/null; then
   cat >"$work/agent.sh" <<AGENT
 #!/bin/sh
@@ -68,16 +69,23 @@ if [[ -x $bin/braid-bench-mpi ]] && command -v mpirun >/dev/null; then
 host=\$1
 shift
 n=\${host##*.}
-exec ip netns exec "${NETNS_BED_PREFIX}-ns\$((n - 1))" sh -c "\$*"
+# A session directory per host: the namespaces share /tmp and one hostname, and Open MPI names its directories by it.
+mkdir -p "$work/tmp-\$n"
+exec ip netns exec "${NETNS_BED_PREFIX}-ns\$((n - 1))" env TMPDIR="$work/tmp-\$n" sh -c "\$*"
 AGENT
   chmod +x "$work/agent.sh"
   for ((h = 0; h < hosts; ++h)); do echo "10.77.0.$((h + 1)) slots=$per_host"; done >"$work/hostfile"
   root_flag=()
   (($(id -u) == 0)) && root_flag=(--allow-run-as-root)
   scripts/netns-bed.sh run 0 -- mpirun "${root_flag[@]}" --hostfile "$work/hostfile" -np "$size" --bind-to none \
-    --mca plm_rsh_agent "$work/agent.sh" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include "$ifaces" \
+    --mca plm rsh --mca plm_rsh_agent "$work/agent.sh" --mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include "$ifaces" \
     --mca oob_tcp_if_include eth0 "$bin/braid-bench-mpi" --collective "$coll" "${opts[@]}" --json "$work/mpi.json" \
-    >"$work/mpi.log" 2>&1 || { echo "netns-bench: mpirun failed:" >&2; tail -n 20 "$work/mpi.log" >&2; exit 1; }
+    >"$work/mpi.log" 2>&1 || {
+    echo "netns-bench: mpirun failed ($(mpirun --version 2>&1 | head -1); $(env | grep -c '^OMPI_') OMPI_ variables):" >&2
+    env | grep '^OMPI_' >&2
+    head -n 12 "$work/mpi.log" >&2
+    exit 1
+  }
   cat "$work/mpi.log"
 fi
 inputs=("$work/braid.json" "$work/gloo.json")

@@ -7,6 +7,7 @@
 //   BRAID_FAULT_RUNS=N      cases to draw (default 12: CI's sample); scripts/fault-matrix.sh runs 1,000 and reports
 //   BRAID_FAULT_SEED=S      the first case's seed (default: from the clock, printed so a failure can be replayed)
 //   BRAID_FAULT_REPORT=F    appends one JSON line per case to F (what scripts/fault-matrix.sh summarises)
+//   BRAID_FAULT_SECONDS=T   draws no new case after T seconds (0: no limit)
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -284,7 +285,11 @@ TEST(FaultMatrix, RandomCasesNeverHangOrLie) {
   const std::string report = reportEnv != nullptr ? reportEnv : "";
   std::printf("fault matrix: %llu cases from seed %llu (BRAID_FAULT_SEED replays them)\n",
               static_cast<unsigned long long>(runs), static_cast<unsigned long long>(first));
+  // BRAID_FAULT_SECONDS: stop drawing once this long has passed (a time-boxed run keeps the cases it finished).
+  const auto budget = std::chrono::seconds(envNumber("BRAID_FAULT_SECONDS", 0));
+  const auto began = std::chrono::steady_clock::now();
   for (std::uint64_t k = 0; k < runs; ++k) {
+    if (budget.count() > 0 && std::chrono::steady_clock::now() - began > budget) break;
     const Case c = draw(first + k);
     char outcomes[] = "/tmp/braid-fault-XXXXXX";
     const int fd = ::mkstemp(outcomes);

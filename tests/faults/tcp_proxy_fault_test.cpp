@@ -376,7 +376,11 @@ TEST(ProxyFaultMatrix, RandomCasesNeverHangOrLie) {
   const char* report = std::getenv("BRAID_FAULT_REPORT");
   std::printf("proxy fault matrix: %llu cases from seed %llu (BRAID_FAULT_SEED replays them)\n",
               static_cast<unsigned long long>(runs), static_cast<unsigned long long>(first));
+  // BRAID_FAULT_SECONDS: stop drawing once this long has passed (a time-boxed run keeps the cases it finished).
+  const auto budget = std::chrono::seconds(envNumber("BRAID_FAULT_SECONDS", 0));
+  const auto began = std::chrono::steady_clock::now();
   for (std::uint64_t k = 0; k < runs; ++k) {
+    if (budget.count() > 0 && std::chrono::steady_clock::now() - began > budget) break;
     std::mt19937_64 rng(first + k);
     auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<std::uint64_t>(n)); };
     Case c{};

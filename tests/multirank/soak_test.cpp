@@ -110,8 +110,7 @@ TEST(Soak, RandomWorldsAndTransports) {
     const std::string transport = transports[rng() % std::size(transports)];
     const unsigned seed = rng();
     const auto body = [&](Communicator& comm) { soak(comm, std::max(calls / 10, 1), seed); };
-    const auto results =
-        transport == "threads" ? runThreads(ranks, body) : runProcesses(ranks, body, 1800, transport);
+    const auto results = transport == "threads" ? runThreads(ranks, body) : runProcesses(ranks, body, 1800, transport);
     EXPECT_EQ(failures(results), "") << "round " << round << ": " << ranks << " ranks over " << transport << ", seed "
                                      << seed;
   }

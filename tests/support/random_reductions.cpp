@@ -122,8 +122,9 @@ void runRandomCase(Communicator& comm, const RandomCase& c) {
   std::vector<std::byte> in(inCount * esz + 1), out(c.count * esz + 1, std::byte{0x7d});
   for (std::size_t i = 0; i < inCount; ++i) storeElement(in.data(), i, c.type, inputOf(c, me, i));
   // In place: reduce_scatter's result is this rank's block of the input.
-  std::byte* recv = !c.inPlace ? out.data() : scatter ? in.data() + static_cast<std::size_t>(me) * c.count * esz
-                                                      : in.data();
+  std::byte* recv = !c.inPlace ? out.data()
+                    : scatter  ? in.data() + static_cast<std::size_t>(me) * c.count * esz
+                               : in.data();
   switch (c.coll) {
     case RandomColl::kAllreduce:
       comm.allreduce(in.data(), recv, c.count, c.type, c.op);

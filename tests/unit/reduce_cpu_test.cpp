@@ -879,6 +879,38 @@ TEST(HalfConversions, Bfloat16RoundsToNearestEven) {
   }
 }
 
+// BRAID_COMPRESS's wire kernels give base/half.hpp's bits on every ISA, for every bfloat16 value, rounding ties,
+// infinities, NaNs (signalling ones made quiet) and random floats, at lengths that leave tails of every size.
+TEST_F(ReduceCpu, WireBfloat16KernelsMatchTheScalarConversionsOnEveryIsa) {
+  std::vector<float> values;
+  for (std::uint32_t b = 0; b < 65536; ++b) {
+    values.push_back(std::bit_cast<float>(b << 16));
+    values.push_back(std::bit_cast<float>((b << 16) | 0x8000u));  // ties
+    values.push_back(std::bit_cast<float>((b << 16) | 0x7fffu));
+  }
+  for (std::uint32_t bits : {0x7f800001u, 0xff800001u, 0x7fc00000u, 0x7fbfffffu, 0x7f7f8000u, 0x00008000u}) {
+    values.push_back(std::bit_cast<float>(bits));
+  }
+  std::mt19937 rng(20261201);
+  for (int k = 0; k < 300000; ++k) values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(rng())));
+  for (const auto& isa : isaLevels()) {
+    setReduceIsaCap(isa);
+    for (const std::size_t count :
+         {values.size(), std::size_t{1}, std::size_t{63}, std::size_t{64}, std::size_t{130}}) {
+      std::vector<std::uint16_t> wire(count, 0xdead);
+      toBfloat16(wire.data(), values.data(), count);
+      std::vector<float> back(count, -1.0f);
+      fromBfloat16(back.data(), wire.data(), count);
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(wire[i], floatToBfloat16(values[i]))
+            << isa << ": " << std::hex << std::bit_cast<std::uint32_t>(values[i]) << " at " << std::dec << i;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(back[i]), std::bit_cast<std::uint32_t>(bfloat16ToFloat(wire[i])))
+            << isa << " at " << i;
+      }
+    }
+  }
+}
+
 // Not a timing assertion: prints what the kernels reach here, for the integrator's information.
 TEST_F(ReduceCpu, ThroughputSmoke) {
   constexpr int kSources = 8;

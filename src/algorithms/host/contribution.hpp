@@ -7,8 +7,11 @@
 
 namespace braid::host {
 
+/// Whether contribute() changes the values (a premul sum's scale), so that an algorithm cannot read the input in place.
+inline bool scales(ReduceOp op) { return op.kind == ReduceKind::kPremulSum && op.scale != 1.0; }
+
 inline void contribute(void* dst, const void* src, std::size_t count, DataType type, ReduceOp op) {
-  if (op.kind == ReduceKind::kPremulSum && op.scale != 1.0) {
+  if (scales(op)) {
     scaleCopy(dst, src, count, type, op.scale);
   } else if (dst != src) {
     copyBytes(dst, src, count * dataTypeSize(type));

@@ -105,6 +105,14 @@ void scaleCopy(void* dst, const void* src, std::size_t count, DataType type, dou
   activeKernels().scale(dst, src, count, type, static_cast<float>(scale), scale, intScale);
 }
 
+void toBfloat16(std::uint16_t* dst, const float* src, std::size_t count) {
+  if (count > 0) activeKernels().toBfloat16(dst, src, count);
+}
+
+void fromBfloat16(float* dst, const std::uint16_t* src, std::size_t count) {
+  if (count > 0) activeKernels().fromBfloat16(dst, src, count);
+}
+
 const char* reduceIsaName() { return activeKernels().name; }
 
 void setReduceIsaCap(std::string_view cap) {

@@ -41,6 +41,13 @@ void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t co
 /// NaN results are canonical, as in reduceSources.
 void scaleCopy(void* dst, const void* src, std::size_t count, DataType type, double scale);
 
+/// BRAID_COMPRESS's wire format (algorithms/host/net/net_compressed.cpp): dst[i] = src[i] rounded to bfloat16, the
+/// bits of base/half.hpp's floatToBfloat16 (nearest even; a NaN keeps its top bits, made quiet). dst and src must not
+/// overlap.
+void toBfloat16(std::uint16_t* dst, const float* src, std::size_t count);
+/// dst[i] = src[i] widened to float32 (exact). dst and src must not overlap.
+void fromBfloat16(float* dst, const std::uint16_t* src, std::size_t count);
+
 /// "avx512", "avx2" or "generic": the kernel set in use.
 const char* reduceIsaName();
 
@@ -65,6 +72,8 @@ struct ReduceKernels {
   /// integral scale modulo 2^64 (integers; bool uses intScale != 0).
   void (*scale)(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,
                 std::uint64_t intScale);
+  void (*toBfloat16)(std::uint16_t* dst, const float* src, std::size_t count);
+  void (*fromBfloat16)(float* dst, const std::uint16_t* src, std::size_t count);
 };
 
 // Defined in reduce_cpu_generic.cpp, reduce_cpu_avx2.cpp and reduce_cpu_avx512.cpp (x86-64 builds only for the

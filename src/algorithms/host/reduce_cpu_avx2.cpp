@@ -10,7 +10,7 @@
 
 namespace braid::host::detail {
 
-constinit const ReduceKernels kAvx2Kernels{"avx2", &reduceEntry, &scaleEntry};
+constinit const ReduceKernels kAvx2Kernels{"avx2", &reduceEntry, &scaleEntry, &toBfloat16Entry, &fromBfloat16Entry};
 
 }  // namespace braid::host::detail
 #endif

@@ -10,7 +10,7 @@
 
 namespace braid::host::detail {
 
-constinit const ReduceKernels kAvx512Kernels{"avx512", &reduceEntry, &scaleEntry};
+constinit const ReduceKernels kAvx512Kernels{"avx512", &reduceEntry, &scaleEntry, &toBfloat16Entry, &fromBfloat16Entry};
 
 }  // namespace braid::host::detail
 #endif

@@ -3,6 +3,7 @@
 
 namespace braid::host::detail {
 
-constinit const ReduceKernels kGenericKernels{"generic", &reduceEntry, &scaleEntry};
+constinit const ReduceKernels kGenericKernels{"generic", &reduceEntry, &scaleEntry, &toBfloat16Entry,
+                                              &fromBfloat16Entry};
 
 }  // namespace braid::host::detail

@@ -636,6 +636,32 @@ void scaleTyped(void* dstRaw, const void* srcRaw, std::size_t count, const Scale
   }
 }
 
+// ---- BRAID_COMPRESS's wire: float32 <-> bfloat16, the same bits as base/half.hpp's floatToBfloat16 (nearest even;
+// a NaN keeps its top bits and is made quiet) and bfloat16ToFloat. Chunks of a fixed trip count, as above, so that
+// -O2 vectorises them; the tail runs the same per-element code.
+inline std::uint16_t wireBfloat16K(float f) {
+  const std::uint32_t x = bitCast<std::uint32_t>(f);
+  const auto sabs = static_cast<std::int32_t>(x & 0x7fffffffu);  // signed compares: SSE2 has no unsigned ones
+  const std::uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<std::uint16_t>(select(sabs > 0x7f800000, (x >> 16) | 0x40u, rounded));
+}
+
+void toBfloat16Entry(std::uint16_t* __restrict dst, const float* __restrict src, std::size_t count) {
+  std::size_t i = 0;
+  for (; i + kChunk <= count; i += kChunk) {
+    for (std::size_t k = 0; k < kChunk; ++k) dst[i + k] = wireBfloat16K(src[i + k]);
+  }
+  for (; i < count; ++i) dst[i] = wireBfloat16K(src[i]);
+}
+
+void fromBfloat16Entry(float* __restrict dst, const std::uint16_t* __restrict src, std::size_t count) {
+  std::size_t i = 0;
+  for (; i + kChunk <= count; i += kChunk) {
+    for (std::size_t k = 0; k < kChunk; ++k) dst[i + k] = bfloat16ToFloatK(src[i + k]);
+  }
+  for (; i < count; ++i) dst[i] = bfloat16ToFloatK(src[i]);
+}
+
 void scaleEntry(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,
                 std::uint64_t intScale) {
   const ScaleArgs s{floatScale, doubleScale, intScale};

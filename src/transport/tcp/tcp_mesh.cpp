@@ -154,8 +154,9 @@ std::vector<transport::PeerProgress> TcpMesh::peerProgress() const {
     if (p == rank_) continue;
     const Peer& pe = *peers_[static_cast<std::size_t>(p)];
     const std::int64_t at = pe.progressAtNs.load(std::memory_order_acquire);
-    out.push_back(transport::PeerProgress{p, transport::Progress::fromWord(pe.progressWord.load(std::memory_order_relaxed)),
-                                          at == 0 ? -1.0 : static_cast<double>(now - at) * 1e-9});
+    out.push_back(
+        transport::PeerProgress{p, transport::Progress::fromWord(pe.progressWord.load(std::memory_order_relaxed)),
+                                at == 0 ? -1.0 : static_cast<double>(now - at) * 1e-9});
   }
   return out;
 }

@@ -224,7 +224,7 @@ class TcpMesh {
   std::chrono::steady_clock::time_point lastTick_{};
   std::thread progress_;
   std::unique_ptr<transport::Ticker> heartbeat_;
-  transport::RegionTable regions_;  // the calls' thread only
+  transport::RegionTable regions_;           // the calls' thread only
   std::atomic<std::int64_t> myProgress_{0};  // this rank's Progress::word()
   std::atomic<std::uint64_t> postedBytes_{0};
   std::atomic<std::uint64_t> postedRegisteredBytes_{0};

@@ -4,8 +4,8 @@
 
 #include <sys/epoll.h>
 
-#include <cerrno>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <deque>

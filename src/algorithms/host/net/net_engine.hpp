@@ -36,6 +36,23 @@ struct NetPolicy {
   bool compressBf16 = false;
 };
 
+/// What a ring reduce-scatter does around accum (NetEngine::ringReduceScatter); empty members leave the plain ring's
+/// behaviour. At namespace scope: a default member initializer in a nested class cannot serve a default argument of
+/// the enclosing one.
+struct RingHooks {
+  /// Runs before accum's block is first read: before it is sent unreduced, or reduced on the host.
+  std::function<void(int block)> touch;
+  /// Reduces in place of the host: dst = accum's segment `seg` (as it is where the data lives) op `received`,
+  /// done when it returns. Then touch runs only for the block sent unreduced.
+  std::function<void(std::byte* dst, const std::byte* received, const patterns::Block& seg, ReduceKind kind)> reduce;
+  /// Where received blocks land (two of the largest block), when the reduction needs them somewhere it can read.
+  std::function<std::byte*(std::size_t bytes)> receiveArea;
+  /// This rank's contribution when it is not in accum (the caller's input, read in place): the unreduced block goes
+  /// out from it and each reduction reads it, so accum needs no copy of the input first (a full pass over memory
+  /// before the first byte is sent). Null: accum holds it.
+  const std::byte* input = nullptr;
+};
+
 class NetEngine final : public Engine {
  public:
   /// `spinMicros`: how long a waiting caller reads its sockets itself before it sleeps (BRAID_TCP_SPIN_US).
@@ -89,16 +106,6 @@ class NetEngine final : public Engine {
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
-  /// What the windowed ring does around accum; empty members leave the plain ring's behaviour.
-  struct RingHooks {
-    /// Runs before accum's block is first read: before it is sent unreduced, or reduced on the host.
-    std::function<void(int block)> touch;
-    /// Reduces in place of the host: dst = accum's segment `seg` (as it is where the data lives) op `received`,
-    /// done when it returns. Then touch runs only for the block sent unreduced.
-    std::function<void(std::byte* dst, const std::byte* received, const patterns::Block& seg, ReduceKind kind)> reduce;
-    /// Where received blocks land (two of the largest block), when the reduction needs them somewhere it can read.
-    std::function<std::byte*(std::size_t bytes)> receiveArea;
-  };
 
   /// Runs `body` as the call `call`: on failure tells the peers (so they stop waiting for this rank) and
   /// rethrows; either way the mesh drops what still arrives for the call afterwards.
@@ -109,9 +116,9 @@ class NetEngine final : public Engine {
   /// (tuning/net_selector.cpp says when and why).
   bool direct(std::size_t bytes) const { return size() <= 1 || policy_.choose(bytes) != NetAlgorithm::kRing; }
   bool doubling(std::size_t bytes) const { return size() > 1 && policy_.choose(bytes) == NetAlgorithm::kDoubling; }
-  /// Reduce-scatter around the ring over `accum` (this rank's contribution, reduced in place): afterwards block
-  /// `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's block). `hooks` (for
-  /// the windowed ring, net_staged.cpp) may stand in for reading and reducing accum.
+  /// Reduce-scatter around the ring over `accum` (this rank's contribution, or where hooks.input's is reduced to):
+  /// afterwards block `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's
+  /// block). `hooks` (for the windowed ring, net_staged.cpp) may stand in for reading and reducing accum.
   void ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t elemBytes, DataType type,
                          ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase, const RingHooks& hooks = {});
   /// Allgather around the ring: each rank starts with its block of `buf` filled and ends with all of them.

@@ -29,6 +29,9 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
     return;
   }
   const patterns::Ring ring(rank(), n);
+  // Each block is reduced at most once by this rank (at the step it arrives), so until then accum's copy of it would
+  // be the input's: reading the input instead is the same.
+  const std::byte* input = hooks.input != nullptr ? hooks.input : accum;
   const Segmentation seg = segmentationOf(blocks, n, esz);
   const std::size_t maxBlock = seg.maxBlock;
   const std::size_t segElems = seg.elems;
@@ -48,9 +51,9 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
       recvs[s % 2][j] = &call.recv(ring.prev(), stepId(s, j), buf + (sg.offset - blk.offset) * esz, sg.count * esz);
     }
   };
-  auto postSend = [&](int s, std::size_t j) {
+  auto postSend = [&](int s, std::size_t j) {  // step 0 sends the unreduced block, later steps what they reduced
     const patterns::Block sg = segmentOf(blocks(ring.reduceScatterSendBlock(s)), j, segElems);
-    call.send(ring.next(), stepId(s, j), accum + sg.offset * esz, sg.count * esz);
+    call.send(ring.next(), stepId(s, j), (s == 0 ? input : accum) + sg.offset * esz, sg.count * esz);
   };
 
   postRecvs(0);
@@ -71,7 +74,7 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
       if (sg.count > 0 && hooks.reduce) {
         hooks.reduce(dst, theirs, sg, kind);
       } else if (sg.count > 0) {
-        const void* srcs[2] = {accum + sg.offset * esz, theirs};
+        const void* srcs[2] = {input + sg.offset * esz, theirs};
         reduceSources(dst, srcs, 2, sg.count, type, kind, n);
       }
       if (!last) postSend(s + 1, j);
@@ -150,9 +153,14 @@ void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataT
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, -1);
     if (compresses(count, type, op)) return compressedAllreduce(call, send, recv, count, op);
     auto* out = static_cast<std::byte*>(recv);
-    contribute(out, send, count, type, op);
+    RingHooks hooks;
+    if (scales(op)) {
+      contribute(out, send, count, type, op);
+    } else {
+      hooks.input = static_cast<const std::byte*>(send);  // read in place (when send is recv, that is out)
+    }
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
-    ringReduceScatter(call, out, blocks, esz, type, op, out + blocks(rank()).offset * esz, 0);
+    ringReduceScatter(call, out, blocks, esz, type, op, out + blocks(rank()).offset * esz, 0, hooks);
     ringAllgather(call, out, blocks, esz, kSecondPhase);
   });
 }
@@ -163,10 +171,15 @@ void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType
   runCall(describeCall(Collective::kReduce, env.context.seq, type, count, root, op.kind), env, [&](NetCall& call) {
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, root);
     std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.ensure(*mesh_, count * esz);
-    contribute(accum, send, count, type, op);
+    RingHooks hooks;
+    if (scales(op)) {
+      contribute(accum, send, count, type, op);
+    } else {
+      hooks.input = static_cast<const std::byte*>(send);
+    }
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
     const patterns::Block owned = blocks(rank());
-    ringReduceScatter(call, accum, blocks, esz, type, op, accum + owned.offset * esz, 0);
+    ringReduceScatter(call, accum, blocks, esz, type, op, accum + owned.offset * esz, 0, hooks);
     if (rank() != root) {
       call.send(root, kSecondPhase, accum + owned.offset * esz, owned.count * esz);
     } else {
@@ -188,9 +201,9 @@ void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCoun
   runCall(describeCall(Collective::kReduceScatter, env.context.seq, type, recvCount, -1, op.kind), env,
           [&](NetCall& call) {
             std::byte* accum = workspace_.ensure(*mesh_, total * esz);
-            contribute(accum, send, total, type, op);
             const std::size_t blockBytes = recvCount * esz;
             if (direct(total * esz)) {
+              contribute(accum, send, total, type, op);
               // Block p of every rank goes to rank p, which reduces the n blocks in rank order.
               std::byte* all = scratch(total * esz);
               for (int i = 1; i < n; ++i) {
@@ -211,7 +224,13 @@ void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCoun
             const BlockFn blocks = [&](int b) {
               return patterns::Block{static_cast<std::size_t>(b) * recvCount, recvCount};
             };
-            ringReduceScatter(call, accum, blocks, esz, type, op, static_cast<std::byte*>(recv), 0);
+            RingHooks hooks;
+            if (scales(op)) {
+              contribute(accum, send, total, type, op);
+            } else {
+              hooks.input = static_cast<const std::byte*>(send);
+            }
+            ringReduceScatter(call, accum, blocks, esz, type, op, static_cast<std::byte*>(recv), 0, hooks);
           });
 }
 

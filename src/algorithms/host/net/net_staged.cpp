@@ -7,9 +7,11 @@
 // copied in; every other block is read in place by the reduction, which writes its result to the slot the ring
 // sends from.
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <vector>
 
+#include "algorithms/host/contribution.hpp"
 #include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/net/segments.hpp"
 #include "algorithms/patterns/ring.hpp"
@@ -26,6 +28,10 @@ struct PieceWindows {
   std::size_t stride = 0;  // step numbers per window: (n - 1) steps of at most this many segments
   std::size_t blockElems = 0;
   std::size_t countIn(std::size_t k) const { return std::min(piece, blockElems - k * piece); }
+  /// Window k's blocks in its slot: rank b's piece at b * countIn(k).
+  std::function<patterns::Block(int)> blocksOf(std::size_t k) const {
+    return [c = countIn(k)](int b) { return patterns::Block{static_cast<std::size_t>(b) * c, c}; };
+  }
 };
 
 std::optional<PieceWindows> pieceWindows(std::size_t windowBytes, std::size_t blockElems, int n, std::size_t esz) {
@@ -48,8 +54,7 @@ bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataTyp
   const std::size_t bytes = count * esz;
   // The ring only: the latency-bound sizes gain nothing, the bf16 wire has its own buffers, and a premultiplied sum
   // scales its whole input before the first transfer.
-  const bool scales = op.kind == ReduceKind::kPremulSum && op.scale != 1.0;
-  if (direct(bytes) || doubling(bytes) || compresses(count, type, op) || scales) return false;
+  if (direct(bytes) || doubling(bytes) || compresses(count, type, op) || scales(op)) return false;
   const int n = size();
   const std::size_t align = 64 / esz;  // as the unstaged ring: every block starts on a cache line
   const std::size_t windowElems =
@@ -138,7 +143,7 @@ bool NetEngine::allgatherStaged(StagedBuffer& staged, std::size_t count, DataTyp
       if (k + 1 < pw->windows) fetchOwn(k + 1);
       const std::size_t c = pw->countIn(k);
       std::byte* base = staged.slot(static_cast<int>(k % 2));
-      const BlockFn blocks = [c](int b) { return patterns::Block{static_cast<std::size_t>(b) * c, c}; };
+      const BlockFn blocks = pw->blocksOf(k);
       // Window k-2's copies out of this slot were queued before this window's copy in: once that landed they are
       // done, and the receives may overwrite the slot.
       staged.awaitFetched(tickets[k % 2], env);
@@ -162,8 +167,8 @@ bool NetEngine::reduceScatterStaged(StagedBuffer& staged, std::size_t recvCount,
                                     const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();
-  const bool scales = op.kind == ReduceKind::kPremulSum && op.scale != 1.0;  // contribute() scales the whole input
-  if (n == 1 || scales || staged.reducesWhereTheDataIs() || direct(recvCount * esz * static_cast<std::size_t>(n))) {
+  // contribute() would scale the whole input before the first transfer.
+  if (n == 1 || scales(op) || staged.reducesWhereTheDataIs() || direct(recvCount * esz * static_cast<std::size_t>(n))) {
     return false;
   }
   const std::optional<PieceWindows> pw = pieceWindows(staged.windowBytes(), recvCount, n, esz);
@@ -188,7 +193,7 @@ bool NetEngine::reduceScatterStaged(StagedBuffer& staged, std::size_t recvCount,
               if (k + 1 < pw->windows) fetchWindow(k + 1);
               const std::size_t c = pw->countIn(k);
               std::byte* base = staged.slot(static_cast<int>(k % 2));
-              const BlockFn blocks = [c](int b) { return patterns::Block{static_cast<std::size_t>(b) * c, c}; };
+              const BlockFn blocks = pw->blocksOf(k);
               RingHooks hooks;
               hooks.touch = [&](int b) { staged.awaitFetched(tickets[k % 2][static_cast<std::size_t>(b)], env); };
               std::byte* owned = base + static_cast<std::size_t>(rank()) * c * esz;
