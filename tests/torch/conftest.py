@@ -3,6 +3,7 @@ one over the same store, so every result can be compared with Gloo's on the same
 
 import os
 import socket
+import time
 import traceback
 
 import pytest
@@ -43,9 +44,15 @@ def run_ranks(body, size=2, timeout_s=60):
     ctx = mp.start_processes(
         _rank_main, args=(size, free_port(), body, errors, timeout_s), nprocs=size, join=False, start_method="spawn"
     )
+    # Bounded: every op has timeout_s, so ranks still running long after it are hung, and the test says so.
+    deadline = time.monotonic() + 4 * timeout_s + 120
     try:
-        while not ctx.join(timeout=120):
-            pass
+        while not ctx.join(timeout=5):
+            if time.monotonic() > deadline:
+                for p in ctx.processes:
+                    if p.is_alive():
+                        p.kill()
+                pytest.fail(f"ranks still running {4 * timeout_s + 120} s after they started (a hang)")
     except mp.ProcessExitedException:
         pass
     if errors:

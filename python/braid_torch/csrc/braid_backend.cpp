@@ -12,10 +12,36 @@
 #include "tensor_buffers.hpp"
 #include "torch_store.hpp"
 
+#if defined(BRAID_TORCH_CUDA_STREAM_HEADER)
+#include <c10/cuda/CUDAStream.h>
+#endif
+
 namespace braid_torch {
 
 using c10d::OpType;
 using Works = std::vector<braid::Work>;
+
+namespace {
+
+// The CUDA stream behind a c10::Stream of a CUDA device. c10::Stream::native_handle() came with torch 2.7; before
+// it, setup.py builds this file with c10/cuda's CUDAStream (and the CUDA headers) where the toolkit is there.
+// A template, so that the requires-expression is checked where the member may be missing.
+template <typename S>
+CUstream_st* cudaStreamOf(const S& s) {
+#if defined(BRAID_TORCH_CUDA_STREAM_HEADER)
+  return c10::cuda::CUDAStream(c10::cuda::CUDAStream::UNCHECKED, s).stream();
+#else
+  if constexpr (requires { s.native_handle(); }) {
+    return static_cast<CUstream_st*>(s.native_handle());
+  } else {
+    TORCH_CHECK(false, "braid_torch was built against a torch before 2.7 without the CUDA toolkit's headers, so it ",
+                "cannot reach CUDA streams: rebuild it where CUDA_HOME holds include/cuda_runtime_api.h");
+    return nullptr;
+  }
+#endif
+}
+
+}  // namespace
 
 BraidBackend::BraidBackend(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                            std::chrono::milliseconds timeout)
@@ -136,7 +162,7 @@ c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor
     // inputs and with whatever the caller queues next, so it needs no events, no second stream and no allocator
     // bookkeeping, which cost more host time than a small op's kernel. PyTorch's NCCL backend does the same.
     const c10::Stream current = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(*device);
-    o.stream = static_cast<CUstream_st*>(current.native_handle());
+    o.stream = cudaStreamOf(current);
     issue(false, o);
     if (after) after();
     auto work = c10::make_intrusive<BraidWork>(rank_, type, std::move(outputs), std::move(keep), device);
@@ -150,7 +176,7 @@ c10::intrusive_ptr<BraidWork> BraidBackend::launch(OpType type, const at::Tensor
     const c10::Stream side = streamOn(*device);
     inputsReadyOn(*device).record(cuda->getStream(*device));
     inputsReadyOn(*device).block(side);
-    o.stream = static_cast<CUstream_st*>(side.native_handle());
+    o.stream = cudaStreamOf(side);
     {
       const c10::StreamGuard onBraidsStream(side);
       issue(false, o);
