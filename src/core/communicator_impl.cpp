@@ -324,7 +324,7 @@ Error CommunicatorImpl::withPeerProgress(const Error& e) const {
     } else {
       where = strCat("peer ", p.peer, " is ahead, in #", at.seq);
     }
-    // Over TCP the news is as old as the peer's last heartbeat or frame.
+    // Over TCP the news is as old as the peer's last heartbeat or the first frame of its latest call.
     if (p.ageSeconds >= 0.05) where += strCat(" (as of ", static_cast<long>(p.ageSeconds * 1000), " ms ago)");
     return Error(e.code(), strCat(e.message(), "; ", where), ctx);
   }

@@ -23,8 +23,8 @@ struct Progress {
 struct PeerProgress {
   int peer = -1;
   Progress progress;
-  /// How old the knowledge is, in seconds: 0 where the peer's own word is read (shared memory); the time since its
-  /// last frame over TCP; negative when nothing has come from it yet.
+  /// How old the knowledge is, in seconds: 0 where the peer's own word is read (shared memory); over TCP the time
+  /// since its last heartbeat or the first frame of its latest call; negative when nothing has come from it yet.
   double ageSeconds = -1;
 };
 

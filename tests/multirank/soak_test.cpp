@@ -40,6 +40,8 @@ void soak(Communicator& comm, int calls, unsigned seed) {
   const DataType types[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kInt32, DataType::kInt64,
                             DataType::kBFloat16, DataType::kFloat16, DataType::kUint8, DataType::kBool};
   const std::size_t counts[] = {1, 3, 64, 1000, 4099, 65537, 300007};
+  // Large messages one call in eight: most calls are the small ones a training step makes many of.
+  auto drawCount = [&] { return counts[pick(8) == 0 ? std::size(counts) - 1 - pick(2) : pick(std::size(counts) - 2)]; };
   long baseline = 0;
   for (int i = 0; i < calls; ++i) {
     if (i == std::min(calls / 10, 200)) baseline = residentKb();  // after every buffer size has been seen
@@ -51,7 +53,7 @@ void soak(Communicator& comm, int calls, unsigned seed) {
       const ReduceKind floatOps[] = {ReduceKind::kSum, ReduceKind::kAvg, ReduceKind::kProd, ReduceKind::kMin,
                                      ReduceKind::kMax};
       rc.op = floatOps[pick(std::size(floatOps))];
-      rc.count = counts[pick(8) == 0 ? std::size(counts) - 1 - pick(2) : pick(std::size(counts) - 2)];
+      rc.count = drawCount();
       rc.inPlace = pick(2) == 0;
       rc.root = static_cast<int>(pick(static_cast<std::size_t>(comm.size())));
       rc.seed = rng();
@@ -68,8 +70,7 @@ void soak(Communicator& comm, int calls, unsigned seed) {
     c.type = types[pick(std::size(types))];
     const auto ops = opsFor(c.type);
     c.op = ops[pick(ops.size())];
-    // Large messages one call in eight: most calls are the small ones a training step makes many of.
-    c.count = counts[pick(8) == 0 ? std::size(counts) - 1 - pick(2) : pick(std::size(counts) - 2)];
+    c.count = drawCount();
     c.inPlace = supportsInPlace(c.coll) && pick(2) == 0;
     c.root = static_cast<int>(pick(static_cast<std::size_t>(comm.size())));
     c.async = pick(4) == 0;

@@ -173,14 +173,14 @@ bool TcpMesh::mismatched(MeshOp& op, const FrameHeader& h) {
 }
 
 // A heartbeat carries the peer's progress word; a collective frame of a later call than the one known says the peer
-// has begun that call.
+// has begun that call. Frames of the call already known change nothing (no clock read per frame).
 void TcpMesh::noteProgress(Peer& p, const FrameHeader& h) {
-  const auto known = transport::Progress::fromWord(p.progressWord.load(std::memory_order_relaxed));
   std::int64_t word = 0;
   if (h.kind == FrameKind::kHeartbeat) {
     word = h.key;
-  } else if (h.kind == FrameKind::kCollective && h.key >= known.seq) {
-    word = h.key > known.seq ? transport::Progress{h.key, true}.word() : known.word();
+  } else if (h.kind == FrameKind::kCollective &&
+             h.key > transport::Progress::fromWord(p.progressWord.load(std::memory_order_relaxed)).seq) {
+    word = transport::Progress{h.key, true}.word();
   } else {
     return;
   }

@@ -15,25 +15,16 @@
 
 namespace braid::host {
 
-namespace {
-
-constexpr std::uint32_t kGatherPhase = 0x80000000u;
-
-// The vectorised kernels of reduce_cpu (a scalar loop here ran at a fraction of a 10 Gbit/s link's rate).
-void encode(std::uint16_t* wire, const float* values, std::size_t count) { toBfloat16(wire, values, count); }
-void decode(float* values, const std::uint16_t* wire, std::size_t count) { fromBfloat16(values, wire, count); }
-
-}  // namespace
-
 bool NetEngine::compresses(std::size_t count, DataType type, ReduceOp op) const {
   return policy_.compressBf16 && type == DataType::kFloat32 &&
          (op.kind == ReduceKind::kSum || op.kind == ReduceKind::kAvg) && size() > 1 && !direct(count * 4) &&
          !doubling(count * 4);
 }
 
-// The allgather begins inside the reduce-scatter's last step: each segment of this rank's block goes out as soon as
-// it is final, so the link never waits for the whole block to be rounded (a serial pass over 1/n of the data,
-// as long as the whole transfer at 10 Gbit/s). The input is read in place (sums and averages are never scaled).
+// Conversions go through reduce_cpu's vectorised per-ISA kernels (scalar loops here ran at a fraction of a 10 Gbit/s
+// link's rate). The allgather begins inside the reduce-scatter's last step: each segment of this rank's block goes out
+// as soon as it is final, so the link never waits for the whole block to be rounded (a serial pass over 1/n of the
+// data, as long as the whole transfer at 10 Gbit/s). The input is read in place (sums and averages are never scaled).
 void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, ReduceOp op) {
   const int n = size();
   auto* out = static_cast<float*>(recv);
@@ -64,13 +55,13 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
     const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
     for (std::size_t j = 0; j < nseg; ++j) {
       const patterns::Block sg = segmentOf(blk, j, seg.elems);
-      gathers[t * nseg + j] = &call.recv(ring.prev(), id(kGatherPhase, t, j), gatherWire + sg.offset, sg.count * 2);
+      gathers[t * nseg + j] = &call.recv(ring.prev(), id(kSecondPhase, t, j), gatherWire + sg.offset, sg.count * 2);
     }
   }
   // Forwards segment j of the block the allgather sends at step t (step 0: this rank's own, just rounded).
   auto forward = [&](int t, std::size_t j) {
     const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(t)), j, seg.elems);
-    call.send(ring.next(), id(kGatherPhase, t, j), gatherWire + sg.offset, sg.count * 2);
+    call.send(ring.next(), id(kSecondPhase, t, j), gatherWire + sg.offset, sg.count * 2);
   };
 
   // Reduce-scatter: step s sends block reduceScatterSendBlock(s) (step 0 straight from the input, later steps what
@@ -88,7 +79,7 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
     const patterns::Block blk = blocks(ring.reduceScatterSendBlock(s));
     const patterns::Block sg = segmentOf(blk, j, seg.elems);
     std::uint16_t* w = sendWire + static_cast<std::size_t>(s) * maxBlock + (sg.offset - blk.offset);
-    encode(w, (s == 0 ? in : out) + sg.offset, sg.count);
+    toBfloat16(w, (s == 0 ? in : out) + sg.offset, sg.count);
     call.send(ring.next(), id(0, s, j), w, sg.count * 2);
   };
   postRecvs(0);
@@ -102,7 +93,7 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
       call.wait(*recvs[s % 2][j]);
       const patterns::Block sg = segmentOf(blk, j, seg.elems);
       if (sg.count > 0) {
-        decode(widened, arrived + (sg.offset - blk.offset), sg.count);
+        fromBfloat16(widened, arrived + (sg.offset - blk.offset), sg.count);
         const void* srcs[2] = {in + sg.offset, widened};
         reduceSources(out + sg.offset, srcs, 2, sg.count, DataType::kFloat32, last ? op.kind : ReduceKind::kSum, n);
       }
@@ -111,9 +102,9 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
         continue;
       }
       // Final: the owner sends it as bfloat16 and keeps the same rounding, so every rank ends with the same bits.
-      encode(gatherWire + sg.offset, out + sg.offset, sg.count);
+      toBfloat16(gatherWire + sg.offset, out + sg.offset, sg.count);
       forward(0, j);
-      decode(out + sg.offset, gatherWire + sg.offset, sg.count);
+      fromBfloat16(out + sg.offset, gatherWire + sg.offset, sg.count);
     }
   }
 
@@ -123,7 +114,7 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
     for (std::size_t j = 0; j < nseg; ++j) {
       call.wait(*gathers[t * nseg + j]);
       const patterns::Block sg = segmentOf(blk, j, seg.elems);
-      decode(out + sg.offset, gatherWire + sg.offset, sg.count);
+      fromBfloat16(out + sg.offset, gatherWire + sg.offset, sg.count);
       if (t + 1 < steps) forward(t + 1, j);
     }
   }

@@ -12,6 +12,22 @@
 
 namespace braid::host {
 
+namespace {
+
+// This rank's contribution to a ring reduce-scatter over `accum`: the caller's input read in place (hooks.input;
+// when send is accum, that is accum itself), or, for a premultiplied sum, the scaled copy written into accum.
+RingHooks contributionOf(std::byte* accum, const void* send, std::size_t count, DataType type, ReduceOp op) {
+  RingHooks hooks;
+  if (scales(op)) {
+    contribute(accum, send, count, type, op);
+  } else {
+    hooks.input = static_cast<const std::byte*>(send);
+  }
+  return hooks;
+}
+
+}  // namespace
+
 std::byte* NetEngine::scratch(std::size_t bytes) { return scratch_.ensure(*mesh_, bytes); }
 
 void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t esz,
@@ -19,19 +35,19 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
                                   const RingHooks& hooks) {
   const int n = size();
   const patterns::Block owned = blocks(rank());
+  // Each block is reduced at most once by this rank (at the step it arrives), so until then accum's copy of it would
+  // be the input's: reading the input instead is the same.
+  const std::byte* input = hooks.input != nullptr ? hooks.input : accum;
   if (n == 1) {
     if (op.kind == ReduceKind::kAvg) {
-      const void* src = accum + owned.offset * esz;
+      const void* src = input + owned.offset * esz;
       reduceSources(ownedOut, &src, 1, owned.count, type, op.kind, 1);
     } else {
-      copyBytes(ownedOut, accum + owned.offset * esz, owned.count * esz);
+      copyBytes(ownedOut, input + owned.offset * esz, owned.count * esz);
     }
     return;
   }
   const patterns::Ring ring(rank(), n);
-  // Each block is reduced at most once by this rank (at the step it arrives), so until then accum's copy of it would
-  // be the input's: reading the input instead is the same.
-  const std::byte* input = hooks.input != nullptr ? hooks.input : accum;
   const Segmentation seg = segmentationOf(blocks, n, esz);
   const std::size_t maxBlock = seg.maxBlock;
   const std::size_t segElems = seg.elems;
@@ -153,12 +169,7 @@ void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataT
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, -1);
     if (compresses(count, type, op)) return compressedAllreduce(call, send, recv, count, op);
     auto* out = static_cast<std::byte*>(recv);
-    RingHooks hooks;
-    if (scales(op)) {
-      contribute(out, send, count, type, op);
-    } else {
-      hooks.input = static_cast<const std::byte*>(send);  // read in place (when send is recv, that is out)
-    }
+    const RingHooks hooks = contributionOf(out, send, count, type, op);
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
     ringReduceScatter(call, out, blocks, esz, type, op, out + blocks(rank()).offset * esz, 0, hooks);
     ringAllgather(call, out, blocks, esz, kSecondPhase);
@@ -171,12 +182,7 @@ void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType
   runCall(describeCall(Collective::kReduce, env.context.seq, type, count, root, op.kind), env, [&](NetCall& call) {
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, root);
     std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.ensure(*mesh_, count * esz);
-    RingHooks hooks;
-    if (scales(op)) {
-      contribute(accum, send, count, type, op);
-    } else {
-      hooks.input = static_cast<const std::byte*>(send);
-    }
+    const RingHooks hooks = contributionOf(accum, send, count, type, op);
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
     const patterns::Block owned = blocks(rank());
     ringReduceScatter(call, accum, blocks, esz, type, op, accum + owned.offset * esz, 0, hooks);
@@ -224,12 +230,7 @@ void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCoun
             const BlockFn blocks = [&](int b) {
               return patterns::Block{static_cast<std::size_t>(b) * recvCount, recvCount};
             };
-            RingHooks hooks;
-            if (scales(op)) {
-              contribute(accum, send, total, type, op);
-            } else {
-              hooks.input = static_cast<const std::byte*>(send);
-            }
+            const RingHooks hooks = contributionOf(accum, send, total, type, op);
             ringReduceScatter(call, accum, blocks, esz, type, op, static_cast<std::byte*>(recv), 0, hooks);
           });
 }
