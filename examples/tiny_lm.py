@@ -56,7 +56,10 @@ def start(args):
     os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
     os.environ.setdefault("MASTER_PORT", "29600")
     dist.init_process_group(backend=args.backend, rank=rank, world_size=world)
-    device = torch.device("cuda", local) if torch.cuda.is_available() else torch.device("cpu")
+    # One GPU per local rank, or CPU for every rank where there are fewer GPUs than local ranks.
+    local_world = env_int("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", default=world)
+    on_gpus = torch.cuda.is_available() and torch.cuda.device_count() >= local_world
+    device = torch.device("cuda", local) if on_gpus else torch.device("cpu")
     if device.type == "cuda":
         torch.cuda.set_device(device)
     torch.manual_seed(0)
@@ -80,7 +83,8 @@ def train(model, args, rank, device, label):
             torch.cuda.synchronize()
         took = time.perf_counter() - began
         mean = loss.detach().clone()
-        dist.all_reduce(mean, op=dist.ReduceOp.AVG)
+        dist.all_reduce(mean)  # a sum, not ReduceOp.AVG: Gloo, the CPU peer, takes AVG only from torch 2.7 on
+        mean /= dist.get_world_size()
         if rank == 0:
             print(f"step {step:3d}  loss {mean.item():.4f}  {took * 1e3:7.1f} ms  ({label}, {device})", flush=True)
     dist.destroy_process_group()

@@ -5,12 +5,18 @@
 # an input that breaks a harness is saved as $out/crash-* and the script fails, naming it.
 #   scripts/fuzz.sh [SECONDS] [NAME...]       NAME: frame handshake store topology_json text (default: all)
 # --merge: afterwards, fold what the run found into the seed corpus (minimised with libFuzzer's -merge=1).
+# --configure: only configure the build directory (scripts/sanitize.sh fuzz builds the CPU tests in it too: the
+# tests are configured here, and built only when asked for, so both share one instrumented library).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-merge=0
+merge=0 configure_only=0
 args=()
 for a in "$@"; do
-  if [ "$a" = --merge ]; then merge=1; else args+=("$a"); fi
+  case $a in
+    --merge) merge=1 ;;
+    --configure) configure_only=1 ;;
+    *) args+=("$a") ;;
+  esac
 done
 seconds=${args[0]:-60}
 names=("${args[@]:1}")
@@ -18,7 +24,8 @@ names=("${args[@]:1}")
 build=${BRAID_FUZZ_DIR:-build-fuzz}
 out=${BRAID_FUZZ_OUT:-$build/runs}
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBRAID_FUZZ=ON \
-  -DBRAID_WITH_CUDA=OFF -DBRAID_BUILD_TESTS=OFF -DBRAID_BUILD_TOOLS=OFF >/dev/null
+  -DBRAID_WITH_CUDA=OFF -DBRAID_BUILD_TESTS=ON -DBRAID_BUILD_TOOLS=OFF >/dev/null
+((configure_only)) && exit 0
 cmake --build "$build" -j "$(nproc)" --target "${names[@]/#/fuzz_}"
 failed=()
 for name in "${names[@]}"; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies (Debian 12, as root), builds, and runs every ctest test.
-# BRAID_TEST_LABEL=unit|multirank|fuzz|torch narrows it; scripts/full-matrix.sh runs the long process matrix.
+# BRAID_TEST_LABEL=unit|multirank|fuzz|sanitize|torch narrows it; scripts/full-matrix.sh runs the long process matrix.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
@@ -13,6 +13,12 @@ export BRAID_TUNE_FILE=/dev/null
 # BRAID_SKIP_FUZZ=1 leaves them out; scripts/fuzz.sh SECONDS runs them longer).
 if [ -z "${BRAID_SKIP_FUZZ:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = fuzz ]; }; then
   scripts/fuzz.sh "${BRAID_FUZZ_SECONDS:-60}"
+fi
+# ASan + UBSan over the unit tests and the 2-3-rank thread matrices, in the fuzzers' build directory and so on their
+# instrumented library (BRAID_TEST_LABEL=sanitize alone runs these; BRAID_SKIP_SANITIZE=1 leaves them out;
+# scripts/sanitize.sh asan|tsan runs whole suites).
+if [ -z "${BRAID_SKIP_SANITIZE:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = sanitize ]; }; then
+  scripts/sanitize.sh ci
 fi
 # The PyTorch backend (python/, tests/torch/): pytest in a venv with PyPI's torch (BRAID_TEST_LABEL=torch alone runs
 # these; BRAID_SKIP_TORCH=1 leaves them out).

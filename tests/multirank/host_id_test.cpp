@@ -68,7 +68,9 @@ void checkAllreduces(Communicator& comm) {
 class HostIdLayout : public ::testing::TestWithParam<std::tuple<int, int, bool>> {};
 
 TEST_P(HostIdLayout, HierarchicalAllreduceAndEveryCollective) {
-  const auto [ranks, perHost, dealt] = GetParam();
+  // Plain variables, not a structured binding: clang 14 (the sanitizer build) cannot capture those in lambdas.
+  const int ranks = std::get<0>(GetParam()), perHost = std::get<1>(GetParam());
+  const bool dealt = std::get<2>(GetParam());
   const auto results = runProcessesWith(
       ranks, [&](int r) { return onHost(hostOf(r, ranks, perHost, dealt), "on"); },
       [&](Communicator& comm) {

@@ -111,3 +111,25 @@ def batched_point_to_point(rank, size, gloo):
 
 def test_batch_isend_irecv_of_large_messages_does_not_deadlock():
     run_ranks(batched_point_to_point, size=3, timeout_s=60)
+
+
+def isend_returns_before_the_receiver_arrives(rank, size, gloo):
+    # isend of a message far larger than any transport buffer returns at once (braid's progress thread moves it);
+    # the receiver posts its receive a second later.
+    n = 4 << 20
+    if rank == 0:
+        start = time.monotonic()
+        work = dist.isend(torch.full((n,), 7.0), 1)
+        issued = time.monotonic() - start
+        assert issued < 0.5, f"isend of 16 MiB took {issued:.2f} s to return"
+        assert not work.is_completed(), "the send completed before its receive was posted"
+        work.wait()
+    else:
+        time.sleep(1.0)
+        got = torch.empty(n)
+        dist.recv(got, 0)
+        assert torch.equal(got, torch.full((n,), 7.0))
+
+
+def test_isend_returns_before_the_receiver_arrives():
+    run_ranks(isend_returns_before_the_receiver_arrives)

@@ -3,6 +3,7 @@ never come), and after shutdown() (what destroy_process_group calls) an op fails
 
 import time
 
+import braid_torch
 import torch
 import torch.distributed as dist
 
@@ -13,6 +14,17 @@ def backend_of_world():
     return dist.group.WORLD._get_backend(torch.device("cpu"))
 
 
+# Backend.abort() and shutdown() reach braid's from torch 2.7 on; braid_torch's functions on every version.
+def abort_world():
+    backend = backend_of_world()
+    backend.abort() if hasattr(backend, "abort") else braid_torch.abort()
+
+
+def shut_down_world():
+    backend = backend_of_world()
+    backend.shutdown() if hasattr(backend, "shutdown") else braid_torch.shutdown()
+
+
 def abort_ends_a_pending_op(rank, size, gloo):
     if rank == 0:
         t = torch.ones(8)
@@ -20,7 +32,7 @@ def abort_ends_a_pending_op(rank, size, gloo):
         time.sleep(0.3)
         assert not work.is_completed()
         start = time.monotonic()
-        backend_of_world().abort()
+        abort_world()
         try:
             work.wait()
             raise AssertionError("wait() returned for an aborted op")
@@ -37,8 +49,7 @@ def test_abort_ends_a_pending_op():
 def ops_after_shutdown_fail_by_name(rank, size, gloo):
     t = torch.ones(4)
     dist.all_reduce(t)
-    backend = backend_of_world()
-    backend.shutdown()
+    shut_down_world()
     try:
         dist.all_reduce(t)
         raise AssertionError("all_reduce after shutdown() succeeded")

@@ -1,6 +1,7 @@
 // The CPU reduction kernels, run under every kernel set this CPU supports. References are computed here from
-// scratch, in float64 / 64-bit integers, with float16 rounding by GCC's _Float16 and bfloat16 rounding by
-// roundToFormat below, so neither the kernels' conversions nor base/half.hpp check themselves.
+// scratch, in float64 / 64-bit integers, with float16 rounding by the compiler's _Float16 (or a portable rounding
+// where it has none) and bfloat16 rounding by roundToFormat below, so neither the kernels' conversions nor
+// base/half.hpp check themselves.
 #include "algorithms/host/reduce_cpu.hpp"
 
 #include <gtest/gtest.h>
@@ -57,10 +58,30 @@ double roundToFormat(double x, int precision, int minExp, double maxFinite) {
   return std::fabs(y) > maxFinite ? std::copysign(std::numeric_limits<double>::infinity(), x) : y;
 }
 
-std::uint16_t halfBitsOf(double x) {  // GCC's own double -> _Float16 conversion
-  return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x));
-}
+#if defined(__FLT16_MANT_DIG__)
+// The compiler's own double -> _Float16 conversion (GCC 12; clang from 15 on x86) is the float16 reference.
+std::uint16_t halfBitsOf(double x) { return std::bit_cast<std::uint16_t>(static_cast<_Float16>(x)); }
 double halfValue(std::uint16_t h) { return static_cast<double>(std::bit_cast<_Float16>(h)); }
+#else
+// Compilers without _Float16 (clang 14, which builds the sanitizer run): one rounding by roundToFormat, then the
+// exact float16 encoding of the result. NaN comes out quiet with its sign, as the compilers' conversions do.
+std::uint16_t halfBitsOf(double x) {
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  if (std::isnan(x)) return sign | 0x7e00;
+  const double y = std::fabs(roundToFormat(x, 11, -14, 65504.0));
+  if (std::isinf(y)) return sign | 0x7c00;
+  if (y < 0x1p-14) return sign | static_cast<std::uint16_t>(std::ldexp(y, 24));  // subnormal (or zero)
+  int e = 0;
+  const double m = std::frexp(y, &e);  // y = m * 2^e, m in [0.5, 1)
+  return sign | static_cast<std::uint16_t>((e - 1 + 15) << 10) | static_cast<std::uint16_t>(std::ldexp(m, 11) - 1024);
+}
+double halfValue(std::uint16_t h) {
+  const double sign = (h & 0x8000) ? -1.0 : 1.0;
+  const int exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
+  if (exp == 0x1f) return mant ? std::copysign(std::numeric_limits<double>::quiet_NaN(), sign) : sign * HUGE_VAL;
+  return sign * (exp ? std::ldexp(1024 + mant, exp - 25) : std::ldexp(mant, -24));
+}
+#endif
 
 constexpr double kBf16Max = 3.3895313892515355e38;  // (2 - 2^-7) * 2^127
 std::uint16_t bf16BitsOf(double x) {
@@ -786,13 +807,26 @@ TEST_F(ReduceCpu, RejectsInvalidArguments) {
   scaleCopy(nullptr, nullptr, 0, DataType::kFloat32, 2.0);
 }
 
-// ---- base/half.hpp against GCC's _Float16 conversions.
+// ---- base/half.hpp against the compiler's _Float16 conversions (or the portable reference above).
+
+// The reference's float16 -> float, with a NaN's payload kept and quieted as GCC's conversion does.
+float referenceHalfToFloat(std::uint16_t h) {
+#if defined(__FLT16_MANT_DIG__)
+  return static_cast<float>(std::bit_cast<_Float16>(h));
+#else
+  if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff)) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(h & 0x8000) << 16 | 0x7fc00000u |
+                                static_cast<std::uint32_t>(h & 0x3ff) << 13);
+  }
+  return static_cast<float>(halfValue(h));
+#endif
+}
 
 TEST(HalfConversions, HalfToFloatAllValues) {
   for (std::uint32_t i = 0; i < 65536; ++i) {
     const auto h = static_cast<std::uint16_t>(i);
     const float mine = halfToFloat(h);
-    const float gcc = static_cast<float>(std::bit_cast<_Float16>(h));
+    const float gcc = referenceHalfToFloat(h);
     if (std::isnan(gcc)) {
       // GCC quiets signalling NaNs; half.hpp keeps the payload as is. Same sign and payload otherwise.
       ASSERT_TRUE(std::isnan(mine)) << i;
@@ -805,7 +839,7 @@ TEST(HalfConversions, HalfToFloatAllValues) {
 
 void expectFloatToHalf(float f) {
   const std::uint16_t mine = floatToHalf(f);
-  const std::uint16_t gcc = std::bit_cast<std::uint16_t>(static_cast<_Float16>(f));
+  const std::uint16_t gcc = halfBitsOf(f);
   if (std::isnan(f)) {
     EXPECT_TRUE((mine & 0x7c00) == 0x7c00 && (mine & 0x3ff) != 0) << std::hex << mine;
     EXPECT_EQ(mine & 0x8000, gcc & 0x8000);

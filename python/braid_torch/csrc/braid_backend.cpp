@@ -7,6 +7,7 @@
 #include <c10/core/Event.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <pybind11/pybind11.h>
 
 #include "braid_work.hpp"
 #include "tensor_buffers.hpp"
@@ -64,7 +65,23 @@ struct BraidBackend::Coalesced {
   at::Tensor like;  // the first tensor posted: where the group runs (CPU or a CUDA device)
 };
 
-BraidBackend::~BraidBackend() = default;
+namespace {
+
+// Freeing a communicator joins braid's progress thread, which may be dropping the last reference to a tensor that
+// Python owns (an op's Work and tensors die with its completion callback there), and that takes the GIL. torch 2.7
+// and later call shutdown() from destroy_process_group with the GIL released; torch 2.6 just drops the backend,
+// with the GIL held. Holding it here while joining would leave the two threads waiting for each other for good.
+void freeWithoutTheGil(std::unique_ptr<braid::Communicator>& comm) {
+  if (comm != nullptr && Py_IsInitialized() != 0 && PyGILState_Check() != 0) {
+    const pybind11::gil_scoped_release released;
+    comm.reset();
+  }
+  comm.reset();
+}
+
+}  // namespace
+
+BraidBackend::~BraidBackend() { freeWithoutTheGil(comm_); }
 
 uint64_t BraidBackend::getSequenceNumberForGroup() { return static_cast<uint64_t>(communicator().sequenceNumber()); }
 
@@ -128,7 +145,7 @@ void BraidBackend::abort() {
 void BraidBackend::shutdown() {
   // The communicator's destructor runs the calls still queued (each ends by its own deadline) and stops its
   // progress thread.
-  comm_.reset();
+  freeWithoutTheGil(comm_);
 }
 
 c10::Stream BraidBackend::streamOn(c10::Device device) {
@@ -249,8 +266,13 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::send(std::vector<at::Tensor>& tenso
   requireOne(tensors, "send");
   if (coalesced_) return coalesce(OpType::SEND, tensors[0], dstRank, tag);
   auto t = std::make_shared<Dense>(tensors[0]);
+  // CPU: queued on the progress thread as a group of one, so isend returns before the receiver is there.
   return launch(OpType::SEND, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
-                [&](bool, const braid::CallOptions& o) -> Works {
+                [&](bool async, const braid::CallOptions& o) -> Works {
+                  if (async) {
+                    return {communicator().groupAsync(
+                        {braid::P2pOp{braid::P2pOp::Kind::kSend, dstRank, t->data(), t->count(), t->type(), tag}}, o)};
+                  }
                   communicator().send(t->data(), t->count(), t->type(), dstRank, tag, o);
                   return {};
                 });
@@ -262,7 +284,11 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tenso
   auto t = std::make_shared<Dense>(tensors[0]);
   return launch(
       OpType::RECV, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
-      [&](bool, const braid::CallOptions& o) -> Works {
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) {
+          return {communicator().groupAsync(
+              {braid::P2pOp{braid::P2pOp::Kind::kRecv, srcRank, t->data(), t->count(), t->type(), tag}}, o)};
+        }
         communicator().recv(t->data(), t->count(), t->type(), srcRank, tag, o);
         return {};
       },
