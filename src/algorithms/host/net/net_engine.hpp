@@ -51,6 +51,12 @@ struct RingHooks {
   /// out from it and each reduction reads it, so accum needs no copy of the input first (a full pass over memory
   /// before the first byte is sent). Null: accum holds it.
   const std::byte* input = nullptr;
+  /// A ring allreduce's allgather started inside the reduce-scatter: `lastStep` runs as the last step begins (the
+  /// allgather posts its receives), `owned(j)` once segment j of this rank's block is final (it goes out at once,
+  /// while the rest of the block is still being reduced). The reduce-scatter then leaves the waiting to the
+  /// allgather. Empty: the allgather starts after the reduce-scatter's last send completed.
+  std::function<void()> lastStep;
+  std::function<void(std::size_t segment)> owned;
 };
 
 class NetEngine final : public Engine {
@@ -128,6 +134,16 @@ class NetEngine final : public Engine {
   void ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
                      std::uint32_t stepBase, const std::function<void()>& prepare = {},
                      const std::function<void(const patterns::Block&)>& landed = {});
+  /// ringAllgather in its three parts, for a caller that sends its own block segment by segment as it becomes
+  /// final (the ring allreduce): post every receive, send segment j of this rank's block (step 0), then forward
+  /// what arrives and wait for all of it.
+  std::vector<tcp::MeshOp*> postRingAllgatherReceives(NetCall& call, std::byte* buf, const BlockFn& blocks,
+                                                      std::size_t elemBytes, std::uint32_t stepBase);
+  void sendRingAllgatherOwn(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
+                            std::uint32_t stepBase, std::size_t segment);
+  void finishRingAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
+                           std::uint32_t stepBase, const std::vector<tcp::MeshOp*>& recvs,
+                           const std::function<void(const patterns::Block&)>& landed = {});
   /// Every rank's block to every peer at once, straight into place.
   void directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
                        const std::function<void()>& prepare = {});

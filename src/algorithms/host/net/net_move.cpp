@@ -23,39 +23,61 @@ bool overlaps(const void* a, std::size_t aBytes, const void* b, std::size_t bByt
 void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
                               std::uint32_t stepBase, const std::function<void()>& prepare,
                               const std::function<void(const patterns::Block&)>& landed) {
-  const int n = size();
-  if (n == 1) {
+  if (size() == 1) {
     if (prepare) prepare();
     return;
   }
-  const patterns::Ring ring(rank(), n);
-  const Segmentation seg = segmentationOf(blocks, n, esz);
-  const std::size_t segElems = seg.elems;
-  const std::size_t nseg = seg.perBlock;
-  const int steps = ring.steps();
-  auto stepId = [&](int t, std::size_t j) { return stepBase + static_cast<std::uint32_t>(t * nseg + j); };
-  // Every block lands in its own place, so all receives are posted at once.
-  std::vector<tcp::MeshOp*> recvs(static_cast<std::size_t>(steps) * nseg);
-  for (int t = 0; t < steps; ++t) {
+  // Every block lands in its own place, so all receives are posted at once, before this rank's block is in place:
+  // what arrives meanwhile lands in place instead of being kept aside.
+  const std::vector<tcp::MeshOp*> recvs = postRingAllgatherReceives(call, buf, blocks, esz, stepBase);
+  if (prepare) prepare();
+  const std::size_t nseg = segmentationOf(blocks, size(), esz).perBlock;
+  for (std::size_t j = 0; j < nseg; ++j) sendRingAllgatherOwn(call, buf, blocks, esz, stepBase, j);
+  finishRingAllgather(call, buf, blocks, esz, stepBase, recvs, landed);
+}
+
+// Message ids: stepBase + step * segments per block + segment, the same in the three parts.
+std::vector<tcp::MeshOp*> NetEngine::postRingAllgatherReceives(NetCall& call, std::byte* buf, const BlockFn& blocks,
+                                                               std::size_t esz, std::uint32_t stepBase) {
+  const patterns::Ring ring(rank(), size());
+  const Segmentation seg = segmentationOf(blocks, size(), esz);
+  std::vector<tcp::MeshOp*> recvs(static_cast<std::size_t>(ring.steps()) * seg.perBlock);
+  for (int t = 0; t < ring.steps(); ++t) {
     const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
-    for (std::size_t j = 0; j < nseg; ++j) {
-      const patterns::Block sg = segmentOf(blk, j, segElems);
-      recvs[t * nseg + j] = &call.recv(ring.prev(), stepId(t, j), buf + sg.offset * esz, sg.count * esz);
+    for (std::size_t j = 0; j < seg.perBlock; ++j) {
+      const patterns::Block sg = segmentOf(blk, j, seg.elems);
+      const auto id = stepBase + static_cast<std::uint32_t>(t * seg.perBlock + j);
+      recvs[t * seg.perBlock + j] = &call.recv(ring.prev(), id, buf + sg.offset * esz, sg.count * esz);
     }
   }
-  auto postSend = [&](int t, std::size_t j) {
-    const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(t)), j, segElems);
-    call.send(ring.next(), stepId(t, j), buf + sg.offset * esz, sg.count * esz);
-  };
-  if (prepare) prepare();  // this rank's own block into place, once the receives are posted
-  for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
+  return recvs;
+}
+
+void NetEngine::sendRingAllgatherOwn(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
+                                     std::uint32_t stepBase, std::size_t segment) {
+  const patterns::Ring ring(rank(), size());
+  const Segmentation seg = segmentationOf(blocks, size(), esz);
+  const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(0)), segment, seg.elems);
+  call.send(ring.next(), stepBase + static_cast<std::uint32_t>(segment), buf + sg.offset * esz, sg.count * esz);
+}
+
+void NetEngine::finishRingAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
+                                    std::uint32_t stepBase, const std::vector<tcp::MeshOp*>& recvs,
+                                    const std::function<void(const patterns::Block&)>& landed) {
+  const patterns::Ring ring(rank(), size());
+  const Segmentation seg = segmentationOf(blocks, size(), esz);
+  const int steps = ring.steps();
   for (int t = 0; t < steps; ++t) {
     if (t + 1 == steps && !landed) break;  // the last step's blocks are only waited for, below
     const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
-    for (std::size_t j = 0; j < nseg; ++j) {
-      call.wait(*recvs[t * nseg + j]);
-      if (landed) landed(segmentOf(blk, j, segElems));
-      if (t + 1 < steps) postSend(t + 1, j);  // forward what just arrived
+    for (std::size_t j = 0; j < seg.perBlock; ++j) {
+      call.wait(*recvs[t * seg.perBlock + j]);
+      if (landed) landed(segmentOf(blk, j, seg.elems));
+      if (t + 1 < steps) {  // forward what just arrived
+        const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(t + 1)), j, seg.elems);
+        const auto id = stepBase + static_cast<std::uint32_t>((t + 1) * seg.perBlock + j);
+        call.send(ring.next(), id, buf + sg.offset * esz, sg.count * esz);
+      }
     }
   }
   call.waitAll();

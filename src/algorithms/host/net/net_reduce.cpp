@@ -77,6 +77,7 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
   for (std::size_t j = 0; j < nseg; ++j) postSend(0, j);
   for (int s = 0; s < steps; ++s) {
     if (s + 1 < steps) postRecvs(s + 1);  // into the other half of tmp, whose step s-1 data is reduced already
+    if (s + 1 == steps && hooks.lastStep) hooks.lastStep();
     if (hooks.touch && !hooks.reduce) hooks.touch(ring.reduceScatterRecvBlock(s));
     const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
     const bool last = s + 1 == steps;  // then blk is this rank's own block, complete after this step
@@ -94,9 +95,12 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
         reduceSources(dst, srcs, 2, sg.count, type, kind, n);
       }
       if (!last) postSend(s + 1, j);
+      if (last && hooks.owned) hooks.owned(j);
     }
   }
-  call.waitAll();  // the blocks sent are overwritten by whatever follows (an allgather)
+  // The blocks sent are overwritten by whatever follows (an allgather). A fused allgather waits for them itself: a
+  // block's final value reaches this rank only after every send of its partial sums was received.
+  if (!hooks.owned) call.waitAll();
 }
 
 void NetEngine::directReduce(NetCall& call, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -169,10 +173,16 @@ void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataT
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, -1);
     if (compresses(count, type, op)) return compressedAllreduce(call, send, recv, count, op);
     auto* out = static_cast<std::byte*>(recv);
-    const RingHooks hooks = contributionOf(out, send, count, type, op);
+    RingHooks hooks = contributionOf(out, send, count, type, op);
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
+    // The allgather starts inside the reduce-scatter's last step: its receives posted as that step begins, each
+    // segment of this rank's block sent on as soon as it is reduced, so the link carries the first while the rest
+    // are still being reduced.
+    std::vector<tcp::MeshOp*> gathered;
+    hooks.lastStep = [&] { gathered = postRingAllgatherReceives(call, out, blocks, esz, kSecondPhase); };
+    hooks.owned = [&](std::size_t j) { sendRingAllgatherOwn(call, out, blocks, esz, kSecondPhase, j); };
     ringReduceScatter(call, out, blocks, esz, type, op, out + blocks(rank()).offset * esz, 0, hooks);
-    ringAllgather(call, out, blocks, esz, kSecondPhase);
+    finishRingAllgather(call, out, blocks, esz, kSecondPhase, gathered);
   });
 }
 
