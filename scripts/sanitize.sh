@@ -4,7 +4,8 @@
 #   tsan  ThreadSanitizer, GCC, in build-tsan
 #   ci    CI's share: ASan + UBSan with clang in the fuzz harnesses' build directory (scripts/fuzz.sh configures it,
 #         so the instrumented library is compiled once for both), the unit tests and the thread-rank multirank
-#         tests of 2-3 ranks (about 8 minutes on 2 cores; the 4-8-rank matrices take 40 more under ASan)
+#         tests of 2-3 ranks (218 tests, about 12 minutes on 2 cores with their build; the 4-8-rank matrices take
+#         36 more under ASan)
 #   scripts/sanitize.sh asan|tsan|ci [CTEST_LABEL_REGEX]     default labels: unit|multirank|faults (ci: unit|multirank)
 # Suppressions: none. A report is a bug to fix, not to hide.
 set -euo pipefail
