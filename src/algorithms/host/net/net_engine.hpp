@@ -130,20 +130,10 @@ class NetEngine final : public Engine {
   /// Allgather around the ring: each rank starts with its block of `buf` filled and ends with all of them.
   /// `prepare` (may be empty) puts this rank's block in place; it runs once the receives are posted, so what
   /// arrives meanwhile lands in place instead of being kept aside. `landed` (may be empty) runs for each received
-  /// segment once it is in place, in order.
+  /// segment once it is in place, in order. (RingGather runs it in parts.)
   void ringAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
                      std::uint32_t stepBase, const std::function<void()>& prepare = {},
                      const std::function<void(const patterns::Block&)>& landed = {});
-  /// ringAllgather in its three parts, for a caller that sends its own block segment by segment as it becomes
-  /// final (the ring allreduce): post every receive, send segment j of this rank's block (step 0), then forward
-  /// what arrives and wait for all of it.
-  std::vector<tcp::MeshOp*> postRingAllgatherReceives(NetCall& call, std::byte* buf, const BlockFn& blocks,
-                                                      std::size_t elemBytes, std::uint32_t stepBase);
-  void sendRingAllgatherOwn(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
-                            std::uint32_t stepBase, std::size_t segment);
-  void finishRingAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
-                           std::uint32_t stepBase, const std::vector<tcp::MeshOp*>& recvs,
-                           const std::function<void(const patterns::Block&)>& landed = {});
   /// Every rank's block to every peer at once, straight into place.
   void directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t elemBytes,
                        const std::function<void()>& prepare = {});

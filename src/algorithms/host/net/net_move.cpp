@@ -3,6 +3,7 @@
 
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/net/ring_gather.hpp"
 #include "algorithms/host/net/segments.hpp"
 #include "algorithms/host/round_sync.hpp"
 #include "algorithms/patterns/ring.hpp"
@@ -27,60 +28,13 @@ void NetEngine::ringAllgather(NetCall& call, std::byte* buf, const BlockFn& bloc
     if (prepare) prepare();
     return;
   }
-  // Every block lands in its own place, so all receives are posted at once, before this rank's block is in place:
-  // what arrives meanwhile lands in place instead of being kept aside.
-  const std::vector<tcp::MeshOp*> recvs = postRingAllgatherReceives(call, buf, blocks, esz, stepBase);
+  // The receives are posted before this rank's block is in place: what arrives meanwhile lands in place instead of
+  // being kept aside.
+  RingGather gather(call, buf, blocks, esz, stepBase);
+  gather.postReceives();
   if (prepare) prepare();
-  const std::size_t nseg = segmentationOf(blocks, size(), esz).perBlock;
-  for (std::size_t j = 0; j < nseg; ++j) sendRingAllgatherOwn(call, buf, blocks, esz, stepBase, j);
-  finishRingAllgather(call, buf, blocks, esz, stepBase, recvs, landed);
-}
-
-// Message ids: stepBase + step * segments per block + segment, the same in the three parts.
-std::vector<tcp::MeshOp*> NetEngine::postRingAllgatherReceives(NetCall& call, std::byte* buf, const BlockFn& blocks,
-                                                               std::size_t esz, std::uint32_t stepBase) {
-  const patterns::Ring ring(rank(), size());
-  const Segmentation seg = segmentationOf(blocks, size(), esz);
-  std::vector<tcp::MeshOp*> recvs(static_cast<std::size_t>(ring.steps()) * seg.perBlock);
-  for (int t = 0; t < ring.steps(); ++t) {
-    const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
-    for (std::size_t j = 0; j < seg.perBlock; ++j) {
-      const patterns::Block sg = segmentOf(blk, j, seg.elems);
-      const auto id = stepBase + static_cast<std::uint32_t>(t * seg.perBlock + j);
-      recvs[t * seg.perBlock + j] = &call.recv(ring.prev(), id, buf + sg.offset * esz, sg.count * esz);
-    }
-  }
-  return recvs;
-}
-
-void NetEngine::sendRingAllgatherOwn(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
-                                     std::uint32_t stepBase, std::size_t segment) {
-  const patterns::Ring ring(rank(), size());
-  const Segmentation seg = segmentationOf(blocks, size(), esz);
-  const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(0)), segment, seg.elems);
-  call.send(ring.next(), stepBase + static_cast<std::uint32_t>(segment), buf + sg.offset * esz, sg.count * esz);
-}
-
-void NetEngine::finishRingAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,
-                                    std::uint32_t stepBase, const std::vector<tcp::MeshOp*>& recvs,
-                                    const std::function<void(const patterns::Block&)>& landed) {
-  const patterns::Ring ring(rank(), size());
-  const Segmentation seg = segmentationOf(blocks, size(), esz);
-  const int steps = ring.steps();
-  for (int t = 0; t < steps; ++t) {
-    if (t + 1 == steps && !landed) break;  // the last step's blocks are only waited for, below
-    const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
-    for (std::size_t j = 0; j < seg.perBlock; ++j) {
-      call.wait(*recvs[t * seg.perBlock + j]);
-      if (landed) landed(segmentOf(blk, j, seg.elems));
-      if (t + 1 < steps) {  // forward what just arrived
-        const patterns::Block sg = segmentOf(blocks(ring.allgatherSendBlock(t + 1)), j, seg.elems);
-        const auto id = stepBase + static_cast<std::uint32_t>((t + 1) * seg.perBlock + j);
-        call.send(ring.next(), id, buf + sg.offset * esz, sg.count * esz);
-      }
-    }
-  }
-  call.waitAll();
+  for (std::size_t j = 0; j < gather.segments(); ++j) gather.sendOwn(j);
+  gather.finish(landed);
 }
 
 void NetEngine::directAllgather(NetCall& call, std::byte* buf, const BlockFn& blocks, std::size_t esz,

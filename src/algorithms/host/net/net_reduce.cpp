@@ -4,6 +4,7 @@
 #include "algorithms/host/contribution.hpp"
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/net/net_engine.hpp"
+#include "algorithms/host/net/ring_gather.hpp"
 #include "algorithms/host/net/segments.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/round_sync.hpp"
@@ -178,11 +179,11 @@ void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataT
     // The allgather starts inside the reduce-scatter's last step: its receives posted as that step begins, each
     // segment of this rank's block sent on as soon as it is reduced, so the link carries the first while the rest
     // are still being reduced.
-    std::vector<tcp::MeshOp*> gathered;
-    hooks.lastStep = [&] { gathered = postRingAllgatherReceives(call, out, blocks, esz, kSecondPhase); };
-    hooks.owned = [&](std::size_t j) { sendRingAllgatherOwn(call, out, blocks, esz, kSecondPhase, j); };
+    RingGather gather(call, out, blocks, esz, kSecondPhase);
+    hooks.lastStep = [&] { gather.postReceives(); };
+    hooks.owned = [&](std::size_t j) { gather.sendOwn(j); };
     ringReduceScatter(call, out, blocks, esz, type, op, out + blocks(rank()).offset * esz, 0, hooks);
-    finishRingAllgather(call, out, blocks, esz, kSecondPhase, gathered);
+    gather.finish();
   });
 }
 
