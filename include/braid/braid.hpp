@@ -13,7 +13,9 @@
 ///   another runs waits for it), so concurrent calls from several threads are safe but their order across
 ///   ranks is only deterministic if the caller makes it so.
 /// - Async calls (`*Async`) are queued and run in issue order on the communicator's progress thread; a blocking
-///   call issued after them runs after them. Work objects may be waited on or tested from any thread.
+///   call issued after them runs after them. One exception: point-to-point calls on host buffers queued behind a
+///   running point-to-point call join it and progress together, each completing on its own (never past a
+///   collective queued between them). Work objects may be waited on or tested from any thread.
 /// - rank(), size() may be called at any time from any thread. Destroying a communicator while a call on it
 ///   runs in another thread is not allowed; destroy it after its Work has completed.
 /// - Buffers passed to a call must stay valid until it returns (blocking) or its Work completes (async).
@@ -265,7 +267,12 @@ class Communicator {
   Work gatherAsync(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
   Work scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
   Work barrierAsync(CallOptions = {});
+  /// Point-to-point calls on host buffers posted while earlier ones run join them, and each completes on its own
+  /// (as MPI_Isend/MPI_Irecv): any order of matching sends and receives between ranks completes. A collective
+  /// queued among them keeps its place: calls after it wait for it. Device buffers run in issue order.
   Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
+  Work sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
+  Work recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
 
   /// Ends this communicator on this rank, from any thread, at any time, without blocking (ncclCommAbort): calls
   /// running or queued fail with kAborted within milliseconds, later calls fail with kAborted, and the peers lose

@@ -265,7 +265,7 @@ auto barrierCall(core::CommunicatorImpl* c) {
 auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
   core::Route route;
   for (const auto& op : *ops) core::addToRoute(route, {op.count > 0 ? op.buffer : nullptr, "a p2p buffer"});
-  return makeCall(
+  auto call = makeCall(
       "p2p",
       [c, ops, route](const ErrorContext& ctx) {
         checkRoute(route, ctx);
@@ -277,6 +277,9 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
       },
       [c, ops, route](const host::OpEnv& env) { c->engineFor(route, env).pointToPoint(*ops, env); },
       /*collective=*/false);
+  // Device buffers are staged through host copies made around the whole group: they do not join fed groups.
+  if (!route.device) call.p2p = ops;
+  return call;
 }
 
 }  // namespace
@@ -390,6 +393,13 @@ void Communicator::group(const std::vector<P2pOp>& ops, CallOptions opts) {
 }
 Work Communicator::groupAsync(std::vector<P2pOp> ops, CallOptions opts) {
   return impl_->submit(groupCall(impl_.get(), std::make_shared<const std::vector<P2pOp>>(std::move(ops))), opts);
+}
+
+Work Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {
+  return groupAsync({P2pOp{P2pOp::Kind::kSend, peer, const_cast<void*>(buf), count, type, tag}}, opts);
+}
+Work Communicator::recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {
+  return groupAsync({P2pOp{P2pOp::Kind::kRecv, peer, buf, count, type, tag}}, opts);
 }
 
 }  // namespace braid

@@ -100,7 +100,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
   if (!settings_.trace.empty()) recorder_.startTrace(kMostTraceEvents);
   if (!settings_.flightRecorderSignal.empty()) {
     if (settings_.flightRecorder.empty()) {
-      fail(ErrorCode::kInvalidArgument, {.rank = rank_},
+      fail(ErrorCode::kInvalidArgument, {.rank = rank_, .peer = -1, .op = "create", .seq = -1},
            "BRAID_FLIGHT_RECORDER_SIGNAL needs BRAID_FLIGHT_RECORDER=PREFIX: the place the records are written to");
     }
     armRecordSignal(settings_.flightRecorderSignal);
@@ -285,7 +285,11 @@ void CommunicatorImpl::release() {
   if (!queue_.empty()) cv_.notify_all();
 }
 
-void CommunicatorImpl::execute(Task& task) {
+void CommunicatorImpl::execute(Task& task, bool mayFeed) {
+  if (mayFeed && task.p2p) {
+    executeGroup(task);
+    return;
+  }
   const host::OpEnv env = makeEnv(task.op, task.seq, task.opts);
   std::exception_ptr error;
   noteStarted(task.record, task.seq);
@@ -351,7 +355,9 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
   const bool collective = call.collective;
   std::unique_lock lock(mu_);
   // Only collectives take a sequence number: point-to-point calls differ between ranks by nature.
-  Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work};
+  Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work, 0, nullptr};
+  // Groups on the call's stream wait for it first; they run in issue order.
+  if (opts.stream == nullptr) task.p2p = std::move(call.p2p);
   task.record = recorder_.issued(call.op, task.seq, call.info);
   if (call.check) {
     const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = task.seq};
@@ -364,18 +370,26 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
         if (collective) rejectRound(env);
         std::rethrow_exception(argumentError);
       };
+      task.p2p = nullptr;
     }
   }
   if (queue_.empty() && !busy_ && mayRunInline) {
     busy_ = true;
     lock.unlock();
-    execute(task);
+    execute(task, false);  // a blocking caller returns when its own call is done: nothing joins it
     release();
     return work;
   }
+  const bool joinable = task.p2p != nullptr;
   queue_.push_back(std::move(task));
   if (!progress_.joinable()) progress_ = startThread("the communicator's progress thread", [this] { progressLoop(); });
   cv_.notify_all();
+  if (joinable) {
+    p2pQueued_.store(true, std::memory_order_seq_cst);
+    lock.unlock();
+    // A running group asleep in its wait looks now rather than a sleep slice later.
+    if (groupRunning_.load(std::memory_order_seq_cst)) engine_->wakePointToPoint();
+  }
   return work;
 }
 
@@ -391,7 +405,7 @@ void CommunicatorImpl::progressLoop() {
     queue_.pop_front();
     busy_ = true;
     lock.unlock();
-    execute(task);
+    execute(task, true);
     lock.lock();
     busy_ = false;
     cv_.notify_all();

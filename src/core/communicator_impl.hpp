@@ -59,6 +59,9 @@ class CommunicatorImpl {
     BodyFn body;
     bool collective = true;  // collectives take a sequence number and meet their peers even when rejected
     CallInfo info{};         // for the flight recorder
+    /// A point-to-point group on host buffers: queued, it may run as a fed group that later such calls join
+    /// (p2p_group.cpp). Null for every other call.
+    std::shared_ptr<const std::vector<P2pOp>> p2p{};
   };
   using Call = CallOf<Check, Body>;
 
@@ -73,7 +76,8 @@ class CommunicatorImpl {
       if (!queue_.empty() || busy_) {
         lock.unlock();
         Work(
-            enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info}, opts, true))
+            enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p},
+                    opts, true))
             .wait();
         return;
       }
@@ -114,8 +118,8 @@ class CommunicatorImpl {
   /// Queues a call; its Work completes when it ran.
   template <typename CheckFn, typename BodyFn>
   Work submit(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
-    return Work(
-        enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info}, opts, false));
+    return Work(enqueue(
+        Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p}, opts, false));
   }
 
   host::Engine& engine() { return *engine_; }
@@ -169,7 +173,9 @@ class CommunicatorImpl {
     Body body;
     std::shared_ptr<WorkState> work;
     std::uint64_t record = 0;  // its flight recorder entry
+    std::shared_ptr<const std::vector<P2pOp>> p2p;  // its operations, when it may run in a fed group
   };
+  class GroupFeed;
 
   std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline);
   /// A timeout that names a peer, with where that peer was as this rank knows (behind, in this call, ahead); other
@@ -190,7 +196,11 @@ class CommunicatorImpl {
   void noteFailure(const Error& e);
   /// Ends an inline call: lets queued calls run.
   void release();
-  void execute(Task& task);
+  /// Runs a task; on the progress thread (`mayFeed`) a point-to-point one runs as a fed group (p2p_group.cpp).
+  void execute(Task& task, bool mayFeed);
+  /// Runs `first` and the point-to-point calls queued behind it while it runs, each finishing when its operations
+  /// are done: nonblocking sends and receives progress together instead of in issue order.
+  void executeGroup(Task& first);
   void progressLoop();
   host::OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;
   void throwIfBroken(const ErrorContext& ctx) const;
@@ -227,6 +237,8 @@ class CommunicatorImpl {
   ErrorCode brokenCode_ = ErrorCode::kInternal;
   std::atomic<bool> brokenFlag_{false};
   std::atomic<bool> aborted_{false};  // broken_ is set: read without the lock on every call
+  std::atomic<bool> groupRunning_{false};  // executeGroup is running: queued point-to-point calls may join it
+  std::atomic<bool> p2pQueued_{false};     // a point-to-point task was queued since the group last looked
   std::thread progress_;
 };
 

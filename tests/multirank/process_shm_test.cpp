@@ -9,6 +9,7 @@
 #include "base/data_type.hpp"
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
+#include "support/free_port.hpp"
 #include "support/matrix.hpp"
 #include "support/rank_runner.hpp"
 #include "transport/shm/shm_local_group.hpp"
@@ -93,7 +94,7 @@ TEST(ProcessShm, ForkingRanksRightAfterMakingTheIdNeverHangs) {
 
 TEST(ProcessShm, CreatesFromTheLaunchEnvironment) {
   // Rank 0 serves the rendezvous at BRAID_ROOT_ADDR; the others connect there.
-  const int port = 20000 + (::getpid() % 20000);
+  const int port = freePort();
   auto results = runProcesses(1, [&](Communicator&) {
     // Inside one child, start 4 grandchildren with the environment a launcher would set.
     std::vector<pid_t> kids;

@@ -11,6 +11,7 @@
 #include "bench/bench_options.hpp"
 #include "bench/bench_sweep.hpp"
 #include "support/collective_cases.hpp"
+#include "support/free_port.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::tools {
@@ -115,7 +116,7 @@ TEST(BenchCommand, JoinsTheJobOfATorchrunStyleLauncher) {
   const std::string braid = braidBinary();
   if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
   const std::string out = ::testing::TempDir() + "bench_torchrun.txt";
-  const int port = 20000 + (::getpid() % 20000);
+  const int port = testing::freePort();  // a pid-derived port once collided with a port in use in CI
   ASSERT_EQ(runShell("env -u BRAID_RANK -u BRAID_WORLD_SIZE -u BRAID_ROOT_ADDR RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "
                      "LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
                      std::to_string(port) + " " + braid + " bench allreduce -b 8 -e 64 -f 8 -n 2 -w 1 --nranks 3 >" +

@@ -133,3 +133,28 @@ def isend_returns_before_the_receiver_arrives(rank, size, gloo):
 
 def test_isend_returns_before_the_receiver_arrives():
     run_ranks(isend_returns_before_the_receiver_arrives)
+
+
+def crossed_isend_then_recv(rank, size, gloo):
+    # Both ranks isend a large tensor and then recv the other's, un-batched: Gloo's pattern. The recv joins the
+    # send running on braid's progress thread; in issue order each send would wait for a recv queued behind it.
+    n = 4 << 20
+    peer = 1 - rank
+    work = dist.isend(torch.full((n,), float(rank + 1)), peer)
+    got = torch.empty(n)
+    dist.recv(got, peer)
+    work.wait()
+    assert torch.equal(got, torch.full((n,), float(peer + 1)))
+    # And a recv posted before a send that the peer answers only after its own send: each completes on its own.
+    answer = torch.empty(1000)
+    reply = dist.irecv(answer, peer, tag=1)
+    dist.send(torch.full((1000,), float(rank)), peer, tag=0)
+    first = torch.empty(1000)
+    dist.recv(first, peer, tag=0)
+    dist.send(first + 10, peer, tag=1)
+    reply.wait()
+    assert torch.equal(answer, torch.full((1000,), float(rank + 10)))
+
+
+def test_crossed_isend_then_recv_completes():
+    run_ranks(crossed_isend_then_recv, timeout_s=20)

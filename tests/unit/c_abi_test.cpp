@@ -1,11 +1,8 @@
 // The C ABI (braid.h): results and messages of the error paths, a communicator of one rank in this process, and
 // every kind of call across three forked processes that create their communicators from a unique id made here.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +17,7 @@
 
 #include "bootstrap/unique_id.hpp"
 #include "braid/braid.h"
+#include "support/free_port.hpp"
 #include "support/rank_runner.hpp"
 #include "unit/c_abi_support.hpp"
 
@@ -70,22 +68,6 @@ std::string inChild(const std::function<void(std::string& failures)>& body) {
   ::waitpid(pid, &status, 0);
   if (out.empty() && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) out = "child failed without a message";
   return out;
-}
-
-// A TCP port nobody listens on right now (bound and released; another process could take it, but rarely does).
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
 }
 
 }  // namespace
@@ -157,7 +139,7 @@ TEST(CAbi, InitFromEnvironment) {
             }),
             "");
   // A job of one rank that listens on a free loopback port.
-  const int port = freePort();
+  const int port = braid::testing::freePort();
   ASSERT_GT(port, 0);
   EXPECT_EQ(inChild([port](std::string& failures) {
               ::setenv("BRAID_RANK", "0", 1);

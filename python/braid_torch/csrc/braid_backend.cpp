@@ -266,13 +266,11 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::send(std::vector<at::Tensor>& tenso
   requireOne(tensors, "send");
   if (coalesced_) return coalesce(OpType::SEND, tensors[0], dstRank, tag);
   auto t = std::make_shared<Dense>(tensors[0]);
-  // CPU: queued on the progress thread as a group of one, so isend returns before the receiver is there.
+  // CPU: queued on the progress thread, so isend returns before the receiver is there; a recv posted while it runs
+  // joins it (Communicator::sendAsync), so un-batched isend/irecv patterns complete as with Gloo.
   return launch(OpType::SEND, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
                 [&](bool async, const braid::CallOptions& o) -> Works {
-                  if (async) {
-                    return {communicator().groupAsync(
-                        {braid::P2pOp{braid::P2pOp::Kind::kSend, dstRank, t->data(), t->count(), t->type(), tag}}, o)};
-                  }
+                  if (async) return {communicator().sendAsync(t->data(), t->count(), t->type(), dstRank, tag, o)};
                   communicator().send(t->data(), t->count(), t->type(), dstRank, tag, o);
                   return {};
                 });
@@ -285,10 +283,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tenso
   return launch(
       OpType::RECV, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
       [&](bool async, const braid::CallOptions& o) -> Works {
-        if (async) {
-          return {communicator().groupAsync(
-              {braid::P2pOp{braid::P2pOp::Kind::kRecv, srcRank, t->data(), t->count(), t->type(), tag}}, o)};
-        }
+        if (async) return {communicator().recvAsync(t->data(), t->count(), t->type(), srcRank, tag, o)};
         communicator().recv(t->data(), t->count(), t->type(), srcRank, tag, o);
         return {};
       },

@@ -329,7 +329,10 @@ void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& 
       copyAndWait(staged[i].buffer, ops[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
     }
   }
-  host_.pointToPoint(staged, env);
+  // The copies out follow the whole group: operations that joined it would be reported done before them.
+  host::OpEnv unfed = env;
+  unfed.feed = nullptr;
+  host_.pointToPoint(staged, unfed);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == P2pOp::Kind::kRecv) {
       copyAndWait(ops[i].buffer, staged[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);

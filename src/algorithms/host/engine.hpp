@@ -1,7 +1,8 @@
 // What the communicator runs its calls on: all collectives and point-to-point over one kind of connection
 // between the ranks. LocalEngine serves ranks of one host (shared memory or, for thread ranks, the heap);
 // NetEngine serves ranks anywhere over the TCP mesh. Calls arrive one at a time, in issue order, with their
-// arguments already checked by core/.
+// arguments already checked by core/; only point-to-point calls may join a point-to-point group that is running
+// (p2p_feed.hpp).
 #pragma once
 
 #include <cstddef>
@@ -49,8 +50,12 @@ class Engine {
                          const std::vector<std::size_t>& sendDispls, void* recv,
                          const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
                          DataType type, const OpEnv& env) = 0;
-  /// Runs point-to-point operations together (a group) to completion.
+  /// Runs point-to-point operations together (a group) to completion, with what joins it through env.feed, when
+  /// the engine takes part in feeds (p2p_feed.hpp).
   virtual void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) = 0;
+  /// From any thread, without blocking: env.feed of the running group has operations to take; a wait of that group
+  /// asleep should wake and take them (the feed's first check between sleeps would, a slice later).
+  virtual void wakePointToPoint() {}
   /// This rank rejected its arguments for the call `env` names: its peers must fail that call with Mismatch.
   virtual void reject(const OpEnv& env) = 0;
   /// From any thread, at any time, without blocking: tell the peers this rank is gone (they fail their waits on it

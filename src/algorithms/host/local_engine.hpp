@@ -68,6 +68,7 @@ class LocalEngine final : public Engine {
     collectives_.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
   }
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override { p2p_.run(ops, env); }
+  void wakePointToPoint() override { p2p_.wake(); }
   void reject(const OpEnv& env) override { collectives_.reject(env); }
   void abort() override { fabric_.markAborted(); }
   std::string peerFailure(int peer) override { return fabric_.peerFailure(peer); }

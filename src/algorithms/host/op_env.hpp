@@ -10,6 +10,8 @@
 
 namespace braid::host {
 
+class P2pFeed;
+
 struct OpEnv {
   ErrorContext context;  // rank, op name, sequence number
   double timeoutSeconds = 600;
@@ -23,6 +25,9 @@ struct OpEnv {
   const std::atomic<bool>* aborted = nullptr;
   /// The call's CUDA stream (CallOptions::stream): device work is ordered on it, host work after it.
   CUstream_st* stream = nullptr;
+  /// Point-to-point groups on host buffers: where later calls join the running group (p2p_feed.hpp). Null for
+  /// everything else; an engine that stages buffers must not pass it on.
+  P2pFeed* feed = nullptr;
 };
 
 /// What every wait runs between its sleeps: Aborted when the communicator was aborted, then env.check.

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "base/data_type.hpp"
+#include "algorithms/host/p2p_feed.hpp"
 #include "base/error.hpp"
 
 namespace braid::host {
@@ -10,6 +11,7 @@ namespace braid::host {
 namespace {
 
 constexpr std::uint32_t kMagic = 0x42503250;  // "BP2P"
+constexpr std::size_t kCompactAfter = 64;     // completed operations a fed group keeps before dropping them
 
 std::uint64_t bytesOf(const P2pOp& op) { return op.count * dataTypeSize(op.type); }
 
@@ -18,12 +20,21 @@ std::uint64_t bytesOf(const P2pOp& op) { return op.count * dataTypeSize(op.type)
 P2pEngine::P2pEngine(transport::LocalFabric& fabric)
     : fabric_(fabric), unexpected_(fabric.size()), incoming_(fabric.size()) {}
 
-void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
-  std::vector<Pending> state(ops.size());
-  for (std::size_t i = 0; i < ops.size(); ++i) state[i].bytes = bytesOf(ops[i]);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].kind == P2pOp::Kind::kRecv) takeUnexpected(ops[i], state[i], env);
-  }
+void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
+  // The group's operations: those given, then those that join it through env.feed (indices never change).
+  std::vector<P2pOp> ops(given.begin(), given.end());
+  std::vector<Pending> state;
+  std::vector<bool> told;  // with a feed: completed() was called for it
+  std::size_t base = 0;    // the feed's index of ops[0]: completed ones leave the front of the lists
+  auto admit = [&](std::size_t from) {
+    state.resize(ops.size());
+    told.resize(ops.size(), false);
+    for (std::size_t i = from; i < ops.size(); ++i) state[i].bytes = bytesOf(ops[i]);
+    for (std::size_t i = from; i < ops.size(); ++i) {
+      if (ops[i].kind == P2pOp::Kind::kRecv) takeUnexpected(ops[i], state[i], env);
+    }
+  };
+  admit(0);
 
   int blockedOn = -1;  // a peer an incomplete op waits for, for errors
   transport::WaitPolicy policy;
@@ -60,21 +71,56 @@ void P2pEngine::run(std::span<const P2pOp> ops, const OpEnv& env) {
   transport::WaitWord& bell = fabric_.doorbell(fabric_.rank());
   while (true) {
     const std::uint32_t seen = bell.value.load(std::memory_order_acquire);
+    // Operations posted since the last look join now (the feed rings this rank's doorbell when it has some).
+    const std::size_t before = ops.size();
+    const bool joined = env.feed != nullptr && env.feed->take(ops);
+    if (joined) admit(before);
     const bool sent = progressSends(ops, state, env);
     const bool received = progressReceives(ops, state, env);
     bool all = true;
+    std::size_t firstPending = ops.size();
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (!state[i].complete) {
+        if (all) {
+          blockedOn = ops[i].peer;
+          firstPending = i;
+        }
         all = false;
-        blockedOn = ops[i].peer;
-        break;
+      } else if (env.feed != nullptr && !told[i]) {
+        told[i] = true;
+        env.feed->completed(base + i);
       }
     }
-    if (all) return;
-    if (!sent && !received) {
+    if (env.feed != nullptr && firstPending >= kCompactAfter) {
+      // A group that calls keep joining may never end: what completed leaves, so that it costs what is pending.
+      forget(firstPending, ops, state, told);
+      base += firstPending;
+      if (all) continue;  // ask the feed once more before the group ends
+    }
+    if (all) {
+      // Done, unless more joined meanwhile: the feed is asked once more before the group ends.
+      if (env.feed == nullptr) return;
+      const std::size_t size = ops.size();
+      if (!env.feed->take(ops)) return;
+      admit(size);
+      continue;
+    }
+    if (!sent && !received && !joined) {
       transport::waitUntil(
           bell, [seen](std::uint32_t v) { return v != seen; }, policy);
     }
+  }
+}
+
+void P2pEngine::wake() { fabric_.ring(fabric_.rank()); }
+
+void P2pEngine::forget(std::size_t n, std::vector<P2pOp>& ops, std::vector<Pending>& state, std::vector<bool>& told) {
+  ops.erase(ops.begin(), ops.begin() + static_cast<std::ptrdiff_t>(n));
+  state.erase(state.begin(), state.begin() + static_cast<std::ptrdiff_t>(n));
+  told.erase(told.begin(), told.begin() + static_cast<std::ptrdiff_t>(n));
+  // A message being read into a posted receive names it by index; that receive is pending, so at or after n.
+  for (Incoming& in : incoming_) {
+    if (in.active && in.op >= 0) in.op -= static_cast<int>(n);
   }
 }
 

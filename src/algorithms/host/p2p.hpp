@@ -2,7 +2,8 @@
 // messages between a pair arrive in the order they were sent; a receive takes the first message from its peer
 // with its tag, and messages that arrive before their receive is posted wait in a per-peer queue (MPI's
 // "unexpected" messages). A group's operations all progress together, so any mix of sends and receives
-// completes without deadlock as long as every rank posts the matching ones.
+// completes without deadlock as long as every rank posts the matching ones; calls posted while a group runs join it
+// (p2p_feed.hpp).
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,11 @@ class P2pEngine {
  public:
   explicit P2pEngine(transport::LocalFabric& fabric);
 
-  /// Runs all `ops` to completion (or throws: Timeout, PeerLost, Mismatch of sizes naming peer and tag).
+  /// Runs all `ops` to completion (or throws: Timeout, PeerLost, Mismatch of sizes naming peer and tag), and with
+  /// env.feed what joins them meanwhile, each reported as it completes.
   void run(std::span<const P2pOp> ops, const OpEnv& env);
+  /// Any thread: wakes a run() asleep, so that it asks its feed (rings this rank's doorbell).
+  void wake();
 
  private:
   struct Header {
@@ -53,6 +57,8 @@ class P2pEngine {
   bool progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
+  // Drops the first `n` operations (all complete) from a fed group's lists.
+  void forget(std::size_t n, std::vector<P2pOp>& ops, std::vector<Pending>& state, std::vector<bool>& told);
 
   transport::LocalFabric& fabric_;
   std::vector<std::deque<Unexpected>> unexpected_;  // per peer, in arrival order

@@ -249,6 +249,23 @@ void TcpMesh::post(MeshOp& op) {
 }
 
 void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) {
+  waitFor(ops, context, policy, nullptr);
+}
+
+void TcpMesh::waitAny(std::span<MeshOp* const> ops, const std::function<bool()>& interrupted,
+                      const ErrorContext& context, const transport::WaitPolicy& policy) {
+  waitFor(ops, context, policy, &interrupted);
+}
+
+void TcpMesh::wakeWaiter() {
+  if (callerBlocked_.load(std::memory_order_seq_cst)) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto ignored = ::write(completionFd_, &one, sizeof one);
+  }
+}
+
+void TcpMesh::waitFor(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
+                      const std::function<bool()>* interrupted) {
   transport::WaitPolicy mine = policy;
   MeshOp* awaited = nullptr;
   mine.onTimeout = [&] {
@@ -276,6 +293,7 @@ void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, co
   for (;;) {
     MeshOp* failed = nullptr;
     awaited = nullptr;
+    bool anyDone = false;
     for (MeshOp* op : ops) {
       const int state = op->state.load(std::memory_order_acquire);
       if (state == MeshOp::kFailed) {
@@ -283,6 +301,7 @@ void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, co
         break;
       }
       if (state == MeshOp::kPending && !awaited) awaited = op;
+      anyDone |= state == MeshOp::kDone;
     }
     if (failed) {
       cancelAll();
@@ -291,6 +310,7 @@ void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, co
       throw Error(failed->code, failed->error, ctx);
     }
     if (!awaited) return;
+    if (interrupted && (anyDone || (*interrupted)())) return;
     if (spinning) {
       try {
         if (policy.check) policy.check();

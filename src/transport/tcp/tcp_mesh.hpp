@@ -110,6 +110,12 @@ class TcpMesh {
   /// Waits until every op is done. On the first failure, a timeout (naming the peer still awaited) or a throw of
   /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
   void wait(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy);
+  /// The same, but returns as soon as one op is done or `interrupted()` is true (asked while it spins and after
+  /// each wake-up): for groups that more operations join while they run. A failure cancels all of `ops`.
+  void waitAny(std::span<MeshOp* const> ops, const std::function<bool()>& interrupted, const ErrorContext& context,
+               const transport::WaitPolicy& policy);
+  /// From any thread, without blocking: a caller asleep in wait/waitAny wakes and looks again.
+  void wakeWaiter();
   /// Cancels the ops that are still pending (their buffers are about to go away); done ones are left alone.
   void cancel(std::span<MeshOp* const> ops);
   /// Tells every peer that this rank failed call `seq` (best effort; never blocks).
@@ -169,6 +175,8 @@ class TcpMesh {
     std::string text;
   };
 
+  void waitFor(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
+               const std::function<bool()>* interrupted);  // null: every op
   void progressLoop();
   void closeGracefully();  // the destructor's last step before the sockets close
   void heartbeatTick();

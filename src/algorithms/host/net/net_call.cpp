@@ -1,5 +1,7 @@
 #include "algorithms/host/net/net_call.hpp"
 
+#include <functional>
+#include <span>
 #include <vector>
 
 namespace braid::host {
@@ -59,6 +61,18 @@ void NetCall::waitAll() {
   for (std::size_t i = settled_; i < ops_.size(); ++i) all.push_back(&ops_[i]);
   mesh_.wait(all, env_.context, policy_);
   settled_ = ops_.size();
+}
+
+void NetCall::waitAny(std::span<tcp::MeshOp* const> ops, const std::function<bool()>& interrupted) {
+  mesh_.waitAny(ops, interrupted, env_.context, policy_);
+}
+
+void NetCall::forgetDone() {
+  // A done op is the mesh's no more (a send is done once its bytes are in the kernel, a receive once they landed).
+  while (!ops_.empty() && ops_.front().state.load(std::memory_order_acquire) == tcp::MeshOp::kDone) {
+    ops_.pop_front();
+    if (settled_ > 0) --settled_;
+  }
 }
 
 }  // namespace braid::host

@@ -36,6 +36,10 @@ class NetCall {
   void wait(tcp::MeshOp& op);
   /// Waits for every op posted so far (that an earlier waitAll did not already see done).
   void waitAll();
+  /// Waits until one of `ops` is done or `interrupted()` (TcpMesh::waitAny).
+  void waitAny(std::span<tcp::MeshOp* const> ops, const std::function<bool()>& interrupted);
+  /// Forgets the done ops at the front (a group that others keep joining may never end; what is done can go).
+  void forgetDone();
 
  private:
   tcp::MeshOp& make(tcp::MeshOp::Dir dir, int peer, std::uint32_t step, const void* data, std::size_t bytes,

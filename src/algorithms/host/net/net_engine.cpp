@@ -2,8 +2,10 @@
 #include "algorithms/host/net/net_engine.hpp"
 
 #include <cstring>
+#include <functional>
 
 #include "algorithms/host/copy.hpp"
+#include "algorithms/host/p2p_feed.hpp"
 
 namespace braid::host {
 
@@ -51,15 +53,16 @@ void NetEngine::reject(const OpEnv& env) {
   mesh_->finishCall(seq);
 }
 
-void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
-  NetCall call(*mesh_, transport::CallDescriptor{}, env, spinMicros_, tcp::FrameKind::kPointToPoint);
+std::vector<tcp::MeshOp*> NetEngine::postPointToPoint(NetCall& call, std::span<const P2pOp> ops, const OpEnv& env) {
+  std::vector<tcp::MeshOp*> posted(ops.size(), nullptr);  // null: done already (a message to or from itself)
   // Messages to itself first, so that a group holding both halves completes.
   for (const P2pOp& op : ops) {
     if (op.kind != P2pOp::Kind::kSend || op.peer != rank()) continue;
     const auto* data = static_cast<const std::byte*>(op.buffer);
     toSelf_.emplace(op.tag, std::vector<std::byte>(data, data + op.count * dataTypeSize(op.type)));
   }
-  for (const P2pOp& op : ops) {
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const P2pOp& op = ops[i];
     const std::size_t bytes = op.count * dataTypeSize(op.type);
     if (op.peer == rank()) {
       if (op.kind == P2pOp::Kind::kSend) continue;
@@ -80,12 +83,62 @@ void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
     }
     const std::pair<int, int> pairTag{op.peer, op.tag};
     if (op.kind == P2pOp::Kind::kSend) {
-      call.send(op.peer, sent_[pairTag]++, op.buffer, bytes, op.tag);
+      posted[i] = &call.send(op.peer, sent_[pairTag]++, op.buffer, bytes, op.tag);
     } else {
-      call.recv(op.peer, received_[pairTag]++, op.buffer, bytes, op.tag);
+      posted[i] = &call.recv(op.peer, received_[pairTag]++, op.buffer, bytes, op.tag);
     }
   }
-  call.waitAll();
+  return posted;
 }
+
+void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
+  NetCall call(*mesh_, transport::CallDescriptor{}, env, spinMicros_, tcp::FrameKind::kPointToPoint);
+  if (env.feed == nullptr) {
+    postPointToPoint(call, ops, env);
+    call.waitAll();
+    return;
+  }
+  // A fed group: operations join while it runs, each reported to the feed once done.
+  struct Waiting {
+    std::size_t index;  // the feed's
+    tcp::MeshOp* op;
+  };
+  std::vector<Waiting> waiting;
+  std::vector<tcp::MeshOp*> view;
+  std::vector<P2pOp> joined;
+  std::size_t next = 0;  // the feed's index of the next operation posted
+  const std::function<bool()> interrupted = [&env] { return env.feed->posted(); };
+  auto post = [&](std::span<const P2pOp> batch) {
+    const std::vector<tcp::MeshOp*> posted = postPointToPoint(call, batch, env);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (posted[i]) {
+        waiting.push_back({next + i, posted[i]});
+      } else {
+        env.feed->completed(next + i);
+      }
+    }
+    next += batch.size();
+  };
+  post(ops);
+  while (true) {
+    std::erase_if(waiting, [&](const Waiting& w) {
+      if (w.op->state.load(std::memory_order_acquire) != tcp::MeshOp::kDone) return false;
+      env.feed->completed(w.index);
+      return true;
+    });
+    call.forgetDone();
+    joined.clear();
+    if (env.feed->take(joined)) {
+      post(joined);
+      continue;
+    }
+    if (waiting.empty()) return;
+    view.clear();
+    for (const Waiting& w : waiting) view.push_back(w.op);
+    call.waitAny(view, interrupted);
+  }
+}
+
+void NetEngine::wakePointToPoint() { mesh_->wakeWaiter(); }
 
 }  // namespace braid::host

@@ -99,6 +99,7 @@ class NetEngine final : public Engine {
                  const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
                  const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
+  void wakePointToPoint() override;
   void reject(const OpEnv& env) override;
   void abort() override { mesh_->abort(); }
   const transport::Region* registerRegion(const void* base, std::size_t bytes,
@@ -160,6 +161,8 @@ class NetEngine final : public Engine {
   RegisteredScratch workspace_;
   std::vector<const void*> sources_;
   // Point-to-point: message numbers per (peer, tag), and messages a rank sent to itself.
+  // Posts a group's operations on `call`; messages to and from itself are done at once (null in the result).
+  std::vector<tcp::MeshOp*> postPointToPoint(NetCall& call, std::span<const P2pOp> ops, const OpEnv& env);
   std::map<std::pair<int, int>, std::uint32_t> sent_;
   std::map<std::pair<int, int>, std::uint32_t> received_;
   std::multimap<int, std::vector<std::byte>> toSelf_;  // by tag, in send order

@@ -1,0 +1,28 @@
+// Point-to-point calls posted while a point-to-point group runs join that group, each completing on its own, as
+// MPI's and Gloo's nonblocking sends and receives do. Without it, calls run in issue order: two ranks that each
+// post a large send and then a receive wait for each other, each one's send waiting for a receive queued behind
+// it. The engine running a group asks its feed for more operations between its waits and tells it which ones
+// completed; an engine that never asks simply runs the operations it was given (then nothing joins).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "braid/types.hpp"
+
+namespace braid::host {
+
+class P2pFeed {
+ public:
+  virtual ~P2pFeed() = default;
+  /// Appends to `ops` the operations posted since the last call (from calls queued directly behind this group;
+  /// never from behind a collective); true when it appended any. Cheap when nothing was posted.
+  virtual bool take(std::vector<P2pOp>& ops) = 0;
+  /// Whether take() may find something: a cheap look for waits to end on (any thread's view, may be stale).
+  virtual bool posted() const = 0;
+  /// Operation `index` of the group's list (the first call's operations, then what take() appended) is done: its
+  /// buffer is the caller's again. Each index once.
+  virtual void completed(std::size_t index) = 0;
+};
+
+}  // namespace braid::host

@@ -1,0 +1,211 @@
+// Nonblocking point-to-point calls progress together (algorithms/host/p2p_feed.hpp, core/p2p_group.cpp): calls
+// posted while a group runs join it and each completes on its own, over every transport. Each of these patterns
+// waited until the timeout when the calls ran one after another in issue order.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <numeric>
+#include <ostream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/rank_runner.hpp"
+
+namespace braid::testing {
+namespace {
+
+using Kind = P2pOp::Kind;
+
+struct Transport {
+  const char* name;
+  bool processes;
+  const char* transport;  // "" = threads over memory, processes over shared memory
+};
+
+void PrintTo(const Transport& t, std::ostream* os) { *os << t.name; }
+
+class P2pAsync : public ::testing::TestWithParam<Transport> {
+ protected:
+  // A short timeout: the old, serial behaviour fails these tests by timing out, which should not take a minute.
+  std::vector<std::string> run(int ranks, const Body& body, double timeoutSeconds = 20) {
+    Settings s = testSettings();
+    s.timeoutSeconds = timeoutSeconds;
+    s.shmP2pBytes = 64 << 10;  // large messages do not fit the shared-memory ring: a send needs its receive
+    if (*GetParam().transport) s.transport = GetParam().transport;
+    return GetParam().processes ? runProcessesWith(ranks, s, body, 3 * timeoutSeconds) : runThreads(ranks, body, s);
+  }
+};
+
+P2pOp op(Kind kind, int peer, std::vector<std::uint32_t>& buffer, int tag) {
+  return P2pOp{kind, peer, buffer.data(), buffer.size(), DataType::kUint32, tag};
+}
+
+std::vector<std::uint32_t> pattern(std::size_t n, std::uint32_t seed) {
+  std::vector<std::uint32_t> v(n);
+  std::iota(v.begin(), v.end(), seed * 1000003u);
+  return v;
+}
+
+void expectPattern(const std::vector<std::uint32_t>& got, std::uint32_t seed, const std::string& what) {
+  const std::vector<std::uint32_t> want = pattern(got.size(), seed);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != want[i]) {
+      throw std::runtime_error(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                               ", expected " + std::to_string(want[i]));
+    }
+  }
+}
+
+// Each rank posts a large send and then a blocking receive of its peer's: the receive joins the running send.
+TEST_P(P2pAsync, CrossedSendThenReceiveCompletes) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           const int peer = 1 - comm.rank();
+                           const std::size_t n = (16u << 20) / sizeof(std::uint32_t);
+                           std::vector<std::uint32_t> out = pattern(n, comm.rank()), in(n, 0);
+                           Work sent = comm.sendAsync(out.data(), n, DataType::kUint32, peer, 3);
+                           comm.recv(in.data(), n, DataType::kUint32, peer, 3);
+                           sent.wait();
+                           expectPattern(in, peer, "received");
+                         })),
+            "");
+}
+
+// A call completes when its own operations do, not when the group it joined does: rank 0's send must complete
+// while its earlier receive still waits, because rank 1 answers that receive only after a later send of rank 0.
+TEST_P(P2pAsync, EachCallCompletesOnItsOwn) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           std::vector<std::uint32_t> a = pattern(300000, 1), b = pattern(300000, 2);
+                           std::vector<std::uint32_t> answer(300000, 0);
+                           if (comm.rank() == 0) {
+                             Work reply = comm.groupAsync({op(Kind::kRecv, 1, answer, 1)});
+                             Work first = comm.groupAsync({op(Kind::kSend, 1, a, 0)});
+                             first.wait();
+                             comm.send(b.data(), b.size(), DataType::kUint32, 1, 2);
+                             reply.wait();
+                             expectPattern(answer, 3, "the reply");
+                           } else {
+                             std::vector<std::uint32_t> gotA(a.size()), gotB(b.size());
+                             comm.recv(gotA.data(), gotA.size(), DataType::kUint32, 0, 0);
+                             comm.recv(gotB.data(), gotB.size(), DataType::kUint32, 0, 2);
+                             expectPattern(gotA, 1, "first");
+                             expectPattern(gotB, 2, "second");
+                             std::vector<std::uint32_t> reply = pattern(answer.size(), 3);
+                             comm.send(reply.data(), reply.size(), DataType::kUint32, 0, 1);
+                           }
+                         })),
+            "");
+}
+
+// Hundreds of calls around a ring, receives posted in the reverse order of the sends' tags, sizes from one element
+// to a few rings' worth: what joins is matched by (peer, tag) and every payload lands where its receive said.
+TEST_P(P2pAsync, ManyCallsAroundARingJoinAndLandInPlace) {
+  EXPECT_EQ(failures(run(3,
+                         [](Communicator& comm) {
+                           constexpr int kCalls = 300;
+                           const int next = (comm.rank() + 1) % comm.size();
+                           const int prev = (comm.rank() + comm.size() - 1) % comm.size();
+                           auto sizeOf = [](int tag) { return static_cast<std::size_t>(1 + (tag * 7919) % 40000); };
+                           std::vector<std::vector<std::uint32_t>> out(kCalls), in(kCalls);
+                           std::vector<Work> works;
+                           for (int tag = 0; tag < kCalls; ++tag) {
+                             out[tag] = pattern(sizeOf(tag), static_cast<std::uint32_t>(comm.rank() * kCalls + tag));
+                             works.push_back(comm.sendAsync(out[tag].data(), out[tag].size(), DataType::kUint32,
+                                                            next, tag));
+                           }
+                           for (int tag = kCalls - 1; tag >= 0; --tag) {
+                             in[tag].assign(sizeOf(tag), 0);
+                             works.push_back(comm.recvAsync(in[tag].data(), in[tag].size(), DataType::kUint32, prev,
+                                                            tag));
+                           }
+                           for (Work& w : works) w.wait();
+                           for (int tag = 0; tag < kCalls; ++tag) {
+                             expectPattern(in[tag], static_cast<std::uint32_t>(prev * kCalls + tag),
+                                           "tag " + std::to_string(tag));
+                           }
+                         })),
+            "");
+}
+
+// A collective queued behind a running group keeps its place: it runs after the group, and later point-to-point
+// calls do not pass it.
+TEST_P(P2pAsync, ACollectiveBehindAGroupKeepsItsPlace) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           std::vector<std::uint32_t> big = pattern(1 << 20, 7), got(1 << 20, 0);
+                           std::uint64_t sum = static_cast<std::uint64_t>(comm.rank()) + 1;
+                           if (comm.rank() == 0) {
+                             Work w = comm.sendAsync(big.data(), big.size(), DataType::kUint32, 1, 0);
+                             Work reduced = comm.allreduceAsync(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
+                             Work after = comm.recvAsync(got.data(), got.size(), DataType::kUint32, 1, 1);
+                             w.wait();
+                             reduced.wait();
+                             after.wait();
+                             expectPattern(got, 8, "after the allreduce");
+                           } else {
+                             comm.recv(got.data(), got.size(), DataType::kUint32, 0, 0);
+                             expectPattern(got, 7, "before the allreduce");
+                             comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
+                             std::vector<std::uint32_t> reply = pattern(got.size(), 8);
+                             comm.send(reply.data(), reply.size(), DataType::kUint32, 0, 1);
+                           }
+                           if (sum != 3) throw std::runtime_error("allreduce gave " + std::to_string(sum));
+                         })),
+            "");
+}
+
+// A call that never completes keeps its own deadline inside a group whose other calls progress: it fails with
+// Timeout naming its operation, in about its timeout, while the calls that joined it completed.
+TEST_P(P2pAsync, AStuckCallTimesOutOnItsOwnDeadline) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           std::vector<std::uint32_t> never(16, 0), ping(1000);
+                           if (comm.rank() == 0) {
+                             const auto start = std::chrono::steady_clock::now();
+                             Work stuck = comm.groupAsync({op(Kind::kRecv, 1, never, 9)},
+                                                          CallOptions{.timeout = std::chrono::milliseconds(1500)});
+                             for (int i = 0; i < 5; ++i) {
+                               ping = pattern(ping.size(), i);
+                               comm.send(ping.data(), ping.size(), DataType::kUint32, 1, 1);
+                               comm.recv(ping.data(), ping.size(), DataType::kUint32, 1, 2);
+                               expectPattern(ping, 100 + i, "pong");
+                             }
+                             try {
+                               stuck.wait();
+                               throw std::runtime_error("the receive nobody answered completed");
+                             } catch (const Error& e) {
+                               const double took =
+                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                               if (e.code() != ErrorCode::kTimeout) throw;
+                               const std::string text = e.what();
+                               if (text.find("receive from peer 1 (tag 9, 64 bytes)") == std::string::npos) {
+                                 throw std::runtime_error("the timeout does not name the call: " + text);
+                               }
+                               if (took > 10) throw std::runtime_error("timed out after " + std::to_string(took) + " s");
+                             }
+                           } else {
+                             for (int i = 0; i < 5; ++i) {
+                               comm.recv(ping.data(), ping.size(), DataType::kUint32, 0, 1);
+                               expectPattern(ping, i, "ping");
+                               ping = pattern(ping.size(), 100 + i);
+                               comm.send(ping.data(), ping.size(), DataType::kUint32, 0, 2);
+                             }
+                             // Stay until rank 0 timed out: leaving would end its receive with PeerLost first.
+                             std::this_thread::sleep_for(std::chrono::seconds(4));
+                           }
+                         })),
+            "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, P2pAsync,
+                         ::testing::Values(Transport{"threads", false, ""}, Transport{"threads_tcp", false, "tcp"},
+                                           Transport{"processes_shm", true, "shm"},
+                                           Transport{"processes_tcp", true, "tcp"}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace braid::testing
