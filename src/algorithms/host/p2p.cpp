@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "base/data_type.hpp"
 #include "algorithms/host/p2p_feed.hpp"
+#include "base/data_type.hpp"
 #include "base/error.hpp"
 
 namespace braid::host {
@@ -21,7 +21,8 @@ P2pEngine::P2pEngine(transport::LocalFabric& fabric)
     : fabric_(fabric), unexpected_(fabric.size()), incoming_(fabric.size()) {}
 
 void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
-  // The group's operations: those given, then those that join it through env.feed (indices never change).
+  // The group's operations: those given, then those that join it through env.feed; the feed numbers them in that
+  // order, and ops[i] is its number base + i.
   std::vector<P2pOp> ops(given.begin(), given.end());
   std::vector<Pending> state;
   std::vector<bool> told;  // with a feed: completed() was called for it
