@@ -161,14 +161,15 @@ void CommunicatorImpl::executeGroup(Task& first) {
   try {
     engineFor(Route{}, env).pointToPoint(*ops, env);
   } catch (const Error& e) {
+    // The communicator is marked broken before the waiters wake (as execute does), so that their next call sees it.
     const Error told = withPeerProgress(e);
-    feed.failAll(told);
     noteFailure(told);
+    feed.failAll(told);
     return;
   } catch (...) {
     const Error unexpected(ErrorCode::kInternal, "unexpected exception", env.context);
-    feed.failAll(unexpected);
     noteFailure(unexpected);
+    feed.failAll(unexpected);
     return;
   }
   feed.finishRest();
