@@ -68,7 +68,8 @@ void collectivesOnRegisteredBuffers(Communicator& c, cudaStream_t s, std::byte* 
   // After each call: it read the peers' buffers in place (the kernels' own count went up by one).
   auto readInPlace = [&](const std::string& call) {
     const std::uint64_t read = registeredCalls(c) - before;
-    require(read == ++calls, at + ": " + call + " did not read the peers' registered buffers in place (" +
+    ++calls;
+    require(read == calls, at + ": " + call + " did not read the peers' registered buffers in place (" +
                                  std::to_string(read) + " of " + std::to_string(calls) + " calls did)");
   };
 

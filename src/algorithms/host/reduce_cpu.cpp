@@ -113,6 +113,16 @@ void fromBfloat16(float* dst, const std::uint16_t* src, std::size_t count) {
   if (count > 0) activeKernels().fromBfloat16(dst, src, count);
 }
 
+void sumToBfloat16(std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count) {
+  if (count > 0) activeKernels().sumToBfloat16(wire, a, b, count);
+}
+
+void finishBfloat16(float* dst, std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count,
+                    int avgDivisor) {
+  if (avgDivisor < 1) fail(ErrorCode::kInvalidArgument, {}, "finishBfloat16: divisor ", avgDivisor, " < 1");
+  if (count > 0) activeKernels().finishBfloat16(dst, wire, a, b, count, static_cast<float>(avgDivisor));
+}
+
 const char* reduceIsaName() { return activeKernels().name; }
 
 void setReduceIsaCap(std::string_view cap) {

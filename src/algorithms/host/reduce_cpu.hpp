@@ -48,6 +48,17 @@ void toBfloat16(std::uint16_t* dst, const float* src, std::size_t count);
 /// dst[i] = src[i] widened to float32 (exact). dst and src must not overlap.
 void fromBfloat16(float* dst, const std::uint16_t* src, std::size_t count);
 
+/// The compressed ring's fused steps, one pass each where the unfused sequence took three or four, with its bits:
+/// s = a[i] + widen(b[i]) in float32 (for finishBfloat16 with avgDivisor > 1, divided by it), NaN made canonical, as
+/// reduceSources of a and the widened b gives, then rounded with toBfloat16.
+/// - sumToBfloat16: wire[i] = that rounding (a reduce-scatter step's partial sum, sent on; the float32 sum is not
+///   kept);
+/// - finishBfloat16: wire[i] = that rounding and dst[i] = its float32 value (the block's final value, which every
+///   rank ends with). dst may equal a; nothing else may overlap.
+void sumToBfloat16(std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count);
+void finishBfloat16(float* dst, std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count,
+                    int avgDivisor);
+
 /// "avx512", "avx2" or "generic": the kernel set in use.
 const char* reduceIsaName();
 
@@ -74,6 +85,9 @@ struct ReduceKernels {
                 std::uint64_t intScale);
   void (*toBfloat16)(std::uint16_t* dst, const float* src, std::size_t count);
   void (*fromBfloat16)(float* dst, const std::uint16_t* src, std::size_t count);
+  void (*sumToBfloat16)(std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count);
+  void (*finishBfloat16)(float* dst, std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count,
+                         float avgDivisor);  // 1: a sum
 };
 
 // Defined in reduce_cpu_generic.cpp, reduce_cpu_avx2.cpp and reduce_cpu_avx512.cpp (x86-64 builds only for the

@@ -10,7 +10,9 @@
 
 namespace braid::host::detail {
 
-constinit const ReduceKernels kAvx512Kernels{"avx512", &reduceEntry, &scaleEntry, &toBfloat16Entry, &fromBfloat16Entry};
+constinit const ReduceKernels kAvx512Kernels{
+    "avx512",           &reduceEntry,        &scaleEntry,         &toBfloat16Entry,
+    &fromBfloat16Entry, &sumToBfloat16Entry, &finishBfloat16Entry};
 
 }  // namespace braid::host::detail
 #endif

@@ -3,7 +3,8 @@
 
 namespace braid::host::detail {
 
-constinit const ReduceKernels kGenericKernels{"generic", &reduceEntry, &scaleEntry, &toBfloat16Entry,
-                                              &fromBfloat16Entry};
+constinit const ReduceKernels kGenericKernels{"generic",           &reduceEntry,       &scaleEntry,
+                                              &toBfloat16Entry,    &fromBfloat16Entry, &sumToBfloat16Entry,
+                                              &finishBfloat16Entry};
 
 }  // namespace braid::host::detail

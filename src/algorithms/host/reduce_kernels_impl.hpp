@@ -662,6 +662,51 @@ void fromBfloat16Entry(float* __restrict dst, const std::uint16_t* __restrict sr
   for (; i < count; ++i) dst[i] = bfloat16ToFloatK(src[i]);
 }
 
+// ---- The compressed ring's fused steps: reduceSources' float32 sum of a and the widened b (AvgFinish's division,
+// then the canonical NaN), rounded by wireBfloat16K, in one pass. Chunks again; finishBfloat16 rounds a chunk into a
+// local array before it writes dst, so dst may be a (an in-place allreduce).
+template <bool kAvg>
+inline float wireSumK(float a, std::uint16_t b, float divisor) {
+  float s = a + bfloat16ToFloatK(b);
+  if constexpr (kAvg) s = s / divisor;
+  return bitCast<float>(select(s != s, bitCast<std::uint32_t>(kFloatNaN), bitCast<std::uint32_t>(s)));
+}
+
+void sumToBfloat16Entry(std::uint16_t* __restrict wire, const float* __restrict a, const std::uint16_t* __restrict b,
+                        std::size_t count) {
+  std::size_t i = 0;
+  for (; i + kChunk <= count; i += kChunk) {
+    for (std::size_t k = 0; k < kChunk; ++k) wire[i + k] = wireBfloat16K(wireSumK<false>(a[i + k], b[i + k], 1.0f));
+  }
+  for (; i < count; ++i) wire[i] = wireBfloat16K(wireSumK<false>(a[i], b[i], 1.0f));
+}
+
+template <bool kAvg>
+void finishBfloat16Typed(float* dst, std::uint16_t* __restrict wire, const float* a, const std::uint16_t* __restrict b,
+                         std::size_t count, float divisor) {
+  alignas(64) std::uint16_t rounded[kChunk];
+  for (std::size_t i = 0; i < count; i += kChunk) {
+    const std::size_t n = count - i < kChunk ? count - i : kChunk;
+    if (n == kChunk) {
+      for (std::size_t k = 0; k < kChunk; ++k) rounded[k] = wireBfloat16K(wireSumK<kAvg>(a[i + k], b[i + k], divisor));
+      for (std::size_t k = 0; k < kChunk; ++k) wire[i + k] = rounded[k];
+      for (std::size_t k = 0; k < kChunk; ++k) dst[i + k] = bfloat16ToFloatK(rounded[k]);
+    } else {
+      for (std::size_t k = 0; k < n; ++k) rounded[k] = wireBfloat16K(wireSumK<kAvg>(a[i + k], b[i + k], divisor));
+      for (std::size_t k = 0; k < n; ++k) {
+        wire[i + k] = rounded[k];
+        dst[i + k] = bfloat16ToFloatK(rounded[k]);
+      }
+    }
+  }
+}
+
+void finishBfloat16Entry(float* dst, std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count,
+                         float avgDivisor) {
+  if (avgDivisor == 1.0f) return finishBfloat16Typed<false>(dst, wire, a, b, count, 1.0f);
+  finishBfloat16Typed<true>(dst, wire, a, b, count, avgDivisor);
+}
+
 void scaleEntry(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,
                 std::uint64_t intScale) {
   const ScaleArgs s{floatScale, doubleScale, intScale};
