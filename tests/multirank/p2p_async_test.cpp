@@ -201,6 +201,43 @@ TEST_P(P2pAsync, AStuckCallTimesOutOnItsOwnDeadline) {
             "");
 }
 
+// abort() from another thread ends every call of a fed group (the first and those that joined it) with Aborted, in
+// milliseconds.
+TEST_P(P2pAsync, AbortEndsEveryCallOfAGroup) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           std::vector<std::uint32_t> a(1 << 20), b(1 << 20), c(16);
+                           if (comm.rank() == 1) {
+                             // Rank 1 sends nothing (a receive of its own would take rank 0's sends as unexpected
+                             // messages, completing them); it stays while rank 0 aborts.
+                             std::this_thread::sleep_for(std::chrono::seconds(1));
+                             return;
+                           }
+                           std::vector<Work> works;
+                           works.push_back(comm.recvAsync(a.data(), a.size(), DataType::kUint32, 1, 1));
+                           works.push_back(comm.recvAsync(b.data(), b.size(), DataType::kUint32, 1, 2));
+                           works.push_back(comm.groupAsync({op(Kind::kRecv, 1, c, 3), op(Kind::kRecv, 1, c, 4)}));
+                           std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the group is running
+                           const auto start = std::chrono::steady_clock::now();
+                           std::thread aborter([&comm] { comm.abort(); });
+                           std::string wrong;
+                           for (std::size_t i = 0; i < works.size(); ++i) {
+                             try {
+                               works[i].wait();
+                               wrong += "call " + std::to_string(i) + " of the aborted group completed; ";
+                             } catch (const Error& e) {
+                               if (e.code() != ErrorCode::kAborted) wrong += "call " + std::to_string(i) + ": " + e.what();
+                             }
+                           }
+                           aborter.join();
+                           if (!wrong.empty()) throw std::runtime_error(wrong);
+                           const double took =
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                           if (took > 2) throw std::runtime_error("abort took " + std::to_string(took) + " s");
+                         })),
+            "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, P2pAsync,
                          ::testing::Values(Transport{"threads", false, ""}, Transport{"threads_tcp", false, "tcp"},
                                            Transport{"processes_shm", true, "shm"},
