@@ -329,7 +329,9 @@ void TcpMesh::waitFor(std::span<MeshOp* const> ops, const ErrorContext& context,
       if (policy.check) policy.check();
       if (!deadline) deadline = Deadline::after(policy.timeoutSeconds);
       if (deadline->expired()) mine.onTimeout();
-      blockOnce(std::min(kSleepSliceMs, static_cast<int>(std::ceil(deadline->secondsLeft() * 1000))));
+      // In double first: a deadline far off (a fed point-to-point group's is never) is more milliseconds than an int.
+      const double leftMs = std::ceil(deadline->secondsLeft() * 1000);
+      blockOnce(leftMs < kSleepSliceMs ? static_cast<int>(leftMs) : kSleepSliceMs);
     } catch (...) {
       cancelAll();
       throw;
