@@ -75,9 +75,8 @@ class CommunicatorImpl {
       std::unique_lock lock(mu_);
       if (!queue_.empty() || busy_) {
         lock.unlock();
-        Work(
-            enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p},
-                    opts, true))
+        Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p},
+                     opts, true))
             .wait();
         return;
       }
@@ -172,7 +171,7 @@ class CommunicatorImpl {
     CallOptions opts;
     Body body;
     std::shared_ptr<WorkState> work;
-    std::uint64_t record = 0;  // its flight recorder entry
+    std::uint64_t record = 0;                       // its flight recorder entry
     std::shared_ptr<const std::vector<P2pOp>> p2p;  // its operations, when it may run in a fed group
   };
   class GroupFeed;
@@ -236,7 +235,7 @@ class CommunicatorImpl {
   std::string broken_;  // set after an error that leaves the ranks out of step
   ErrorCode brokenCode_ = ErrorCode::kInternal;
   std::atomic<bool> brokenFlag_{false};
-  std::atomic<bool> aborted_{false};  // broken_ is set: read without the lock on every call
+  std::atomic<bool> aborted_{false};       // broken_ is set: read without the lock on every call
   std::atomic<bool> groupRunning_{false};  // executeGroup is running: queued point-to-point calls may join it
   std::atomic<bool> p2pQueued_{false};     // a point-to-point task was queued since the group last looked
   std::thread progress_;

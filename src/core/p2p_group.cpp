@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "algorithms/host/p2p_feed.hpp"
-#include "base/error.hpp"
 #include "base/data_type.hpp"
+#include "base/error.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/work_state.hpp"
 
@@ -45,7 +45,7 @@ class CommunicatorImpl::GroupFeed final : public host::P2pFeed {
   bool posted() const override { return c_.p2pQueued_.load(std::memory_order_acquire); }
 
   bool take(std::vector<P2pOp>& ops) override {
-    if (!c_.p2pQueued_.load(std::memory_order_acquire)) return false;
+    if (!posted()) return false;
     std::vector<Task> joining;
     {
       std::lock_guard lock(c_.mu_);

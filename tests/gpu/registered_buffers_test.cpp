@@ -70,7 +70,7 @@ void collectivesOnRegisteredBuffers(Communicator& c, cudaStream_t s, std::byte* 
     const std::uint64_t read = registeredCalls(c) - before;
     ++calls;
     require(read == calls, at + ": " + call + " did not read the peers' registered buffers in place (" +
-                                 std::to_string(read) + " of " + std::to_string(calls) + " calls did)");
+                               std::to_string(read) + " of " + std::to_string(calls) + " calls did)");
   };
 
   upload(send, ramp(count, me).data(), count * 4, s);

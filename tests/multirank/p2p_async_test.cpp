@@ -104,31 +104,30 @@ TEST_P(P2pAsync, EachCallCompletesOnItsOwn) {
 // Hundreds of calls around a ring, receives posted in the reverse order of the sends' tags, sizes from one element
 // to a few rings' worth: what joins is matched by (peer, tag) and every payload lands where its receive said.
 TEST_P(P2pAsync, ManyCallsAroundARingJoinAndLandInPlace) {
-  EXPECT_EQ(failures(run(3,
-                         [](Communicator& comm) {
-                           constexpr int kCalls = 300;
-                           const int next = (comm.rank() + 1) % comm.size();
-                           const int prev = (comm.rank() + comm.size() - 1) % comm.size();
-                           auto sizeOf = [](int tag) { return static_cast<std::size_t>(1 + (tag * 7919) % 40000); };
-                           std::vector<std::vector<std::uint32_t>> out(kCalls), in(kCalls);
-                           std::vector<Work> works;
-                           for (int tag = 0; tag < kCalls; ++tag) {
-                             out[tag] = pattern(sizeOf(tag), static_cast<std::uint32_t>(comm.rank() * kCalls + tag));
-                             works.push_back(comm.sendAsync(out[tag].data(), out[tag].size(), DataType::kUint32,
-                                                            next, tag));
-                           }
-                           for (int tag = kCalls - 1; tag >= 0; --tag) {
-                             in[tag].assign(sizeOf(tag), 0);
-                             works.push_back(comm.recvAsync(in[tag].data(), in[tag].size(), DataType::kUint32, prev,
-                                                            tag));
-                           }
-                           for (Work& w : works) w.wait();
-                           for (int tag = 0; tag < kCalls; ++tag) {
-                             expectPattern(in[tag], static_cast<std::uint32_t>(prev * kCalls + tag),
-                                           "tag " + std::to_string(tag));
-                           }
-                         })),
-            "");
+  EXPECT_EQ(
+      failures(run(3,
+                   [](Communicator& comm) {
+                     constexpr int kCalls = 300;
+                     const int next = (comm.rank() + 1) % comm.size();
+                     const int prev = (comm.rank() + comm.size() - 1) % comm.size();
+                     auto sizeOf = [](int tag) { return static_cast<std::size_t>(1 + (tag * 7919) % 40000); };
+                     std::vector<std::vector<std::uint32_t>> out(kCalls), in(kCalls);
+                     std::vector<Work> works;
+                     for (int tag = 0; tag < kCalls; ++tag) {
+                       out[tag] = pattern(sizeOf(tag), static_cast<std::uint32_t>(comm.rank() * kCalls + tag));
+                       works.push_back(comm.sendAsync(out[tag].data(), out[tag].size(), DataType::kUint32, next, tag));
+                     }
+                     for (int tag = kCalls - 1; tag >= 0; --tag) {
+                       in[tag].assign(sizeOf(tag), 0);
+                       works.push_back(comm.recvAsync(in[tag].data(), in[tag].size(), DataType::kUint32, prev, tag));
+                     }
+                     for (Work& w : works) w.wait();
+                     for (int tag = 0; tag < kCalls; ++tag) {
+                       expectPattern(in[tag], static_cast<std::uint32_t>(prev * kCalls + tag),
+                                     "tag " + std::to_string(tag));
+                     }
+                   })),
+      "");
 }
 
 // A collective queued behind a running group keeps its place: it runs after the group, and later point-to-point
@@ -185,7 +184,8 @@ TEST_P(P2pAsync, AStuckCallTimesOutOnItsOwnDeadline) {
                                if (text.find("receive from peer 1 (tag 9, 64 bytes)") == std::string::npos) {
                                  throw std::runtime_error("the timeout does not name the call: " + text);
                                }
-                               if (took > 10) throw std::runtime_error("timed out after " + std::to_string(took) + " s");
+                               if (took > 10)
+                                 throw std::runtime_error("timed out after " + std::to_string(took) + " s");
                              }
                            } else {
                              for (int i = 0; i < 5; ++i) {
@@ -205,26 +205,26 @@ TEST_P(P2pAsync, AStuckCallTimesOutOnItsOwnDeadline) {
 // done with it, exits; the completed operations with rank 1 are no reason for PeerLost (they once were, over shared
 // memory, which made a ring of hundreds of calls fail now and then in CI).
 TEST_P(P2pAsync, APeerThatLeftAfterItsMessagesFailsNothing) {
-  EXPECT_EQ(failures(run(3,
-                         [](Communicator& comm) {
-                           std::vector<std::uint32_t> one(1000), two(1000), three(1000);
-                           if (comm.rank() == 0) {
-                             std::vector<std::uint32_t> mine = pattern(one.size(), 5);
-                             comm.group({op(Kind::kSend, 1, mine, 2), op(Kind::kRecv, 1, one, 1),
-                                         op(Kind::kRecv, 2, three, 3)});
-                             expectPattern(one, 1, "from rank 1");
-                             expectPattern(three, 2, "from rank 2");
-                           } else if (comm.rank() == 1) {
-                             std::vector<std::uint32_t> mine = pattern(one.size(), 1);
-                             comm.send(mine.data(), mine.size(), DataType::kUint32, 0, 1);
-                             comm.recv(two.data(), two.size(), DataType::kUint32, 0, 2);
-                             expectPattern(two, 5, "from rank 0");
-                           } else {
-                             std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 1 has left by now
-                             std::vector<std::uint32_t> mine = pattern(three.size(), 2);
-                             comm.send(mine.data(), mine.size(), DataType::kUint32, 0, 3);
-                           }
-                         })),
+  EXPECT_EQ(failures(run(
+                3,
+                [](Communicator& comm) {
+                  std::vector<std::uint32_t> one(1000), two(1000), three(1000);
+                  if (comm.rank() == 0) {
+                    std::vector<std::uint32_t> mine = pattern(one.size(), 5);
+                    comm.group({op(Kind::kSend, 1, mine, 2), op(Kind::kRecv, 1, one, 1), op(Kind::kRecv, 2, three, 3)});
+                    expectPattern(one, 1, "from rank 1");
+                    expectPattern(three, 2, "from rank 2");
+                  } else if (comm.rank() == 1) {
+                    std::vector<std::uint32_t> mine = pattern(one.size(), 1);
+                    comm.send(mine.data(), mine.size(), DataType::kUint32, 0, 1);
+                    comm.recv(two.data(), two.size(), DataType::kUint32, 0, 2);
+                    expectPattern(two, 5, "from rank 0");
+                  } else {
+                    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // rank 1 has left by now
+                    std::vector<std::uint32_t> mine = pattern(three.size(), 2);
+                    comm.send(mine.data(), mine.size(), DataType::kUint32, 0, 3);
+                  }
+                })),
             "");
 }
 
@@ -253,7 +253,8 @@ TEST_P(P2pAsync, AbortEndsEveryCallOfAGroup) {
                                works[i].wait();
                                wrong += "call " + std::to_string(i) + " of the aborted group completed; ";
                              } catch (const Error& e) {
-                               if (e.code() != ErrorCode::kAborted) wrong += "call " + std::to_string(i) + ": " + e.what();
+                               if (e.code() != ErrorCode::kAborted)
+                                 wrong += "call " + std::to_string(i) + ": " + e.what();
                              }
                            }
                            aborter.join();

@@ -30,8 +30,8 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   auto admit = [&](std::size_t from) {
     state.resize(ops.size());
     told.resize(ops.size(), false);
-    for (std::size_t i = from; i < ops.size(); ++i) state[i].bytes = bytesOf(ops[i]);
     for (std::size_t i = from; i < ops.size(); ++i) {
+      state[i].bytes = bytesOf(ops[i]);
       if (ops[i].kind == P2pOp::Kind::kRecv) takeUnexpected(ops[i], state[i], env);
     }
   };

@@ -7,6 +7,7 @@
 #endif
 
 #include "algorithms/host/reduce_kernels_impl.hpp"
+#include "algorithms/host/wire_kernels_impl.hpp"
 
 namespace braid::host::detail {
 

@@ -23,9 +23,10 @@ bool NetEngine::compresses(std::size_t count, DataType type, ReduceOp op) const 
 
 // Conversions go through reduce_cpu's vectorised per-ISA kernels (scalar loops here ran at a fraction of a 10 Gbit/s
 // link's rate), fused: a received segment is widened, added, rounded (and for the owner widened back) in one pass,
-// not four, because at 64 MiB this thread's passes over memory, not the link, set the pace. The allgather begins inside the reduce-scatter's last step: each segment of this rank's block goes out
-// as soon as it is final, so the link never waits for the whole block to be rounded (a serial pass over 1/n of the
-// data, as long as the whole transfer at 10 Gbit/s). The input is read in place (sums and averages are never scaled).
+// not four, because at 64 MiB this thread's passes over memory, not the link, set the pace. The allgather begins inside
+// the reduce-scatter's last step: each segment of this rank's block goes out as soon as it is final, so the link never
+// waits for the whole block to be rounded (a serial pass over 1/n of the data, as long as the whole transfer at 10
+// Gbit/s). The input is read in place (sums and averages are never scaled).
 void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, ReduceOp op) {
   const int n = size();
   auto* out = static_cast<float*>(recv);
