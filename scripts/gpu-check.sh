@@ -11,7 +11,7 @@
 #      hardware: braid detect, doctor, env and tune --mem device;
 #      fault-matrix: scripts/fault-matrix.sh's random cases, several at once (FAULT_RUNS, FAULT_PROXY_RUNS, FAULT_JOBS);
 #      netns-bench: braid, Gloo and Open MPI on the shaped namespace bed (scripts/netns-bench.sh) on this machine's
-#      cores, for issue 9's link-rate bars (NETNS_RUNS: "HOSTS:RANKS:RATE[:COMPRESS] ...", default 2:1:10gbit
+#      cores, for the link-rate bars (NETNS_RUNS: "HOSTS:RANKS:RATE[:COMPRESS] ...", default 2:1:10gbit
 #      4:1:2500mbit 2:1:10gbit:bf16, the last with BRAID_COMPRESS=bf16);
 #   8. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT,
 #      merged into results.json and plotted into results.png (scripts/merge-results.py, scripts/plot-results.py).
@@ -20,7 +20,7 @@
 # Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, torch,
 #        torch-bench, hardware, bench-device, all
 # (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
-# Each stage reuses the build directory, so a session can split the work over several calls of at most 10
+# Each stage reuses the build directory, so a run can be split over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
 # stage failed; every stage runs even after an earlier one failed (except tests without a build).
 set -uo pipefail

@@ -38,7 +38,7 @@ export BRAID_TUNE_FILE=/dev/null
 # in 18: llvm-project pull 75290, "[asan] Install pthread_atfork"); the RSS bounds of the resource tests do not
 # hold with ASan's quarantine; the namespace, mpirun and install tests need programs this build does not make.
 # So do the host-layout tests (HostId*), the shared-memory split and subgroup tests (*OverSharedMemory) and the
-# transport-choice test (AutoPicksSharedMemory), whose names do not say "process": in session 11's CI runs a child
+# transport-choice test (AutoPicksSharedMemory), whose names do not say "process": in CI a child
 # froze (every thread of it, heartbeats included) in three of the first and both ranks of the last, at creation.
 # BRAID_SANITIZE_ALL=1 runs them anyway.
 exclude='[Pp]rocess|Fork|HostId|OverSharedMemory|AutoPicksSharedMemory|CAbi\.|Faults|FaultMatrix|Resources|Soak|LauncherEnvironment|FlightRecorder|ExternalStore|netns|mpirun|install_and_consume'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long soak (issue 10): BRAID_SOAK_CALLS randomized collectives (default 100,000) in each soak test (3 shm
+# The long soak: BRAID_SOAK_CALLS randomized collectives (default 100,000) in each soak test (3 shm
 # processes; 2 TCP processes; worlds of 2-5 ranks drawn with their transport), every result checked (exactly, or
 # against a float64 reference for random floating-point inputs) and resident memory watched
 # (tests/multirank/soak_test.cpp; CI runs 1,000 + 1,000 + 400).

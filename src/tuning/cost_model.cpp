@@ -29,8 +29,9 @@ std::optional<Link> parseLink(const std::string& name) {
 LinkCost defaultLinkCost(Link link) {
   switch (link) {
     case Link::kNvlink:
-      // 2xH200, NV18 (docs/BENCHMARKS.md, sessions 4-5): the LL kernel (one step) takes 2.8-3.0 us of GPU time per
-      // call, one-shot (two steps) 5.3; one-shot moves 342 GB/s at 512 MiB (365 is the SM-store ceiling).
+      // 2xH200, NV18: the LL kernel (one step) takes 2.8-3.0 us of GPU time per call from CUDA graphs
+      // (bench/results/nvlink-2xh200-2026-11-30.json); one-shot moves 342 GB/s at 512 MiB
+      // (bench/results/nvlink-2xh200-large-oneshot-2026-11-30.json).
       return {2.7, 342, "2xH200 NV18, measured (LL 2.8 us, one-shot 342 GB/s at 512 MiB)", true};
     case Link::kPcie:
       return {5.0, 22, "assumed: PCIe 4.0 x16 peer copies (~22 GB/s); not measured here", true};

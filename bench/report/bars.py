@@ -1,0 +1,158 @@
+"""The performance bars the project has set itself, each as written, judged from the latest committed run that
+measured it. A bar over a range of sizes is judged by the rule written with it: 'every size' (each measured size
+meets it) or 'class' (the geometric mean of the sizes' ratios meets it and no size is worse than 0.85x the bar)."""
+import re
+
+from results import ReportError, parse_size, size_text
+from tables import geomean, link_gbs, pct, span, trusted, x
+
+
+# A class passes when no size is worse than this fraction of the bar.
+CLASS_FLOOR = 0.85
+
+
+class Check:
+    """One comparison a bar makes: braid against `peer` (or the link, or another variant of braid) over a range of
+    sizes, for each dtype named."""
+
+    def __init__(self, metric, lo, hi, op, bound, peer=None, collectives=("allreduce",), dtypes=(None,),
+                 variant=None, peer_variant=None):
+        self.metric, self.lo, self.hi, self.op, self.bound = metric, parse_size(lo), parse_size(hi), op, bound
+        self.peer, self.collectives, self.dtypes = peer, collectives, dtypes
+        self.variant, self.peer_variant = variant, peer_variant
+
+    def ratios(self, run, coll, dtype):
+        """size -> ratio for every size in range that the run measured for braid and the other side."""
+        out = {}
+        for r in run.select(impl="braid", collective=coll, dtype=dtype, variant=self.variant):
+            s = r["bytes"]
+            if not self.lo <= s <= self.hi:
+                continue
+            if self.metric == "link":
+                if trusted(run, r):
+                    wire = 0.5 if "bf16" in (self.variant or "") else 1.0
+                    out[s] = r["busbw_gbs"] * wire / link_gbs(run, self.variant)
+                continue
+            other = run.select(impl=self.peer, size=s, collective=coll, dtype=dtype, variant=self.peer_variant)
+            if len(other) != 1:
+                continue
+            if self.metric == "time":
+                out[s] = r["time_us"] / other[0]["time_us"]
+            else:
+                out[s] = r["busbw_gbs"] / other[0]["busbw_gbs"]
+        return out
+
+
+class Bar:
+    def __init__(self, area, text, runs, checks, rule="every size", needs=None):
+        self.area, self.text, self.runs, self.checks, self.rule, self.needs = area, text, runs, checks, rule, needs
+
+    def latest_run(self, runs):
+        """The most recent run matching the bar's runs pattern that measured every check of it."""
+        found = [r for name, r in runs.items() if re.fullmatch(self.runs, name)
+                 and all(c.ratios(r, coll, d) for c in self.checks for coll in c.collectives for d in c.dtypes)]
+        return max(found, key=lambda r: r.order) if found else None
+
+    def judge(self, runs):
+        """(run or None, verdict, what was measured)."""
+        run = self.latest_run(runs)
+        if run is None:
+            return None, "not measured", self.needs or "no committed run measured it"
+        met, parts = True, []
+        fmt = pct if any(c.metric == "link" for c in self.checks) else x
+        for c in self.checks:
+            for coll in c.collectives:
+                for dtype in c.dtypes:
+                    ratios = c.ratios(run, coll, dtype)
+                    worst_size = max(ratios, key=ratios.get) if c.op == "<=" else min(ratios, key=ratios.get)
+                    worst = ratios[worst_size]
+                    ok = (lambda v: v <= c.bound) if c.op == "<=" else (lambda v: v >= c.bound)
+                    label = " ".join(t for t in (coll if len(c.collectives) > 1 else "", dtype or "") if t)
+                    label = (label + " " if label else "")
+                    if self.rule == "class":
+                        g = geomean(ratios.values())
+                        floor = c.bound / CLASS_FLOOR if c.op == "<=" else c.bound * CLASS_FLOOR
+                        this_ok = ok(g) and (worst <= floor if c.op == "<=" else worst >= floor)
+                        parts.append(f"{label}{fmt(g)} (geomean), worst {fmt(worst)} at {size_text(worst_size)}")
+                    else:
+                        this_ok = all(ok(v) for v in ratios.values())
+                        sizes = sorted(ratios)
+                        if len(sizes) == 1:
+                            parts.append(f"{label}{fmt(ratios[sizes[0]])}")
+                        else:
+                            parts.append(f"{label}{span(list(ratios.values()), fmt)} over "
+                                         f"{size_text(sizes[0])}..{size_text(sizes[-1])}, worst at "
+                                         f"{size_text(worst_size)}")
+                    met = met and this_ok
+        return run, "met" if met else "missed", "; ".join(parts)
+
+
+def _gpu_bars():
+    runs_small = r"nvlink-2xh200.*"
+    both = ("float32", "bfloat16")
+    return [
+        Bar("2xH200, NVLink, vs NCCL", "allreduce time at 8 B .. 64 KiB: <= 0.5x NCCL", runs_small,
+            [Check("time", "8", "64K", "<=", 0.5, "nccl", dtypes=both)], rule="class"),
+        Bar("2xH200, NVLink, vs NCCL", "allreduce busbw at 256 KiB .. 8 MiB: >= 1.5x NCCL", runs_small,
+            [Check("busbw", "256K", "8M", ">=", 1.5, "nccl", dtypes=both)], rule="class"),
+        Bar("2xH200, NVLink, vs NCCL", "allreduce busbw at 64 MiB .. 1 GiB: >= 1.0x NCCL", runs_small,
+            [Check("busbw", "64M", "1G", ">=", 1.0, "nccl", dtypes=both)], rule="class"),
+        Bar("2xH200, NVLink, vs NCCL", "allgather and reduce_scatter busbw at 16 MiB .. 1 GiB: >= 1.0x NCCL",
+            runs_small, [Check("busbw", "16M", "1G", ">=", 1.0, "nccl", collectives=("allgather", "reducescatter"),
+                               dtypes=("float32",))], rule="class"),
+    ]
+
+
+BARS = [
+    Bar("CPU, shared memory, 2 ranks, 2-core VM", "allreduce busbw at 16 MiB: >= 3x Gloo and >= 1.0x Open MPI",
+        r"cpu-2core-.*", [Check("busbw", "16M", "16M", ">=", 3.0, "gloo"), Check("busbw", "16M", "16M", ">=", 1.0, "mpi")]),
+    Bar("CPU, shared memory, 2 ranks, 2-core VM", "allreduce busbw at 64 MiB: >= 3x Gloo and >= 1.5x Open MPI",
+        r"cpu-2core-.*", [Check("busbw", "64M", "64M", ">=", 3.0, "gloo"), Check("busbw", "64M", "64M", ">=", 1.5, "mpi")]),
+    Bar("CPU, shared memory, 2 ranks, 2-core VM", "allreduce time at 8 bytes: <= 0.3x Gloo and <= 1.0x Open MPI",
+        r"cpu-2core-.*", [Check("time", "8", "8", "<=", 0.3, "gloo"), Check("time", "8", "8", "<=", 1.0, "mpi")]),
+    Bar("CPU, shared memory, 2 ranks, 2-core VM", "allgather and reduce_scatter busbw at 16 MiB: >= 2x Gloo",
+        r"cpu-2core-.*", [Check("busbw", "16M", "16M", ">=", 2.0, "gloo", collectives=("allgather", "reducescatter"))]),
+    *_gpu_bars(),
+    Bar("PyTorch, 2xH200, vs backend nccl", "dist.all_reduce time <= 0.8x NCCL at 8 B .. 64 KiB", r"torch-cuda-.*",
+        [Check("time", "8", "64K", "<=", 0.8, "nccl", dtypes=("float32", "bfloat16"))]),
+    Bar("PyTorch, 2xH200, vs backend nccl", "dist.all_reduce busbw >= 1.5x NCCL at 256 KiB .. 8 MiB", r"torch-cuda-.*",
+        [Check("busbw", "256K", "8M", ">=", 1.5, "nccl", dtypes=("float32", "bfloat16"))]),
+    Bar("PyTorch, 2xH200, vs backend nccl", "dist.all_reduce busbw >= 1.0x NCCL at 64 MiB .. 1 GiB", r"torch-cuda-.*",
+        [Check("busbw", "64M", "1G", ">=", 1.0, "nccl", dtypes=("float32", "bfloat16"))]),
+    Bar("PyTorch, 2xH200, vs backend nccl", "DDP training step of examples/ddp_train.py where communication matters: "
+        "<= 1.0x NCCL", r"ddp-.*", [Check("time", "1", "1G", "<=", 1.0, "nccl")],
+        rule="per step", needs="needs two GPUs; no committed run"),
+    Bar("PyTorch, CPU tensors, 2 ranks", "dist.all_reduce busbw >= 3x Gloo at 16 MiB", r"torch-cpu-.*",
+        [Check("busbw", "16M", "16M", ">=", 3.0, "gloo")]),
+    Bar("Across hosts, 2 namespaces at 10 Gbit/s", "allreduce busbw at >= 16 MiB: >= 90% of the link rate",
+        r"netns-2x1-10gbit-(2core|h200host)-.*", [Check("link", "16M", "1G", ">=", 0.9)]),
+    Bar("Across hosts, 2 namespaces at 10 Gbit/s", "allreduce busbw at >= 16 MiB: >= 2x Gloo and >= 1.3x Open MPI "
+        "(--mca btl tcp,self)", r"netns-2x1-10gbit-(2core|h200host)-.*",
+        [Check("busbw", "16M", "1G", ">=", 2.0, "gloo"), Check("busbw", "16M", "1G", ">=", 1.3, "mpi")]),
+    Bar("Across hosts, 4 namespaces at 2.5 Gbit/s", "allreduce busbw at >= 16 MiB: >= 85% of the link rate",
+        r"netns-4x1-2500mbit-.*", [Check("link", "16M", "1G", ">=", 0.85)]),
+    Bar("Across hosts, 2 namespaces at 10 Gbit/s", "BRAID_COMPRESS=bf16: >= 1.7x the uncompressed busbw at 64 MiB",
+        r"netns-2x1-10gbit-.*", [Check("busbw", "64M", "64M", ">=", 1.7, "braid", variant="BRAID_COMPRESS=bf16",
+                                       peer_variant="BRAID_COMPRESS=")],
+        needs="no committed run holds both in one file"),
+    Bar("GPU buffers over TCP, 2 ranks on 2 GPUs", "busbw >= 1.5x NCCL's socket transport at 16 MiB .. 1 GiB",
+        r"gpu-tcp-.*", [Check("busbw", "16M", "1G", ">=", 1.5, "nccl")], needs="needs two GPUs (NCCL refuses two ranks "
+        "on one GPU); no committed run"),
+    Bar("MPI interposer (libbraid_mpi)", "host-buffer calls: added time per call <= 0.1 us against the MPI alone at 8 B",
+        r"mpi-interposer-host-.*", [Check("time", "8", "8", "<=", 1.0, "mpi")], needs="no committed run"),
+    Bar("MPI interposer (libbraid_mpi), 2 GPUs", "MPI_Allreduce on device buffers: time <= 1.2x braid's API at 8 B .. "
+        "1 GiB and <= 0.5x NCCL at 8 B .. 64 KiB", r"mpi-interposer-device-.*",
+        [Check("time", "8", "1G", "<=", 1.2, "braid-api")], needs="needs two GPUs; no committed run"),
+]
+
+
+def bars_table(runs):
+    rows = []
+    for bar in BARS:
+        run, verdict, measured = bar.judge(runs)
+        where = f"`{run.name}`" if run else "-"
+        rows.append([bar.area, bar.text, bar.rule, f"**{verdict}**", measured, where])
+    header = ["where", "bar, as written", "rule", "verdict", "measured", "run"]
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join(["---"] * len(header)) + " |"]
+    out += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(out)

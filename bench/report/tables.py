@@ -1,0 +1,222 @@
+"""Tables of docs/BENCHMARKS.md, each built from the rows of one run, and the figures prose quotes. Ratios are
+taken between rows of one run only; a table that sets two runs side by side says so in its header."""
+import math
+import re
+
+from results import ReportError, parse_size, size_text
+
+PEER_NAMES = {"braid": "braid", "gloo": "Gloo", "mpi": "Open MPI", "nccl": "NCCL", "braid+graph": "braid graph",
+              "nccl+graph": "NCCL graph"}
+
+
+# ---- numbers -------------------------------------------------------------------------------------------------
+
+def gbs(value):
+    return f"{value:.1f}" if value >= 100 else f"{value:.2f}"
+
+
+def us(value):
+    return f"{value:.2f}"
+
+
+def x(value):
+    return f"{value:.2g}x" if value < 0.095 else f"{value:.2f}x"
+
+
+def pct(value):
+    return f"{value * 100:.0f}%"
+
+
+def span(values, fmt=x):
+    """'1.04-1.12x': the range of a list of figures, in the format given."""
+    lo, hi = fmt(min(values)), fmt(max(values))
+    if lo == hi:
+        return lo
+    suffix = "x" if fmt is x else ("%" if fmt is pct else "")
+    return f"{lo[:-len(suffix)] if suffix else lo}-{hi}"
+
+
+def geomean(values):
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def table(header, rows, align=None):
+    align = align or ["---"] + ["---:"] * (len(header) - 1)
+    out = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+# ---- figures of one run --------------------------------------------------------------------------------------
+
+def busbw(run, impl, size, **kw):
+    return run.row(impl, size, **kw)["busbw_gbs"]
+
+
+def time(run, impl, size, **kw):
+    return run.row(impl, size, **kw)["time_us"]
+
+
+def speedup(run, size, peer, impl="braid", **kw):
+    """Peer's time over braid's: above 1, braid is faster (busbw ratio for the same bytes)."""
+    return time(run, peer, size, **kw) / time(run, impl, size, **kw)
+
+
+def time_ratio(run, size, peer, impl="braid", **kw):
+    """braid's time over the peer's: below 1, braid is faster."""
+    return time(run, impl, size, **kw) / time(run, peer, size, **kw)
+
+
+def sizes_between(run, lo, hi, impl="braid", **kw):
+    lo, hi = parse_size(lo), parse_size(hi)
+    found = [s for s in run.sizes(impl=impl, **kw) if lo <= s <= hi]
+    if not found:
+        raise ReportError(f"{run.file}: no {impl} rows between {size_text(lo)} and {size_text(hi)} ({kw})")
+    return found
+
+
+# ---- a shaped link (the namespace bed) -----------------------------------------------------------------------
+
+def _rate_bits(text):
+    m = re.search(r"(\d+)(g|m)bit", text)
+    return int(m.group(1)) * (10**9 if m.group(2) == "g" else 10**6) if m else None
+
+
+def link_gbs(run, variant=None):
+    """The shaped rate of the run's links in GB/s, from the file's name (or a variant that names its own)."""
+    bits = _rate_bits(variant or "") or _rate_bits(run.name)
+    if bits is None:
+        raise ReportError(f"{run.file}: no shaped rate (like 10gbit) in its name")
+    rails = re.search(r"(\d+)rails", run.name)  # several links per host, each shaped to the rate
+    return bits / 8e9 * (int(rails.group(1)) if rails else 1)
+
+
+def _iters(run):
+    m = re.search(r"(?:^|\s)-n\s+(\d+)", run.meta["command"])
+    return int(m.group(1)) if m else 20
+
+
+def trusted(run, row):
+    """False where tc's token bucket can have carried the figure: netns-bed.sh gives each link a burst of 4 ms at
+    the rate, refilled while a loop waits at its barrier, so a loop that moves fewer than 20 bursts over a link (or a
+    row above the link's rate) measures the bucket as much as the rate."""
+    rate = link_gbs(run, row.get("variant"))
+    wire = 0.5 if (row["impl"] == "braid" and "bf16" in (row.get("variant") or run.name)) else 1.0
+    per_call = row["busbw_gbs"] * row["time_us"] * 1e3 * wire  # bytes over each link per call
+    burst = max(rate * 1e9 / 250, 65536)  # bytes: 4 ms of traffic at the rate, at least 64 KiB
+    return row["busbw_gbs"] * wire <= rate and burst <= 0.05 * _iters(run) * per_call
+
+
+def shaped_untrusted_sizes(run, impls, variant=None):
+    out = set()
+    for r in run.rows:
+        if r["impl"] in impls and (variant is None or r.get("variant") == variant) and not trusted(run, r):
+            out.add(r["bytes"])
+    return sorted(out)
+
+
+# ---- tables --------------------------------------------------------------------------------------------------
+
+def compare(run, collectives, sizes, peers, small_max="8", dtype=None):
+    """Collectives x sizes against peers: time at the small sizes (ratio of times, below 1 braid is faster),
+    busbw above (ratio of busbw, above 1 braid is faster)."""
+    small = parse_size(small_max)
+    header = ["collective", "size", "braid"] + [PEER_NAMES[p] for p in peers] + [f"vs {PEER_NAMES[p]}" for p in peers]
+    rows = []
+    for coll in collectives:
+        for size in sizes:
+            nbytes = parse_size(size)
+            kw = dict(collective=coll, dtype=dtype)
+            cells = [coll, size_text(nbytes)]
+            if nbytes <= small:
+                cells += [f"{us(time(run, i, nbytes, **kw))} us" for i in ["braid"] + peers]
+                cells += [f"time {x(time_ratio(run, nbytes, p, **kw))}" for p in peers]
+            else:
+                cells += [f"{gbs(busbw(run, i, nbytes, **kw))} GB/s" for i in ["braid"] + peers]
+                cells += [x(busbw(run, "braid", nbytes, **kw) / busbw(run, p, nbytes, **kw)) for p in peers]
+            rows.append(cells)
+    return table(header, rows, ["---", "---"] + ["---:"] * (len(header) - 2))
+
+
+def sweep(run, peer, sizes=None, collective="allreduce", dtype=None, variant=None, graph=False, lower_is_better=False):
+    """One collective across sizes: times, busbw and the ratio (speedup = peer time / braid time, or with
+    lower_is_better braid time / peer time), and the CUDA-graph rows where the run has them."""
+    kw = dict(collective=collective, dtype=dtype, variant=variant)
+    sizes = [parse_size(s) for s in sizes] if sizes else run.sizes(**kw)
+    name = PEER_NAMES[peer]
+    ratio_name = f"braid / {name} time" if lower_is_better else "speedup"
+    header = ["size", "braid us", f"{name} us", "braid busbw", f"{name} busbw", ratio_name]
+    if graph:
+        header += ["braid graph us", f"{name} graph us", "graph speedup"]
+    rows = []
+    for s in sizes:
+        b, p = run.row("braid", s, **kw), run.row(peer, s, **kw)
+        ratio = b["time_us"] / p["time_us"] if lower_is_better else p["time_us"] / b["time_us"]
+        cells = [size_text(s), us(b["time_us"]), us(p["time_us"]), gbs(b["busbw_gbs"]), gbs(p["busbw_gbs"]), x(ratio)]
+        if graph:
+            if run.has("braid+graph", s, **kw):
+                bg, pg = run.row("braid+graph", s, **kw), run.row(peer + "+graph", s, **kw)
+                cells += [us(bg["time_us"]), us(pg["time_us"]), x(pg["time_us"] / bg["time_us"])]
+            else:
+                cells += ["", "", ""]
+        rows.append(cells)
+    return table(header, rows)
+
+
+def variants(run, columns, sizes=None, ratios=(), metric="busbw", impl="braid", collective="allreduce", dtype=None):
+    """One implementation's variants side by side (columns: [(label, variant)]), with ratios between them
+    (ratios: [(label, numerator variant, denominator variant)], of busbw)."""
+    sizes = [parse_size(s) for s in sizes] if sizes else run.sizes(impl=impl, variant=columns[0][1])
+    unit = "GB/s" if metric == "busbw" else "us"
+    header = ["size"] + [f"{label} ({unit})" for label, _ in columns] + [label for label, _, _ in ratios]
+    rows = []
+    for s in sizes:
+        get = lambda v, i=impl: run.row(i, s, collective=collective, dtype=dtype, variant=v)
+        cells = [size_text(s)]
+        for _, v in columns:
+            r = get(v)
+            cells.append(gbs(r["busbw_gbs"]) if metric == "busbw" else us(r["time_us"]))
+        for _, a, b in ratios:
+            cells.append(x(get(a)["busbw_gbs"] / get(b)["busbw_gbs"]))
+        rows.append(cells)
+    return table(header, rows)
+
+
+def bed(run, peers=("gloo", "mpi"), sizes=None, variant=None, peer_variant=None, link=True):
+    """A namespace-bed run: busbw of braid and the peers on the shaped link, braid against each, and braid against
+    the link's rate. A cell the token bucket can have carried is marked (*) and no ratio is claimed from it."""
+    rate = link_gbs(run, variant)
+    peers = [p for p in peers if run.select(impl=p, variant=peer_variant)]
+    sizes = [parse_size(s) for s in sizes] if sizes else run.sizes(variant=variant)
+    header = ["size", "braid"] + [PEER_NAMES[p] for p in peers] + [f"braid / {PEER_NAMES[p]}" for p in peers]
+    header += ["braid / link"] if link else []
+    rows = []
+    for s in sizes:
+        b = run.row("braid", s, variant=variant)
+        ps = [run.row(p, s, variant=peer_variant) for p in peers]
+        mark = lambda r: gbs(r["busbw_gbs"]) + ("" if trusted(run, r) else " (*)")
+        cells = [size_text(s), mark(b)] + [mark(p) for p in ps]
+        for p in ps:
+            ok = trusted(run, b) and trusted(run, p)
+            cells.append(x(b["busbw_gbs"] / p["busbw_gbs"]) if ok else "-")
+        wire = 0.5 if "bf16" in (variant or run.name) else 1.0
+        if link:
+            cells.append(pct(b["busbw_gbs"] * wire / rate) if trusted(run, b) else "-")
+        rows.append(cells)
+    return table(header, rows)
+
+
+def across(label_runs, sizes, impl="braid", metric="busbw", variant_of=None):
+    """Figures of one implementation from several runs side by side: a comparison across runs, which the header
+    says; no ratio is drawn from it."""
+    header = ["size"] + [f"{label}: {run.name}" for label, run in label_runs]
+    rows = []
+    for s in sizes:
+        cells = [size_text(parse_size(s))]
+        for label, run in label_runs:
+            v = (variant_of or {}).get(run.name)
+            r = run.row(impl, s, variant=v)
+            cells.append(gbs(r["busbw_gbs"]) if metric == "busbw" else us(r["time_us"]))
+        rows.append(cells)
+    return table(header, rows)

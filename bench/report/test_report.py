@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Tests of the document generator: what it refuses (a typed figure, a run without provenance, an ambiguous row),
+what it judges (a bar's class rule, a shaped link's burst), and that the committed document is current."""
+import copy
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bars  # noqa: E402
+import generate  # noqa: E402
+import tables  # noqa: E402
+from results import ReportError, Run, _check_meta, load_runs  # noqa: E402
+
+META = {"command": "braid bench -b 1M -e 64M -n 10", "commit": "0123456789ab", "date": "2026-12-02T10:00:00Z",
+        "machine": {"cpu": "Xeon", "cores": 16, "gpus": [], "link": "shared memory"},
+        "peers": {"gloo": "0.0~git20220518"}}
+
+
+def row(impl, nbytes, time_us, busbw, **kw):
+    r = {"impl": impl, "bytes": nbytes, "time_us": time_us, "busbw_gbs": busbw, "algbw_gbs": busbw,
+         "collective": "allreduce", "dtype": "float32", "wrong": 0}
+    r.update(kw)
+    return r
+
+
+class Lint(unittest.TestCase):
+    def test_a_typed_figure_is_refused(self):
+        for text in ("braid is 1.5x Gloo", "it takes 12.3 us", "95% of the link", "at 1.2 GB/s", "3 ms per step"):
+            self.assertTrue(generate.lint(text + "\n"), text)
+
+    def test_setup_predictions_code_and_expressions_pass(self):
+        ok = ("64 MiB at 10 Gbit/s on 2 ranks\n> Prediction (before the run): 1.5x\n```\n-n 20 1.5x\n```\n"
+              "braid is {{ x(1.5) }} Gloo\n")
+        self.assertEqual(generate.lint(ok), [])
+
+
+class Provenance(unittest.TestCase):
+    def test_complete_meta_passes(self):
+        _check_meta("cpu-x", META, [row("braid", 8, 1, 0), row("gloo", 8, 2, 0)])
+
+    def test_each_missing_field_is_named(self):
+        for field in ("command", "commit", "date", "machine", "peers"):
+            meta = copy.deepcopy(META)
+            del meta[field]
+            with self.assertRaisesRegex(ReportError, field):
+                _check_meta("cpu-x", meta, [row("braid", 8, 1, 0)])
+
+    def test_a_peer_without_version_is_refused(self):
+        with self.assertRaisesRegex(ReportError, "mpi"):
+            _check_meta("cpu-x", META, [row("braid", 8, 1, 0), row("mpi", 8, 2, 0)])
+
+    def test_a_dirty_tree_must_list_its_files(self):
+        meta = dict(META, commit="0123456789ab-dirty")
+        with self.assertRaisesRegex(ReportError, "dirty_files"):
+            _check_meta("cpu-x", meta, [row("braid", 8, 1, 0)])
+
+    def test_machine_needs_cores_and_link(self):
+        meta = dict(META, machine={"cpu": "Xeon", "cores": 0, "gpus": [], "link": "x"})
+        with self.assertRaisesRegex(ReportError, "machine"):
+            _check_meta("cpu-x", meta, [row("braid", 8, 1, 0)])
+
+    def test_files_are_named_for_the_run(self):
+        with self.assertRaisesRegex(ReportError, "named"):
+            _check_meta("netns-2x1-session11", META, [row("braid", 8, 1, 0)])
+
+
+class Lookups(unittest.TestCase):
+    def test_ambiguous_or_missing_rows_fail(self):
+        run = Run("x", META, [row("braid", 8, 1, 0), row("braid", 8, 2, 0)])
+        with self.assertRaisesRegex(ReportError, "2 rows"):
+            run.row("braid", 8)
+        with self.assertRaisesRegex(ReportError, "0 rows"):
+            run.row("gloo", 8)
+
+    def test_a_wrong_row_is_never_shown(self):
+        run = Run("x", META, [row("braid", 8, 1, 0, wrong=3)])
+        with self.assertRaisesRegex(ReportError, "wrong"):
+            run.row("braid", 8)
+
+    def test_ratios_come_from_one_run(self):
+        run = Run("x", META, [row("braid", 16 << 20, 100, 4.0), row("gloo", 16 << 20, 400, 1.0)])
+        self.assertAlmostEqual(tables.speedup(run, "16M", "gloo"), 4.0)
+        self.assertEqual(tables.x(tables.speedup(run, "16M", "gloo")), "4.00x")
+
+
+class ShapedLink(unittest.TestCase):
+    def run_at(self, nbytes, busbw, impl="braid"):
+        time_us = nbytes / busbw / 1e3
+        return Run("netns-2x1-10gbit-test", META, [row(impl, nbytes, time_us, busbw)])
+
+    def test_a_loop_inside_a_few_bursts_is_not_trusted(self):
+        # 10 Gbit/s: a bucket of 5 MB; 10 calls of 1 MiB move 10 MB, two buckets.
+        run = self.run_at(1 << 20, 1.2)
+        self.assertFalse(tables.trusted(run, run.rows[0]))
+
+    def test_a_large_loop_below_the_rate_is_trusted(self):
+        run = self.run_at(64 << 20, 1.15)
+        self.assertTrue(tables.trusted(run, run.rows[0]))
+
+    def test_above_the_rate_is_never_trusted(self):
+        run = self.run_at(64 << 20, 1.4)
+        self.assertFalse(tables.trusted(run, run.rows[0]))
+
+    def test_a_bar_counts_no_untrusted_size(self):
+        rows = [row("braid", 4 << 20, (4 << 20) / 1.24e3, 1.24), row("braid", 64 << 20, (64 << 20) / 1.0e3, 1.0)]
+        run = Run("netns-2x1-10gbit-test", META, rows)
+        ratios = bars.Check("link", "1M", "1G", ">=", 0.9).ratios(run, "allreduce", None)
+        self.assertEqual(list(ratios), [64 << 20])
+
+
+class Bars(unittest.TestCase):
+    def runs(self, ratios):
+        rows = []
+        for nbytes, r in ratios.items():
+            rows += [row("braid", nbytes, 100 / r, r, dtype="float32"), row("nccl", nbytes, 100, 1.0, dtype="float32")]
+        run = Run("nvlink-test", dict(META, peers={"nccl": "2.28"}), rows)
+        run.order = 0
+        return {"nvlink-test": run}
+
+    def judge(self, ratios, rule):
+        bar = bars.Bar("t", "t", r"nvlink-.*", [bars.Check("busbw", "256K", "8M", ">=", 1.5, "nccl",
+                                                            dtypes=("float32",))], rule=rule)
+        return bar.judge(self.runs(ratios))[1]
+
+    def test_class_rule_takes_the_geometric_mean_and_a_floor(self):
+        self.assertEqual(self.judge({1 << 20: 1.4, 2 << 20: 1.7}, "class"), "met")
+        self.assertEqual(self.judge({1 << 20: 1.2, 2 << 20: 2.2}, "class"), "missed")  # 1.2 < 0.85 x 1.5
+        self.assertEqual(self.judge({1 << 20: 1.3, 2 << 20: 1.5}, "class"), "missed")  # mean 1.40
+
+    def test_every_size_rule(self):
+        self.assertEqual(self.judge({1 << 20: 1.4, 2 << 20: 1.7}, "every size"), "missed")
+        self.assertEqual(self.judge({1 << 20: 1.5, 2 << 20: 1.7}, "every size"), "met")
+
+    def test_a_bar_with_no_run_is_not_measured(self):
+        bar = bars.Bar("t", "t", r"nothing-.*", [bars.Check("busbw", "8", "8", ">=", 1, "nccl")])
+        self.assertEqual(bar.judge({})[1], "not measured")
+
+
+class Committed(unittest.TestCase):
+    def test_every_committed_run_has_provenance(self):
+        load_runs(generate.RESULTS)
+
+    def test_the_document_is_current(self):
+        with open(generate.OUTPUT) as f:
+            self.assertEqual(f.read(), generate.render(load_runs(generate.RESULTS)),
+                             "docs/BENCHMARKS.md differs from bench/results: run bench/report/generate.py")
+
+
+if __name__ == "__main__":
+    unittest.main()
