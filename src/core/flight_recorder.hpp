@@ -1,4 +1,4 @@
-// The last calls of a communicator, for "where was every rank when it went wrong" (issue 10): each call's sequence
+// The last calls of a communicator, for "where was every rank when it went wrong": each call's sequence
 // number, what it was, when it was issued, started and ended, and how it ended. The issuing thread and the thread
 // running calls write it, any thread reads it; a fixed ring of entries, so recording allocates only for an error's
 // text. Dumped as JSON on demand (Communicator::flightRecord) and, with BRAID_FLIGHT_RECORDER set, into a file per

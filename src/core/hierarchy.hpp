@@ -1,4 +1,4 @@
-// Allreduce across hosts in three steps (issue 9): inside each host a reduce-scatter (shared memory), between hosts
+// Allreduce across hosts in three steps: inside each host a reduce-scatter (shared memory), between hosts
 // an allreduce of each local rank's shard among the ranks of equal local rank (TCP; the local ranks' rings run at
 // once), then inside each host an allgather. Each rank sends n / L bytes between hosts instead of n, and the
 // inter-host schedule has H ranks instead of H x L. The two sub-communicators are made from the parent's store at

@@ -1,4 +1,4 @@
-// What hardware one host has (issue 8): pure data. detect() fills it from procfs, sysfs and the CUDA runtime; the
+// What hardware one host has: pure data. detect() fills it from procfs, sysfs and the CUDA runtime; the
 // braid command also reads and writes it as JSON (--topology FILE), so that every decision made from it (what
 // `braid detect`, `env`, `doctor` and the selector say) is tested against fixtures of machines we do not have.
 #pragma once

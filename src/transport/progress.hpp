@@ -1,5 +1,5 @@
 // How far a rank has got through its collectives, published where its peers can read it, so that a flight record
-// written when a call hangs or fails says where every other rank was (issue 10: "peers' progress"). Calls run one
+// written when a call hangs or fails says where every other rank was. Calls run one
 // at a time in issue order, so the last collective a rank began, and whether it is still in it, says it all.
 //
 // Both fit one 64-bit word (Progress::word), which shared memory publishes with one relaxed store per call and a

@@ -1,4 +1,4 @@
-// BRAID_COMPRESS=bf16: the ring allreduce of float32 sums and averages with bfloat16 on the wire (issue 9): every
+// BRAID_COMPRESS=bf16: the ring allreduce of float32 sums and averages with bfloat16 on the wire: every
 // partial sum is rounded to bfloat16 when it is sent and widened again to float32 when it arrives, so the ring moves
 // half the bytes while every addition stays in float32.
 //
