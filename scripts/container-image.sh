@@ -3,6 +3,8 @@
 # Debian 12 base made here with debootstrap, no registry needed) with podman, runs braid's unit tests in the build
 # stage and a verified `braid bench` through the entrypoint in the final image, and prints the image's size.
 # Run as root on Debian 12. The base is cached as an OCI archive in BRAID_IMAGE_CACHE (~/.cache/braid/images).
+# MIRROR, when set, is the Debian archive debootstrap fetches the base from (a local mirror or caching proxy); unset,
+# debootstrap's own default applies. Either way the base's apt sources name that archive, and http_proxy is honoured.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cache=${BRAID_IMAGE_CACHE:-$HOME/.cache/braid/images}
@@ -35,7 +37,7 @@ if ! podman image exists "$base"; then
     podman tag "$(podman images -q | head -1)" "$base"
   else
     root=$(mktemp -d)
-    debootstrap --variant=minbase bookworm "$root" http://deb.debian.org/debian >/dev/null
+    debootstrap --variant=minbase bookworm "$root" ${MIRROR:+"$MIRROR"} >/dev/null
     tar -C "$root" -c . | podman import - "$base" >/dev/null
     rm -rf "$root"
     skopeo copy -q "containers-storage:$base" "oci-archive:$cache/debian-bookworm.tar"
