@@ -2,7 +2,8 @@
 # ctest netns_*: HOSTS "hosts" (network namespaces of scripts/netns-bed.sh, 10.77.0.1, .2, ...), RANKS ranks of
 # PROGRAM in each (rank = host * RANKS + local rank), joined by BRAID_ROOT_ADDR=10.77.0.1:PORT; passes when every
 # rank exits 0. Exits 77 (ctest's SKIP_RETURN_CODE) where it cannot build the bed: not root, no iproute2, no
-# namespaces.
+# namespaces; its last line then says "SKIP: cannot create network namespaces (why)", which scripts/test.sh repeats
+# in its summary so that a skip never reads as a pass.
 #
 #   tests/net/netns_hosts.sh PROGRAM NETNS_BED_SCRIPT HOSTS RANKS [cut|flap|PROGRAM_FLAG]
 #
@@ -28,7 +29,7 @@ cut=""
 args=()
 extra_env=()
 if [[ ${5:-} == cut ]]; then
-  cut=cut
+  cut="cut"
   args=(--then-cut)
   extra_env=(BRAID_HEARTBEAT_INTERVAL=0.2 BRAID_HEARTBEAT_TIMEOUT=2)
 elif [[ ${5:-} == flap ]]; then
@@ -43,8 +44,8 @@ skip() {
   echo "SKIP: $*"
   exit 77
 }
-[[ $(id -u) -eq 0 ]] || skip "network namespaces need root"
-command -v ip >/dev/null || skip "the ip command (iproute2) is missing"
+[[ $(id -u) -eq 0 ]] || skip "cannot create network namespaces (not root)"
+command -v ip >/dev/null || skip "cannot create network namespaces (no ip command: install iproute2)"
 [[ -x "$prog" ]] || { echo "no program $prog" >&2; exit 1; }
 
 # Beds of earlier runs that were killed before their trap ran (ctest's timeout kills with SIGKILL).
@@ -54,7 +55,10 @@ done
 # A prefix of our own: parallel runs, or a developer's bed, are left alone.
 export NETNS_BED_PREFIX="braidt$$"
 probe="${NETNS_BED_PREFIX}-probe"
-ip netns add "$probe" 2>/dev/null || skip "ip netns add failed: network namespaces are unavailable here"
+# Root is not always enough: a container without CAP_SYS_ADMIN, or a kernel without namespaces, refuses here.
+if ! err=$(ip netns add "$probe" 2>&1); then
+  skip "cannot create network namespaces (ip netns add: ${err%%$'\n'*})"
+fi
 ip netns delete "$probe"
 
 logs="$(mktemp -d)"
