@@ -16,14 +16,19 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "base/half.hpp"
 #include "bench/bench_json.hpp"
+#include "bench/braid_link.hpp"
 #include "bench/driver_args.hpp"
+#include "bench/machine_info.hpp"
+#include "bench/provenance.hpp"
 #include "braid/braid.hpp"
+#include "topology/topology.hpp"
 
 namespace {
 
@@ -333,8 +338,66 @@ Timing timeCalls(const BenchOptions& o, const Call& call, cudaStream_t stream, b
   return {median.first, median.second};
 }
 
+// "2.28.3" from ncclGetVersion's 22803 (2.9 and later: major * 10000 + minor * 100 + patch; before: * 1000 + * 100).
+std::string ncclVersionText(int code) {
+  const int major = code >= 10000 ? code / 10000 : code / 1000;
+  const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
+  const int patch = code % 100;
+  return "NCCL " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+}
+
+// What joins the GPUs of ranks 0..n-1 (rank r on GPU r % gpus), from the driver: NVLink, PCIe peer to peer, or
+// neither; "one GPU" when every rank shares GPU 0.
+std::string gpuLink(int n, int gpus) {
+  const int used = std::min(n, gpus);
+  if (used < 2) return "one GPU shared by " + std::to_string(n) + " ranks";
+  const braid::topology::Topology t = braid::topology::detect();
+  bool nvlink = true, p2p = true;
+  int links = 0;
+  for (int a = 0; a < used; ++a) {
+    for (int b = a + 1; b < used; ++b) {
+      const braid::topology::GpuPair* pair = t.pair(a, b);
+      nvlink = nvlink && pair != nullptr && pair->nvlink;
+      p2p = p2p && pair != nullptr && pair->p2p;
+      if (pair != nullptr && pair->nvlink) links = links == 0 ? pair->nvlinks : std::min(links, pair->nvlinks);
+    }
+  }
+  std::string text = std::to_string(used) + " GPUs ";
+  if (nvlink) return text + "joined by NVLink" + (links > 0 ? " (" + std::to_string(links) + " links)" : "");
+  return text + (p2p ? "joined by PCIe, peer to peer" : "joined by PCIe through host memory (no peer access)");
+}
+
+// The NCCL_* settings that restrict NCCL's choice of transport, as this run had them.
+std::string ncclSettings() {
+  std::string out;
+  for (const char* name : {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_NET", "NCCL_IB_DISABLE",
+                           "NCCL_SOCKET_IFNAME", "NCCL_P2P_LEVEL", "NCCL_ALGO", "NCCL_PROTO"}) {
+    if (const char* v = std::getenv(name)) out += (out.empty() ? "" : " ") + std::string(name) + "=" + v;
+  }
+  return out;
+}
+
+// What joined the ranks in this run: the GPUs' own link, braid's path as its device engine chose it, and NCCL's
+// (its own choice, under the NCCL_* settings in force).
+std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl) {
+  std::string link = gpuLink(n, gpus);
+  // Made by braid's first call on device memory: none when only NCCL ran.
+  if (const braid::host::Engine* device = comm.impl().deviceEngine(); device != nullptr) {
+    link += std::string("; braid: ") +
+            (std::string(device->transportName()) == "cuda_ipc"
+                 ? "CUDA IPC (the GPUs read and write each other's memory)"
+                 : "device buffers staged through host memory, " + braid::tools::braidLink(comm));
+  }
+  if (withNccl) {
+    const std::string settings = ncclSettings();
+    link += "; NCCL: its own choice of transport" + (settings.empty() ? "" : " under " + settings);
+  }
+  return link;
+}
+
 int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
-            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, bool graphs, bool registered) {
+            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, bool graphs, bool registered,
+            const std::string& command, const std::string& started) {
   check(cudaSetDevice(me % gpus), "cudaSetDevice");
   auto comm = braid::Communicator::create(id, me, n);
   cudaStream_t stream;
@@ -398,11 +461,24 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     ncomm = nullptr;
   }
   if (me == 0 && !args.jsonPath.empty()) {
+    std::map<std::string, std::string> peers;
     int version = 0;
-    if (!nccl.path.empty()) nccl.getVersion(&version);
-    braid::tools::writeResults(
-        args.jsonPath, {{"impl", "braid+nccl"}, {"mem", "device"}, {"nccl", nccl.path}, {"nccl_version", version}},
-        rows);
+    if (!nccl.path.empty()) {
+      checkNccl(nccl, nccl.getVersion(&version), "ncclGetVersion");
+      peers["nccl"] = ncclVersionText(version);
+    }
+    // This rank is a child with its own CUDA context: asking the driver for the GPUs here is safe.
+    nlohmann::json meta = braid::tools::provenanceMeta(command, started, braid::tools::machineInfo(),
+                                                       deviceLink(*comm, n, gpus, !nccl.path.empty()), peers);
+    std::string implList;
+    for (const auto& impl : impls) implList += (implList.empty() ? "" : "+") + impl;
+    meta["impl"] = implList;
+    meta["mem"] = "device";
+    if (!nccl.path.empty()) {
+      meta["nccl_library"] = nccl.path;
+      meta["nccl_version"] = version;
+    }
+    braid::tools::writeResults(args.jsonPath, meta, rows);
   }
   for (const auto& r : braidRegistrations) comm->deregisterBuffer(r);
   const auto asyncError = comm->asyncError();
@@ -413,6 +489,8 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string started = braid::tools::isoNow();
+  const std::string command = braid::tools::shellCommand(std::vector<std::string>(argv, argv + argc));
   int n = 0;  // 0: one rank per GPU
   std::vector<std::string> impls = {"braid", "nccl"};
   bool graphs = false;
@@ -506,7 +584,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error("no NCCL id from rank 0");
           }
         }
-        rc = runRank(id, ncclId, n, r, gpus, args, impls, graphs, registered);
+        rc = runRank(id, ncclId, n, r, gpus, args, impls, graphs, registered, command, started);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
       }

@@ -35,6 +35,14 @@
 
 #include "bench/bench_json.hpp"
 #include "bench/driver_args.hpp"
+#include "bench/machine_info.hpp"
+#include "bench/provenance.hpp"
+
+// The Debian package the Gloo headers and library came from, "libgloo-dev 0.0~git20220518.5b14351-3", found by
+// bench/CMakeLists.txt at configure time: Gloo's own version macros have said 0.5.0 for years of snapshots.
+#ifndef BRAID_GLOO_PACKAGE
+#define BRAID_GLOO_PACKAGE ""
+#endif
 
 namespace braid::bench {
 
@@ -255,7 +263,16 @@ int envInt(const char* name) {
   return static_cast<int>(x);
 }
 
+// "Gloo 0.5.0 (Debian libgloo-dev 0.0~git20220518.5b14351-3)": the version this driver was built against.
+std::string glooVersion() {
+  std::string v = "Gloo " + std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
+                  std::to_string(GLOO_VERSION_PATCH);
+  if (*BRAID_GLOO_PACKAGE != '\0') v += std::string(" (Debian ") + BRAID_GLOO_PACKAGE + ")";
+  return v;
+}
+
 int run(int argc, char** argv, int& rank) {
+  const std::string started = tools::isoNow();
   const DriverArgs args = parseDriverArgs(argc, argv);
   if (args.help) {
     std::fputs(driverUsage(kProgram).c_str(), stdout);
@@ -298,10 +315,14 @@ int run(int argc, char** argv, int& rank) {
     rows = runSweep<gloo::float16>(ctx, o);
   }
   if (rank == 0 && !args.jsonPath.empty()) {
-    const std::string version = std::to_string(GLOO_VERSION_MAJOR) + "." + std::to_string(GLOO_VERSION_MINOR) + "." +
-                                std::to_string(GLOO_VERSION_PATCH);
-    writeResults(args.jsonPath,
-                 {{"impl", "gloo"}, {"library", "Gloo " + version + ", TCP transport on " + attr.hostname}}, rows);
+    std::string link;
+    for (const auto& name : tools::interfacesOf({attr.hostname})) link += (link.empty() ? "" : ", ") + name;
+    nlohmann::json meta =
+        tools::provenanceMeta(tools::shellCommand(std::vector<std::string>(argv, argv + argc)), started,
+                              tools::machineInfo(), "Gloo's TCP transport over " + link, {{"gloo", glooVersion()}});
+    meta["impl"] = "gloo";
+    meta["library"] = glooVersion() + ", TCP transport on " + attr.hostname;
+    writeResults(args.jsonPath, meta, rows);
   }
   // Leave together: a rank that exits first would look like a lost peer to the others' last calls.
   barrier(ctx);

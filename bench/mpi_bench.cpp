@@ -18,6 +18,8 @@
 
 #include "bench/bench_json.hpp"
 #include "bench/driver_args.hpp"
+#include "bench/machine_info.hpp"
+#include "bench/provenance.hpp"
 
 namespace braid::bench {
 
@@ -151,6 +153,15 @@ std::string libraryVersion() {
   return end == std::string::npos ? v : v.substr(0, end);
 }
 
+// What joined the ranks, as mpirun was told: it hands its --mca settings to the ranks as OMPI_MCA_* variables.
+std::string btlDescription() {
+  const char* btl = std::getenv("OMPI_MCA_btl");
+  if (btl == nullptr || *btl == '\0') return "Open MPI, the transports it chose itself (no --mca btl)";
+  std::string text = std::string("Open MPI btl ") + btl;
+  if (const char* ifs = std::getenv("OMPI_MCA_btl_tcp_if_include"); ifs && *ifs) text += std::string(" on ") + ifs;
+  return text;
+}
+
 // The rank as the launcher tells it, for messages before MPI_Init (Open MPI, MPICH/Hydra, Slurm).
 int launcherRank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
@@ -173,6 +184,7 @@ int launcherSize() {
 
 int main(int argc, char** argv) {
   using namespace braid::bench;
+  const std::string started = braid::tools::isoNow();
   // Flags and what MPI can run are checked before MPI_Init, so that a refusal is one clean message (from the first
   // rank) and an exit status, not an MPI abort.
   DriverArgs args;
@@ -204,7 +216,12 @@ int main(int argc, char** argv) {
       rows = runSweep<int32_t>(o, MPI_INT32_T, size, rank);
     }
     if (rank == 0 && !args.jsonPath.empty()) {
-      braid::tools::writeResults(args.jsonPath, {{"impl", "mpi"}, {"library", libraryVersion()}}, rows);
+      nlohmann::json meta =
+          braid::tools::provenanceMeta(braid::tools::shellCommand(std::vector<std::string>(argv, argv + argc)), started,
+                                       braid::tools::machineInfo(), btlDescription(), {{"mpi", libraryVersion()}});
+      meta["impl"] = "mpi";
+      meta["library"] = libraryVersion();
+      braid::tools::writeResults(args.jsonPath, meta, rows);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, rank, e.what());

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -67,6 +68,96 @@ TEST(BenchSweep, ReduceOpsAndTypesVerify) {
   }
 }
 
+// The checker itself: handed a correct result it counts 0, and with exactly one element altered exactly 1, for
+// every collective, in place and out of place, on every rank that has a result.
+TEST(BenchChecker, CountsExactlyTheOneWrongElement) {
+  for (const std::string& coll : benchCollectives()) {
+    for (bool inplace : {false, true}) {
+      if (inplace && coll == "sendrecv") continue;
+      BenchOptions o;
+      o.inplace = inplace;
+      o.root = 1;
+      const std::size_t bytes = 3 * 4 * 16;  // whole float32 blocks for 3 ranks
+      auto results = testing::runThreads(3, [&](Communicator& comm) {
+        SweepBuffers b;
+        b.send.assign(bytes + 64, std::byte{0});
+        b.recv.assign(bytes + 64, std::byte{0});
+        SweepCase c = sweepCase(comm, coll, o, bytes, b);
+        c.fill();
+        c.call();
+        const std::string at = coll + (inplace ? " in place" : "") + " rank " + std::to_string(comm.rank());
+        testing::require(c.check() == 0, at + ": a correct result counted " + std::to_string(c.check()));
+        const bool hasResult = !((coll == "reduce" || coll == "gather") && comm.rank() != o.root);
+        testing::require(c.result.empty() != hasResult, at + ": result span does not match the rank's role");
+        if (c.result.empty()) return;
+        const std::size_t elems = c.result.size() / c.elementBytes;
+        c.result[(elems - 1) * c.elementBytes] ^= std::byte{0x40};
+        testing::require(c.check() == 1, at + ": one altered element counted " + std::to_string(c.check()));
+      });
+      EXPECT_EQ(testing::failures(results), "") << coll << (inplace ? " in place" : "");
+    }
+  }
+}
+
+// corruptOne alters one element of one rank's result per row, and the ranks' counts add up to exactly 1 per row:
+// over the store (thread ranks joined through TCP, as processes are) and without one (in-memory thread ranks).
+TEST(BenchChecker, OneCorruptedElementCountsOncePerRow) {
+  for (const bool overTcp : {true, false}) {
+    for (const char* coll : {"allreduce", "gather", "sendrecv"}) {
+      BenchOptions o;
+      o.minBytes = 64;
+      o.maxBytes = 4096;
+      o.factor = 8;
+      o.iterations = 1;
+      o.warmup = 0;
+      o.corruptOne = true;
+      auto results = testing::runThreads(
+          3,
+          [&](Communicator& comm) {
+            for (const auto& r : runSweep(comm, coll, o, nullptr)) {
+              testing::require(r.wrong == 1, std::string(coll) + ": " + std::to_string(r.wrong) + " wrong at " +
+                                                 std::to_string(r.bytes) + " bytes, not 1");
+            }
+          },
+          overTcp ? testing::tcpSettings() : testing::testSettings());
+      EXPECT_EQ(testing::failures(results), "") << coll << (overTcp ? " over TCP" : " in memory");
+    }
+  }
+}
+
+// The wrong counts are summed outside the communicator under test: checking a size adds to its sequence of
+// collectives the checked call alone (one collective; none for sendrecv, whose calls are point-to-point), and
+// sumWrongCounts adds nothing, so a broken collective cannot sum its own count.
+TEST(BenchChecker, WrongCountsAreSummedOutsideTheCommunicator) {
+  auto results = testing::runThreads(
+      3,
+      [&](Communicator& comm) {
+        const std::int64_t before = comm.sequenceNumber();
+        const long total = sumWrongCounts(comm, "allreduce", comm.rank() + 1);
+        testing::require(total == 6, "sum of 1 + 2 + 3 came back as " + std::to_string(total));
+        testing::require(comm.sequenceNumber() == before, "summing the counts made a collective call");
+        for (const char* coll : {"allreduce", "allgather", "sendrecv"}) {
+          BenchOptions o;
+          o.minBytes = o.maxBytes = 96;
+          o.iterations = 2;
+          o.warmup = 1;
+          std::int64_t calls[2];
+          for (const bool checked : {false, true}) {
+            o.check = checked;
+            const std::int64_t start = comm.sequenceNumber();
+            runSweep(comm, coll, o, nullptr);
+            calls[checked] = comm.sequenceNumber() - start;
+          }
+          const std::int64_t checkedCall = std::string(coll) == "sendrecv" ? 0 : 1;
+          testing::require(calls[1] - calls[0] == checkedCall, std::string(coll) + ": checking added " +
+                                                                   std::to_string(calls[1] - calls[0]) +
+                                                                   " collectives, not " + std::to_string(checkedCall));
+        }
+      },
+      testing::tcpSettings());
+  EXPECT_EQ(testing::failures(results), "");
+}
+
 TEST(BenchOptions, SizesAndBusFactors) {
   BenchOptions o;
   o.minBytes = 8;
@@ -98,7 +189,10 @@ TEST(BenchCommand, WritesTheTableAndJsonItPromises) {
   EXPECT_NE(text.find("busbw(GB/s)"), std::string::npos) << text;
   EXPECT_NE(text.find("machine:"), std::string::npos) << text;
   const auto doc = nlohmann::json::parse(std::ifstream(json));
-  for (const char* key : {"command", "machine", "date", "commit", "version"}) EXPECT_TRUE(doc["meta"].contains(key));
+  for (const char* key : {"command", "machine", "date", "commit", "peers", "version"}) {
+    EXPECT_TRUE(doc["meta"].contains(key)) << key;
+  }
+  EXPECT_EQ(doc["meta"]["machine"]["link"], "shared memory") << doc["meta"].dump();
   ASSERT_EQ(doc["results"].size(), 3u);  // 64, 512, 4096 bytes
   for (const auto& row : doc["results"]) {
     EXPECT_EQ(row["impl"], "braid");
@@ -109,6 +203,36 @@ TEST(BenchCommand, WritesTheTableAndJsonItPromises) {
       EXPECT_TRUE(row.contains(key)) << key;
     }
   }
+}
+
+// A wrong element counted by the checker makes the run fail with 3 (after writing its rows), whether braid bench
+// started the ranks or another launcher did. BRAID_BENCH_CORRUPT_ONE=1 is the checker's self-test: one element
+// of one rank's result altered per row.
+TEST(BenchCommand, ExitsThreeWhenTheCheckerCountsAWrongElement) {
+  const std::string braid = braidBinary();
+  if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
+  const std::string json = ::testing::TempDir() + "bench_corrupt.json",
+                    err = ::testing::TempDir() + "bench_corrupt.txt";
+  std::remove(json.c_str());
+  EXPECT_EQ(runShell("BRAID_BENCH_CORRUPT_ONE=1 " + braid +
+                     " bench allreduce -b 64 -e 4K -f 8 -n 1 -w 0 --nranks 2 --json " + json + " >/dev/null 2>" + err),
+            3);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("1 wrong elements"), std::string::npos) << text;
+  const auto doc = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(doc["results"].size(), 3u);  // 64, 512, 4096 bytes
+  for (const auto& row : doc["results"]) EXPECT_EQ(row["wrong"], 1) << row.dump();
+  // The same run checked correctly passes: the status comes from the count, not from the variable being set.
+  EXPECT_EQ(runShell("BRAID_BENCH_CORRUPT_ONE=0 " + braid + " bench allreduce -b 64 -e 64 -n 1 -w 0 --nranks 2 " +
+                     ">/dev/null 2>&1"),
+            0);
+  const int port = testing::freePort();
+  EXPECT_EQ(runShell("env -u BRAID_RANK -u BRAID_WORLD_SIZE -u BRAID_ROOT_ADDR RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "
+                     "LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+                     std::to_string(port) + " BRAID_BENCH_CORRUPT_ONE=1 " + braid +
+                     " bench allreduce -b 64 -e 64 -n 1 -w 0 >/dev/null 2>&1"),
+            3);
 }
 
 // Under torchrun's variables (here a job of one rank), braid bench joins the job instead of starting ranks of its own.

@@ -65,14 +65,22 @@ class PeersTest : public ::testing::Test {
 
 TEST_F(PeersTest, GlooRunsACheckedSweep) {
   if (!built("braid-bench-gloo")) GTEST_SKIP() << "braid-bench-gloo is not built (no libgloo-dev): " << peerDriverDir();
-  expectCheckedRows(runPeer("gloo", tinySweep(), 2), "gloo");
+  const PeerRun run = runPeer("gloo", tinySweep(), 2);
+  expectCheckedRows(run.rows, "gloo");
+  // The driver's results say which Gloo ran and over what, for the results' meta.
+  EXPECT_EQ(run.meta["peers"].value("gloo", "").rfind("Gloo ", 0), 0u) << run.meta.dump();
+  EXPECT_NE(run.meta["machine"].value("link", "").find("loopback"), std::string::npos) << run.meta.dump();
 }
 
 TEST_F(PeersTest, MpiRunsACheckedSweep) {
   if (!built("braid-bench-mpi"))
     GTEST_SKIP() << "braid-bench-mpi is not built (no libopenmpi-dev): " << peerDriverDir();
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "mpirun is not on PATH (openmpi-bin)";
-  expectCheckedRows(runPeer("mpi", tinySweep(), 2), "mpi");
+  const PeerRun run = runPeer("mpi", tinySweep(), 2);
+  expectCheckedRows(run.rows, "mpi");
+  // MPI_Get_library_version's own words, and the btl mpirun was told to use.
+  EXPECT_EQ(run.meta["peers"].value("mpi", "").rfind("Open MPI", 0), 0u) << run.meta.dump();
+  EXPECT_NE(run.meta["machine"].value("link", "").find("btl self,"), std::string::npos) << run.meta.dump();
 }
 
 TEST_F(PeersTest, UnknownPeerIsNamed) {

@@ -11,16 +11,20 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "base/config.hpp"
 #include "base/error.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_sweep.hpp"
+#include "bench/braid_link.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/peers.hpp"
-#include "braid_commit.h"
+#include "bench/provenance.hpp"
 #include "commands.hpp"
 #include "run/launcher.hpp"
 
@@ -38,6 +42,7 @@ struct BenchArgs {
   std::string rowsOut;  // internal: where rank 0 of an orchestrated job leaves its rows
   int checkFlag = 1;
   std::vector<std::string> argv;  // as given, for the JSON's "command" and the ranks' command line
+  std::string started;            // when this run started (ISO 8601 UTC), the JSON's "date"
 };
 
 // Under any launcher braid knows (braid run, torchrun, mpirun, srun), not only braid's own.
@@ -62,21 +67,31 @@ std::vector<std::string> split(const std::string& list) {
   return out;
 }
 
-std::string isoNow() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
+std::string join(const std::vector<std::string>& items, const std::string& separator) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : separator) + item;
+  return out;
 }
 
-nlohmann::json meta(const BenchArgs& a) {
-  std::string command = "braid";
-  for (const auto& s : a.argv) command += " " + s;
-  return {{"command", command},
-          {"machine", machineDescription()},
-          {"date", isoNow()},
-          {"commit", BRAID_COMMIT},
-          {"version", BRAID_VERSION}};
+// The command line as given, which the ranks and the JSON's "command" repeat.
+std::string commandOf(const BenchArgs& a) {
+  std::vector<std::string> words = {"braid"};
+  words.insert(words.end(), a.argv.begin(), a.argv.end());
+  return shellCommand(words);
+}
+
+// What joined a peer's ranks, from its driver's meta; a driver that did not say is named as such.
+std::string peerLink(const std::string& peer, const nlohmann::json& meta) {
+  if (meta.contains("machine") && meta["machine"].is_object() && meta["machine"].contains("link")) {
+    return meta["machine"]["link"].get<std::string>();
+  }
+  return peer + "'s driver did not say";
+}
+
+std::string peerVersion(const std::string& peer, const nlohmann::json& meta) {
+  if (meta.contains("peers") && meta["peers"].contains(peer)) return meta["peers"][peer].get<std::string>();
+  fail(ErrorCode::kInternal, {}, "the ", peer, " driver's results name no version of ", peer,
+       " (was it built from an older tree? rebuild the drivers)");
 }
 
 std::vector<std::string> collectivesOf(const std::string& name) {
@@ -99,7 +114,8 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
            "(braid bench --nranks N --compare ...)");
     }
     std::vector<BenchRow> rows;
-    const std::string machine = rank == 0 ? machineDescription() : "";
+    const MachineInfo info = rank == 0 ? machineInfo() : MachineInfo{};
+    const std::string machine = rank == 0 ? machineDescription(info) : "";
     for (const auto& coll : collectivesOf(collective)) {
       if (rank == 0) printHeader(stdout, coll, a.options, comm->size(), machine);
       // On a terminal, rank 0 shows which size is being measured; piped output gets plain lines only.
@@ -117,10 +133,14 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
       rows.insert(rows.end(), part.begin(), part.end());
     }
     if (rank == 0) {
-      if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta(a), rows);
-      if (a.rowsOut.empty() && !a.json.empty()) writeResults(a.json, meta(a), rows);
+      const nlohmann::json meta = provenanceMeta(commandOf(a), a.started, info, braidLink(*comm), {});
+      if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta, rows);
+      if (a.rowsOut.empty() && !a.json.empty()) writeResults(a.json, meta, rows);
       if (a.rowsOut.empty() && !a.plot.empty()) plotBusbw(a.plot, rows, "braid bench, " + machine);
     }
+    // Started by braid bench itself, the orchestrator reports wrong elements from the rows (after saving them);
+    // under another launcher, the job's exit status says it.
+    if (!a.rowsOut.empty()) return 0;
     long wrong = 0;
     for (const auto& r : rows) wrong += r.wrong > 0 ? r.wrong : 0;
     if (wrong > 0) {
@@ -135,9 +155,10 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
 }
 
 // What an orchestrated run ends with: --json and --plot written, and 3 when any row counted wrong elements.
-int saveAndCheck(const BenchArgs& a, const std::vector<BenchRow>& rows, const std::string& title) {
+int saveAndCheck(const BenchArgs& a, const nlohmann::json& meta, const std::vector<BenchRow>& rows,
+                 const std::string& title) {
   if (!a.json.empty()) {
-    writeResults(a.json, meta(a), rows);
+    writeResults(a.json, meta, rows);
     std::printf("# results: %s\n", a.json.c_str());
   }
   if (!a.plot.empty()) {
@@ -163,6 +184,7 @@ int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
     withNccl = true;
   }
   std::vector<BenchRow> rows;
+  nlohmann::json deviceMeta;  // the last driver run's: its machine and link as the GPU ranks saw them, NCCL's version
   for (const auto& coll : collectivesOf(collective)) {
     if (coll == "gather" || coll == "scatter" || coll == "sendrecv") {
       std::fprintf(stderr, "braid bench: --mem device does not sweep %s yet; skipped\n", coll.c_str());
@@ -171,10 +193,26 @@ int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
     BenchOptions o = a.options;
     o.collective = coll;
     auto part = runDeviceSweep(o, a.nranks, withNccl);
-    rows.insert(rows.end(), part.begin(), part.end());
+    rows.insert(rows.end(), part.rows.begin(), part.rows.end());
+    deviceMeta = part.meta;
   }
   if (withNccl) printComparison(stdout, rows, {"nccl"});
-  return saveAndCheck(a, rows, "braid bench " + collective + " (device buffers), " + machineDescription());
+  // The GPU ranks (children) asked the machine; this process holds no CUDA context and must not make one here.
+  nlohmann::json meta = deviceMeta.is_object() ? deviceMeta : nlohmann::json::object();
+  for (const char* key : {"impl", "mem", "nccl_library"}) meta.erase(key);
+  meta["command"] = commandOf(a);
+  meta["date"] = a.started;
+  if (!meta.contains("peers")) meta["peers"] = nlohmann::json::object();
+  if (!withNccl) meta["peers"].erase("nccl");
+  std::string machine = "device buffers";
+  if (meta.contains("machine") && meta["machine"].is_object()) {
+    MachineInfo info;
+    info.cpu = meta["machine"].value("cpu", "unknown CPU");
+    info.cores = meta["machine"].value("cores", 0);
+    info.gpus = meta["machine"].value("gpus", std::vector<std::string>{});
+    machine = machineDescription(info);
+  }
+  return saveAndCheck(a, meta, rows, "braid bench " + collective + " (device buffers), " + machine);
 }
 
 int usableCores() {
@@ -215,18 +253,25 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     return launched.exitStatus;
   }
   std::vector<BenchRow> rows = readResults(rowsFile);
+  const nlohmann::json ranksMeta = readMeta(rowsFile);
   std::filesystem::remove(rowsFile);
 
   int status = 0;
   std::vector<std::string> ran;
+  std::map<std::string, std::string> versions;
+  std::vector<std::string> links = {"braid: " + peerLink("braid", ranksMeta)};
   for (const auto& p : peers) {
     for (const auto& coll : collectivesOf(collective)) {
       BenchOptions o = a.options;
       o.collective = coll;
       try {
-        auto peerRows = runPeer(p, o, ranks);
-        rows.insert(rows.end(), peerRows.begin(), peerRows.end());
-        if (ran.empty() || ran.back() != p) ran.push_back(p);
+        auto run = runPeer(p, o, ranks);
+        if (ran.empty() || ran.back() != p) {
+          versions[p] = peerVersion(p, run.meta);  // no rows of a peer whose version is unknown
+          links.push_back(p + ": " + peerLink(p, run.meta));
+          ran.push_back(p);
+        }
+        rows.insert(rows.end(), run.rows.begin(), run.rows.end());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "braid bench: --compare %s (%s): %s\n", p.c_str(), coll.c_str(), e.what());
         status = 4;  // a peer that could not run is an error, never a silent gap
@@ -234,8 +279,13 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     }
   }
   if (!ran.empty()) printComparison(stdout, rows, ran);
-  const int checked = saveAndCheck(
-      a, rows, "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription());
+  const MachineInfo info = machineInfo();
+  // Alone, braid's link needs no name; beside peers, each says what joined its own ranks.
+  const std::string link = ran.empty() ? peerLink("braid", ranksMeta) : join(links, "; ");
+  const nlohmann::json meta = provenanceMeta(commandOf(a), a.started, info, link, versions);
+  const int checked =
+      saveAndCheck(a, meta, rows,
+                   "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));
   return checked != 0 ? checked : status;
 }
 
@@ -259,7 +309,10 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("--reps", o.repetitions, "timed loops per size (the median counts)")
       ->capture_default_str()
       ->check(CLI::Range(3, 1000));
-  cmd->add_option("-c,--check", args->checkFlag, "check results (0|1)")->capture_default_str();
+  cmd->add_option("-c,--check", args->checkFlag,
+                  "check results (0|1); BRAID_BENCH_CORRUPT_ONE=1 tests the check: it alters one element of one "
+                  "rank's result per size, so every row must count 1 wrong element and braid bench exit 3")
+      ->capture_default_str();
   cmd->add_option("-o,--op", o.op, "reduce op: sum, prod, min, max, avg")->capture_default_str();
   cmd->add_option("-d,--datatype", o.dtype, "float, half, bfloat16, double, int32, ... or braid's names")
       ->capture_default_str();
@@ -275,10 +328,21 @@ void addBenchCommand(CLI::App& app) {
   cmd->callback([args, collective] {
     BenchArgs& a = *args;
     a.argv = commandLine();  // as given: the ranks get the same, and the JSON records it
+    a.started = isoNow();
     try {
       a.options.minBytes = bytesArg(a.minText, "-b");
       a.options.maxBytes = bytesArg(a.maxText, "-e");
       a.options.check = a.checkFlag != 0;
+      // A self-test of the checker (tests/tools/bench_test.cpp): one element of one rank's result is altered before
+      // each check, so the run must count exactly one wrong element per row and exit 3. Never for measurements.
+      if (const char* corrupt = std::getenv("BRAID_BENCH_CORRUPT_ONE"); corrupt && std::string(corrupt) == "1") {
+        a.options.corruptOne = true;
+        // A self-test that cannot alter anything must not pass as one.
+        if (!a.options.check || a.options.mem != "host") {
+          fail(ErrorCode::kInvalidArgument, {}, "BRAID_BENCH_CORRUPT_ONE=1 tests the check of host buffers: it needs ",
+               "-c 1 and --mem host");
+        }
+      }
       if (a.options.mem != "host" && a.options.mem != "device") {
         fail(ErrorCode::kInvalidArgument, {}, "--mem ", a.options.mem, ": host or device");
       }

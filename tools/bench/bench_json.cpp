@@ -39,13 +39,26 @@ void writeResults(const std::string& path, const nlohmann::json& meta, const std
   if (!out) throw std::runtime_error("error writing " + path);
 }
 
-std::vector<BenchRow> readResults(const std::string& path) {
+namespace {
+
+nlohmann::json readDocument(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error("cannot read " + path);
-  const nlohmann::json doc = nlohmann::json::parse(in);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+std::vector<BenchRow> readResults(const std::string& path) {
+  const nlohmann::json doc = readDocument(path);
   std::vector<BenchRow> rows;
   for (const auto& j : doc.at("results")) rows.push_back(rowFromJson(j));
   return rows;
+}
+
+nlohmann::json readMeta(const std::string& path) {
+  const nlohmann::json doc = readDocument(path);
+  return doc.value("meta", nlohmann::json::object());
 }
 
 }  // namespace braid::tools

@@ -16,5 +16,7 @@ BenchRow rowFromJson(const nlohmann::json& j);
 void writeResults(const std::string& path, const nlohmann::json& meta, const std::vector<BenchRow>& rows);
 /// Reads the "results" of such a file.
 std::vector<BenchRow> readResults(const std::string& path);
+/// Reads the "meta" of such a file ({} when it has none).
+nlohmann::json readMeta(const std::string& path);
 
 }  // namespace braid::tools

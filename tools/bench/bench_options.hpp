@@ -23,6 +23,9 @@ struct BenchOptions {
   int root = 0;                   // -r
   bool inplace = false;
   std::string mem = "host";
+  // A self-test of the checker, never a measurement: one element of one rank's result is altered before each
+  // check, so every checked row must count exactly 1 wrong element (braid bench: BRAID_BENCH_CORRUPT_ONE=1).
+  bool corruptOne = false;
 };
 
 /// One measured size of one implementation, as written to --json.

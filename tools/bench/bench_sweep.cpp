@@ -8,7 +8,10 @@
 #include <stdexcept>
 
 #include "base/data_type.hpp"
+#include "base/deadline.hpp"
 #include "base/element_value.hpp"
+#include "base/error.hpp"
+#include "bootstrap/store.hpp"
 #include "core/communicator_impl.hpp"
 
 namespace braid::tools {
@@ -44,21 +47,11 @@ double expectedValue(ReduceKind op, int n, std::size_t i, DataType t) {
   }
 }
 
-struct Buffers {
-  std::vector<std::byte> send, recv;
-};
-
 // One collective call on buffers sized for `bytes` (the nccl-tests size).
 using Call = std::function<void()>;
 
-struct Plan {
-  Call call;
-  std::function<void()> fill;   // writes fresh exact inputs
-  std::function<long()> check;  // counts wrong elements of this rank
-};
-
-Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, DataType t, ReduceOp op,
-          std::size_t bytes, Buffers& b) {
+SweepCase plan(Communicator& comm, const std::string& coll, const BenchOptions& o, DataType t, ReduceOp op,
+               std::size_t bytes, SweepBuffers& b) {
   const int n = comm.size(), me = comm.rank();
   if (!reducesData(coll)) op = ReduceOp(ReduceKind::kSum);  // moved data uses one input scheme for every -o
   const std::size_t esz = dataTypeSize(t);
@@ -80,15 +73,21 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
     }
     return wrong;
   };
-  Plan p;
+  SweepCase p;
+  p.elementBytes = esz;
+  auto span = [](std::byte* at, std::size_t elems, std::size_t elemBytes) {
+    return std::span<std::byte>(at, elems * elemBytes);
+  };
   if (coll == "allreduce" || coll == "reduce") {
+    const bool has = coll == "allreduce" || me == root;
     p.fill = [=] { fillElems(send, count, me, 0); };
     p.call = coll == "allreduce" ? Call([=, &comm] { comm.allreduce(send, recv, count, t, op); })
                                  : Call([=, &comm] { comm.reduce(send, recv, count, t, op, root); });
     p.check = [=] {
-      if (coll == "reduce" && me != root) return 0L;
+      if (!has) return 0L;
       return countWrong(recv, count, [=](std::size_t i) { return expectedValue(op.kind, n, i, t); });
     };
+    if (has) p.result = span(recv, count, esz);
   } else if (coll == "reducescatter") {
     std::byte* out = o.inplace ? send + static_cast<std::size_t>(me) * block * esz : recv;
     p.fill = [=] { fillElems(send, block * n, me, 0); };
@@ -96,14 +95,16 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
     p.check = [=] {
       return countWrong(out, block, [=](std::size_t i) { return expectedValue(op.kind, n, me * block + i, t); });
     };
+    p.result = span(out, block, esz);
   } else if (coll == "allgather" || coll == "gather") {
+    const bool has = coll == "allgather" || me == root;
     std::byte* out = b.recv.data();
     std::byte* in = o.inplace ? out + static_cast<std::size_t>(me) * block * esz : send;
     p.fill = [=] { fillElems(in, block, me, 0); };
     p.call = coll == "allgather" ? Call([=, &comm] { comm.allgather(in, out, block, t); })
                                  : Call([=, &comm] { comm.gather(in, out, block, t, root); });
     p.check = [=] {
-      if (coll == "gather" && me != root) return 0L;
+      if (!has) return 0L;
       long wrong = 0;
       for (int r = 0; r < n; ++r) {
         wrong += countWrong(out + static_cast<std::size_t>(r) * block * esz, block,
@@ -111,6 +112,7 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
       }
       return wrong;
     };
+    if (has) p.result = span(out, block * static_cast<std::size_t>(n), esz);
   } else if (coll == "broadcast") {
     p.fill = [=] {
       if (me == root) fillElems(send, count, root, 0);
@@ -119,6 +121,7 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
     p.check = [=] {
       return countWrong(send, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, root, i); });
     };
+    p.result = span(send, count, esz);
   } else if (coll == "scatter") {
     std::byte* out = (o.inplace && me == root) ? send + static_cast<std::size_t>(me) * block * esz : b.recv.data();
     p.fill = [=] {
@@ -129,6 +132,7 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
     p.check = [=] {
       return countWrong(out, block, [=](std::size_t i) { return inputValue(ReduceKind::kSum, me, i); });
     };
+    p.result = span(out, block, esz);
   } else if (coll == "alltoall") {
     p.fill = [=] {
       for (int j = 0; j < n; ++j) fillElems(send + static_cast<std::size_t>(j) * block * esz, block, me, j * block);
@@ -142,6 +146,7 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
       }
       return wrong;
     };
+    p.result = span(recv, block * static_cast<std::size_t>(n), esz);
   } else if (coll == "sendrecv") {
     const int next = (me + 1) % n, prev = (me + n - 1) % n;
     std::byte* out = b.recv.data();
@@ -153,11 +158,39 @@ Plan plan(Communicator& comm, const std::string& coll, const BenchOptions& o, Da
     p.check = [=] {
       return countWrong(out, count, [=](std::size_t i) { return inputValue(ReduceKind::kSum, prev, i); });
     };
+    p.result = span(out, count, esz);
   } else {
     throw std::invalid_argument("unknown collective '" + coll + "'");
   }
   return p;
 }
+
+// The rank whose result corruptOne alters: one that has a result for every collective.
+int corruptedRank(const std::string& coll, const BenchOptions& o) { return hasRoot(coll) ? o.root : 0; }
+
+// Any change of bytes is a wrong element to the checker (it compares bytes): flip the lowest bit of the middle
+// element's first byte.
+void corruptOneElement(const SweepCase& c) {
+  if (c.result.empty() || c.elementBytes == 0) return;
+  const std::size_t elems = c.result.size() / c.elementBytes;
+  c.result[elems / 2 * c.elementBytes] ^= std::byte{0x01};
+}
+
+struct TypeAndOp {
+  DataType type;
+  ReduceKind kind;
+};
+
+TypeAndOp typeAndOp(const BenchOptions& o) {
+  const auto type = parseDataType(o.dtype);
+  if (!type) throw std::invalid_argument("unknown data type '" + o.dtype + "'");
+  const auto kind = parseReduceKind(o.op);
+  if (!kind) throw std::invalid_argument("unknown reduce op '" + o.op + "'");
+  return {*type, *kind};
+}
+
+// The tag of the messages that carry wrong counts when there is no store; the sweep's own sendrecv uses tag 0.
+constexpr int kWrongCountTag = 0x77726e67;  // "wrng"
 
 double medianOf(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -166,22 +199,69 @@ double medianOf(std::vector<double> v) {
 
 }  // namespace
 
+SweepCase sweepCase(Communicator& comm, const std::string& collective, const BenchOptions& options, std::size_t bytes,
+                    SweepBuffers& buffers) {
+  const TypeAndOp to = typeAndOp(options);
+  if (buffers.send.size() < bytes || buffers.recv.size() < bytes) {
+    throw std::invalid_argument("sweep buffers of " + std::to_string(buffers.send.size()) + " bytes for a size of " +
+                                std::to_string(bytes));
+  }
+  return plan(comm, collective, options, to.type, ReduceOp(to.kind), bytes, buffers);
+}
+
+long sumWrongCounts(Communicator& comm, const std::string& collective, long mine) {
+  const int n = comm.size(), me = comm.rank();
+  if (n == 1) return mine;
+  core::CommunicatorImpl& impl = comm.impl();
+  if (const auto& store = impl.store()) {
+    // One set of keys per checked call: the sequence number is the same on every rank here and never repeats
+    // on this communicator (a split's store is a prefixed view, so its keys cannot meet ours).
+    const std::string key = strCat("braid-bench/wrong/", comm.sequenceNumber());
+    const Deadline deadline = Deadline::after(impl.settings().timeoutSeconds);
+    store->add(key + "/sum", mine);
+    bootstrap::barrier(*store, key + "/counted", me, n, deadline);
+    const long total = static_cast<long>(store->add(key + "/sum", 0));
+    // Rank 0 (where the store's server usually lives) leaves last: once it returns it may exit, and a rank still
+    // reading the total would lose the store.
+    if (me != 0) {
+      if (store->add(key + "/read", 1) == n - 1) store->set(key + "/all-read", "1");
+    } else {
+      store->get(key + "/all-read", deadline);
+    }
+    return total;
+  }
+  std::int64_t total = mine;
+  if (collective == "sendrecv") {
+    comm.allreduce(&total, &total, 1, DataType::kInt64, ReduceKind::kSum);
+    return static_cast<long>(total);
+  }
+  if (me == 0) {
+    for (int r = 1; r < n; ++r) {
+      std::int64_t theirs = 0;
+      comm.recv(&theirs, 1, DataType::kInt64, r, kWrongCountTag);
+      total += theirs;
+    }
+    for (int r = 1; r < n; ++r) comm.send(&total, 1, DataType::kInt64, r, kWrongCountTag);
+  } else {
+    comm.send(&total, 1, DataType::kInt64, 0, kWrongCountTag);
+    comm.recv(&total, 1, DataType::kInt64, 0, kWrongCountTag);
+  }
+  return static_cast<long>(total);
+}
+
 std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, const BenchOptions& o,
                                const std::function<void(const BenchRow&, const std::string&)>& onRow,
                                const std::function<void(std::size_t, std::size_t, std::size_t)>& onSize) {
-  const auto type = parseDataType(o.dtype);
-  if (!type) throw std::invalid_argument("unknown data type '" + o.dtype + "'");
-  const auto kind = parseReduceKind(o.op);
-  if (!kind) throw std::invalid_argument("unknown reduce op '" + o.op + "'");
-  const ReduceOp op(*kind);
+  const TypeAndOp to = typeAndOp(o);
+  const ReduceOp op(to.kind);
   const int n = comm.size();
-  const std::size_t esz = dataTypeSize(*type);
+  const std::size_t esz = dataTypeSize(to.type);
   // nccl-tests sizes count whole elements per rank for the block collectives.
   const bool blocks =
       coll == "allgather" || coll == "gather" || coll == "reducescatter" || coll == "scatter" || coll == "alltoall";
   const std::size_t unit = blocks ? esz * static_cast<std::size_t>(n) : esz;
   const std::vector<std::size_t> sizes = sweepSizes(o, unit);
-  Buffers b;
+  SweepBuffers b;
   // Allocated and touched once, so no size pays first-touch page faults in its timed loops.
   const std::size_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
   b.send.assign(largest + 64, std::byte{0});
@@ -190,7 +270,7 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
   for (std::size_t index = 0; index < sizes.size(); ++index) {
     const std::size_t bytes = sizes[index];
     if (onSize) onSize(bytes, index, sizes.size());
-    Plan p = plan(comm, coll, o, *type, op, bytes, b);
+    SweepCase p = plan(comm, coll, o, to.type, op, bytes, b);
     p.fill();
     for (int i = 0; i < o.warmup; ++i) p.call();
     std::vector<double> loops;
@@ -206,8 +286,8 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
     BenchRow row;
     row.impl = "braid";
     row.collective = coll;
-    row.dtype = dataTypeName(*type);
-    row.redop = reducesData(coll) ? reduceKindName(*kind) : "";
+    row.dtype = dataTypeName(to.type);
+    row.redop = reducesData(coll) ? reduceKindName(to.kind) : "";
     row.bytes = bytes;
     row.count = bytes / esz;
     row.ranks = n;
@@ -220,9 +300,8 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
     if (o.check) {
       p.fill();  // fresh inputs: in-place timed loops overwrote them
       p.call();
-      long wrong = p.check();
-      comm.allreduce(&wrong, &wrong, 1, DataType::kInt64, ReduceKind::kSum);
-      row.wrong = wrong;
+      if (o.corruptOne && comm.rank() == corruptedRank(coll, o)) corruptOneElement(p);
+      row.wrong = sumWrongCounts(comm, coll, p.check());
     }
     std::string algorithm = comm.impl().transportName();
     if (coll == "allreduce" || coll == "reduce") algorithm = comm.impl().allreduceAlgorithm(bytes);

@@ -269,7 +269,7 @@ std::string peerDriverDir() {
   return ec ? std::string(".") : self.parent_path().string();
 }
 
-std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& options, int ranks) {
+PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks) {
   const Peer* info = nullptr;
   for (const auto& p : kPeers) {
     if (peer == p.name) info = &p;
@@ -342,17 +342,18 @@ std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& optio
     stopAll(children);
     throw;
   }
-  std::vector<BenchRow> rows;
+  PeerRun run;
   try {
-    rows = readResults(json);
+    run.rows = readResults(json);
+    run.meta = readMeta(json);
   } catch (const std::exception& e) {
     failPeer(peer, std::string(info->driver) + " finished but left no rows: " + e.what() + ";" +
                        logTail(children.front().log));
   }
-  return rows;
+  return run;
 }
 
-std::vector<BenchRow> runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl) {
+PeerRun runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl) {
   const std::string peer = withNccl ? "nccl" : "device";
   const std::string dir = peerDriverDir();
   const std::string driver = dir + "/braid-bench-device";
@@ -379,7 +380,7 @@ std::vector<BenchRow> runDeviceSweep(const BenchOptions& options, int ranks, boo
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     failPeer(peer, "braid-bench-device ended with " + statusText(status));
-  return readResults(json);
+  return {readResults(json), readMeta(json)};
 }
 
 }  // namespace braid::tools

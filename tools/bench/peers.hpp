@@ -2,6 +2,7 @@
 // (bench/gloo_bench.cpp, bench/mpi_bench.cpp) as a job of its own, its rows read back for the side-by-side table.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -9,16 +10,23 @@
 
 namespace braid::tools {
 
-/// Runs `options`' sweep through `peer` ("gloo" or "mpi") on `ranks` local ranks and returns its rows.
+/// What a driver run handed back: its rows, and the meta of its results file (bench/provenance.hpp: the peer's
+/// version under peers.<peer>, what joined its ranks under machine.link).
+struct PeerRun {
+  std::vector<BenchRow> rows;
+  nlohmann::json meta;
+};
+
+/// Runs `options`' sweep through `peer` ("gloo" or "mpi") on `ranks` local ranks.
 /// Throws std::runtime_error naming the peer and why it cannot run (driver not built: name the Debian package;
 /// mpirun missing; the driver failing: its exit status and the last lines of its stderr).
-std::vector<BenchRow> runPeer(const std::string& peer, const BenchOptions& options, int ranks);
+PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks);
 
 /// `braid bench --mem device`: braid-bench-device (bench/device_bench.cpp) runs the sweep on GPU buffers with braid
 /// and, when `withNccl`, NCCL in the same processes (one per GPU when `ranks` is 0), printing its table on this
-/// process's stdout as it goes; returns every row. Throws std::runtime_error when the driver is missing (braid
-/// built without CUDA) or fails.
-std::vector<BenchRow> runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl);
+/// process's stdout as it goes; returns every row and its meta (machine and link as the GPU ranks saw them,
+/// NCCL's version). Throws std::runtime_error when the driver is missing (braid built without CUDA) or fails.
+PeerRun runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl);
 
 /// Where runPeer() looks for braid-bench-gloo and braid-bench-mpi: $BRAID_BENCH_DIR when set, else the directory
 /// of the running executable (the build's bin/, or the install's bindir).
