@@ -8,7 +8,10 @@ that drift hits both alike. Every result is checked exactly afterwards (integer-
     python bench/torch_bench.py --device cpu -b 1K -e 16M -f 4 --json out.json          # braid vs gloo
     python bench/torch_bench.py --device cuda -b 8 -e 1G -f 4 --json out.json           # braid vs nccl
 
-Rows are written as braid's bench JSON (impl, collective, dtype, bytes, time_us, algbw_gbs, busbw_gbs, wrong, ...).
+Rows are written as braid's bench JSON (impl, collective, dtype, bytes, time_us, algbw_gbs, busbw_gbs, wrong, ...),
+under the meta of bench/results/README.md (scripts/bench_meta.py): this command line, the commit of this source
+tree (git, or BRAID_COMMIT / BRAID_SOURCE_COMMIT where the tree has no usable git), the start time, the machine,
+and the versions of torch and of the peer backend.
 """
 
 import argparse
@@ -23,6 +26,9 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "scripts"))
+import bench_meta  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16, "float64": torch.float64}
 
@@ -111,7 +117,38 @@ def rank_main(rank, size, port, args, queue):
     dist.destroy_process_group()
 
 
+def peer_versions(device):
+    """torch's version, and the peer backend's as this torch carries it."""
+    peers = {"torch": torch.__version__}
+    if device == "cuda":
+        v = torch.cuda.nccl.version()
+        peers["nccl"] = "NCCL " + (".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)) + \
+            f" (torch {torch.__version__}'s)"
+    else:
+        peers["gloo"] = f"Gloo built into torch {torch.__version__}"
+    return peers
+
+
+def link_of(args):
+    """What joined the ranks: one host; the GPUs' own link for CUDA tensors; each backend's path."""
+    braid = os.environ.get("BRAID_TRANSPORT") or "its own choice (shared memory on one host)"
+    if args.device == "cuda":
+        gpus = torch.cuda.device_count()
+        return (f"{args.nranks} ranks on one host, {bench_meta.gpu_link(args.nranks, gpus)}; braid backend: CUDA "
+                f"tensors by its own choice of path, host side {braid}; nccl backend: its own choice")
+    return f"{args.nranks} ranks on one host; braid backend: {braid}; gloo backend: TCP over loopback"
+
+
+def commit_of_tree():
+    """BRAID_COMMIT (the commit a copied tree came from) when set, else what bench_meta finds (git, or
+    BRAID_SOURCE_COMMIT)."""
+    if os.environ.get("BRAID_COMMIT"):
+        return os.environ["BRAID_COMMIT"], bench_meta._split_paths(os.environ.get("BRAID_SOURCE_DIRTY_FILES", ""))
+    return bench_meta.source_commit()
+
+
 def main():
+    started = bench_meta.iso_now()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     p.add_argument("--nranks", type=int, default=2)
@@ -135,9 +172,11 @@ def main():
     rows = queue.get()
     bad = [r for r in rows if r["wrong"] != 0]
     if args.json:
-        meta = dict(
+        # This process never touched CUDA through torch (the ranks are spawned): asking the driver here is safe.
+        meta = bench_meta.meta(bench_meta.shell_command(sys.argv), link_of(args), peer_versions(args.device),
+                               date=started, commit=commit_of_tree())
+        meta.update(
             impl="braid+" + ("nccl" if args.device == "cuda" else "gloo"), mem=args.device, torch=torch.__version__,
-            command=" ".join(sys.argv), date=datetime.date.today().isoformat(),
             method="dist.all_reduce, host-timed loops of blocking calls (CUDA: then synchronize); "
             f"{args.warmup} warm-up calls, median of {args.reps} loops of {args.iters}, slowest rank; checked exactly",
         )

@@ -6,14 +6,28 @@
 #
 #   scripts/netns-bench.sh HOSTS RANKS RATE OUT.json [braid bench options, e.g. allreduce -b 1M -e 64M -f 4]
 #
-# BRAID_BUILD_DIR (default build) holds bin/braid and bin/braid-bench-gloo. RAILS=K gives every host K links of
-# RATE each (several NICs): braid takes them all (BRAID_IFNAME==eth0,...), Open MPI's TCP btl too (if_include);
-# Gloo's device binds one address, as it does on a real multi-NIC host.
+# VARIANTS="BRAID_COMPRESS= BRAID_COMPRESS=bf16" runs braid once per variant (each a comma-separated list of
+# NAME=VALUE settings), its rows tagged with the variant; Gloo and Open MPI run once, untagged: their rows do not
+# depend on braid's settings. BRAID_BUILD_DIR (default build) holds bin/braid and bin/braid-bench-gloo. RAILS=K
+# gives every host K links of RATE each (several NICs): braid takes them all (BRAID_IFNAME==eth0,...), Open MPI's
+# TCP btl too (if_include); Gloo's device binds one address, as it does on a real multi-NIC host. The file's meta
+# records this command line (with the VARIANTS, RAILS and BRAID_* settings it ran under), the bed as its link, and
+# every peer's version (scripts/merge-results.py).
 set -euo pipefail
+# The command line as run, first, for the results' meta: the settings that change what runs, then the arguments.
+command_line=""
+for name in VARIANTS RAILS $(compgen -e | grep '^BRAID_' | sort); do
+  value=${!name:-}
+  # Quoted for the shell where it needs it, in single quotes (readable: VARIANTS='A= A=1').
+  [[ -n $value ]] && { [[ $(printf '%q' "$value") == "$value" ]] || value=${value@Q}; command_line+="$name=$value "; }
+done
+command_line+="$(printf '%q ' "$0" "$@")"
+command_line=${command_line% }
 cd "$(dirname "$0")/.."
 [[ $# -ge 4 ]] || { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 hosts=$1 per_host=$2 rate=$3 out=$4
 shift 4
+case $out in /*) ;; *) out=$OLDPWD/$out ;; esac  # relative to where it was run, not to the repository
 coll=${1:-allreduce}
 shift || true
 bin=${BRAID_BUILD_DIR:-build}/bin
@@ -51,10 +65,20 @@ run_ranks() {  # what, then the command per rank (RANK and HOST_IP set for it)
   cat "$work/$what-0.log"
 }
 
-token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
-# braid: ranks started as a launcher would (the bench measures as one rank of the job; rank 0 writes the rows).
-run_ranks braid sh -c "BRAID_RANK=\$RANK BRAID_WORLD_SIZE=\$WORLD_SIZE BRAID_ROOT_ADDR=10.77.0.1:29500 \
-  BRAID_TOKEN=$token BRAID_IFNAME==$ifaces BRAID_TCP_STREAMS=$((rails > 1 ? 2 * rails : 2)) exec $bin/braid bench $coll ${opts[*]} --json $work/braid.json"
+# braid: ranks started as a launcher would (the bench measures as one rank of the job; rank 0 writes the rows), once
+# per variant, each with its settings in the ranks' environment.
+read -ra variants <<<"${VARIANTS:-}"
+((${#variants[@]})) || variants=("")
+merge_args=()
+for ((v = 0; v < ${#variants[@]}; ++v)); do
+  IFS=, read -ra settings <<<"${variants[$v]}"
+  token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  [[ -n ${variants[$v]} ]] && echo "== braid with ${variants[$v]}"
+  run_ranks "braid$v" env "${settings[@]}" sh -c "BRAID_RANK=\$RANK BRAID_WORLD_SIZE=\$WORLD_SIZE \
+    BRAID_ROOT_ADDR=10.77.0.1:29500 BRAID_TOKEN=$token BRAID_IFNAME==$ifaces \
+    BRAID_TCP_STREAMS=$((rails > 1 ? 2 * rails : 2)) exec $bin/braid bench $coll ${opts[*]} --json $work/braid$v.json"
+  merge_args+=(--variant "${variants[$v]}" "$work/braid$v.json")
+done
 # Gloo: its file store in a directory every namespace sees, its TCP device on each host's address.
 mkdir -p "$work/store"
 run_ranks gloo sh -c "BRAID_BENCH_STORE=$work/store BRAID_BENCH_GLOO_HOST=\$HOST_IP exec $bin/braid-bench-gloo \
@@ -88,7 +112,9 @@ AGENT
   }
   cat "$work/mpi.log"
 fi
-inputs=("$work/braid.json" "$work/gloo.json")
-[[ -f $work/mpi.json ]] && inputs+=("$work/mpi.json")
-python3 scripts/merge-results.py "$out" "${inputs[@]}"
+merge_args+=(--variant "" "$work/gloo.json")
+[[ -f $work/mpi.json ]] && merge_args+=("$work/mpi.json")
+bed="$hosts network namespaces, $per_host rank(s) in each, veth pairs to a bridge, tc tbf $rate each way"
+((rails > 1)) && bed+=", $rails rails per host"
+python3 scripts/merge-results.py "$out" --command "$command_line" --link "$bed" "${merge_args[@]}"
 echo "netns-bench: $hosts hosts x $per_host ranks at $rate: $out"
