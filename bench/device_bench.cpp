@@ -350,6 +350,7 @@ std::string ncclVersionText(int code) {
 // neither; "one GPU" when every rank shares GPU 0.
 std::string gpuLink(int n, int gpus) {
   const int used = std::min(n, gpus);
+  if (n == 1) return "one rank on one GPU";
   if (used < 2) return "one GPU shared by " + std::to_string(n) + " ranks";
   const braid::topology::Topology t = braid::topology::detect();
   bool nvlink = true, p2p = true;

@@ -130,6 +130,8 @@ def gpu_link(ranks, gpus):
     """What joins the GPUs of ranks 0..ranks-1 (rank r on GPU r % gpus), from `nvidia-smi topo -m`: "2 GPUs joined
     by NVLink (NV18)", "... by PCIe (PHB)"; "one GPU shared by 2 ranks"."""
     used = min(ranks, gpus)
+    if ranks == 1:
+        return "one rank on one GPU"
     if used < 2:
         return f"one GPU shared by {ranks} ranks"
     try:

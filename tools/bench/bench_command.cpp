@@ -199,7 +199,7 @@ int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
   if (withNccl) printComparison(stdout, rows, {"nccl"});
   // The GPU ranks (children) asked the machine; this process holds no CUDA context and must not make one here.
   nlohmann::json meta = deviceMeta.is_object() ? deviceMeta : nlohmann::json::object();
-  for (const char* key : {"impl", "mem", "nccl_library"}) meta.erase(key);
+  for (const char* key : {"impl", "mem", "nccl_library", "nccl_version"}) meta.erase(key);  // peers.nccl says it
   meta["command"] = commandOf(a);
   meta["date"] = a.started;
   if (!meta.contains("peers")) meta["peers"] = nlohmann::json::object();
