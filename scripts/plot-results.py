@@ -50,7 +50,10 @@ def main(argv):
         bottom.grid(True, which="both", alpha=0.3)
         bottom.legend(fontsize=7)
     meta = data.get("meta", {})
-    fig.suptitle(f"{meta.get('machine', '')}  {meta.get('date', '')}  commit {meta.get('commit', '?')}", fontsize=9)
+    mach = meta.get("machine", {})
+    if isinstance(mach, dict):  # bench/results/README.md: {cpu, cores, gpus, link}
+        mach = ", ".join([f"{mach.get('cpu', '?')} ({mach.get('cores', '?')} cores)"] + mach.get("gpus", []))
+    fig.suptitle(f"{mach}  {meta.get('date', '')}  commit {meta.get('commit', '?')}", fontsize=9)
     fig.tight_layout()
     fig.savefig(argv[1], dpi=110)
     print(f"{argv[1]}: {len(panels)} panels")

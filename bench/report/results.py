@@ -1,11 +1,14 @@
 """The committed benchmark runs: one file under bench/results is one run (its rows measured by one command on one
 machine), loaded with its provenance checked. Everything docs/BENCHMARKS.md shows is looked up here."""
-import datetime
 import glob
 import json
 import os
 import re
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
+import bench_meta  # noqa: E402  (scripts/bench_meta.py: the meta check every bench tool applies)
 
 SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "KiB": 1 << 10, "M": 1 << 20, "MiB": 1 << 20, "G": 1 << 30, "GiB": 1 << 30}
 
@@ -32,27 +35,11 @@ def size_text(nbytes):
 
 
 def _check_meta(name, meta, rows):
-    """The provenance every run must carry (bench/results/README.md); a missing field stops the document."""
-    missing = [k for k in ("command", "commit", "date", "machine", "peers") if not meta.get(k)
-               and not (k == "peers" and isinstance(meta.get(k), dict))]
-    if missing:
-        raise ReportError(f"{name}: meta lacks {', '.join(missing)} (bench/results/README.md)")
-    if str(meta["commit"]).endswith("-dirty") and not meta.get("dirty_files"):
-        raise ReportError(f"{name}: meta.commit is {meta['commit']} but meta.dirty_files does not list what differed")
-    machine = meta["machine"]
-    if not isinstance(machine, dict) or not machine.get("cpu") or not isinstance(machine.get("cores"), int) \
-            or machine["cores"] < 1 or not isinstance(machine.get("gpus"), list) or not machine.get("link"):
-        raise ReportError(f"{name}: meta.machine must be {{cpu, cores (> 0), gpus (list), link}}, not {machine!r}")
-    try:
-        datetime.date.fromisoformat(str(meta["date"])[:10])
-    except ValueError:
-        raise ReportError(f"{name}: meta.date '{meta['date']}' is not ISO 8601")
-    peers = {r["impl"].split("+")[0] for r in rows} - {"braid"}
-    for peer in sorted(peers):
-        if not meta["peers"].get(peer):
-            raise ReportError(f"{name}: rows of '{peer}' but no version in meta.peers")
-    if meta.get("mem") in ("cpu", "cuda") and not meta["peers"].get("torch"):
-        raise ReportError(f"{name}: a torch run without meta.peers.torch")
+    """The provenance every run must carry (bench/results/README.md), by the one check the bench tools share; a
+    missing field stops the document."""
+    problems = bench_meta.check({"meta": meta, "results": rows})
+    if problems:
+        raise ReportError(f"{name}: " + "; ".join(problems) + " (bench/results/README.md)")
     if re.search(r"session", name, re.I):
         raise ReportError(f"{name}: results are named for what ran and where, not for when work was done")
 
