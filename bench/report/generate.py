@@ -50,14 +50,19 @@ def meta_block(run):
     gpus = ", ".join(f"{mach['gpus'].count(g)}x {g}" for g in dict.fromkeys(mach["gpus"])) or "no GPU"
     commit = m["commit"]
     if str(commit).endswith("-dirty"):
-        commit += f" (differing: {', '.join(m['dirty_files']) if isinstance(m['dirty_files'], list) else m['dirty_files']})"
+        files = m["dirty_files"]
+        if isinstance(files, list) and len(files) > 4:
+            files = files[:3] + [f"and {len(files) - 3} more in the run's meta.dirty_files"]
+        commit += f" (differing: {', '.join(files) if isinstance(files, list) else files})"
     peers = ", ".join(f"{k} {v}" for k, v in sorted(m["peers"].items())) or "none"
     lines = [f"- Run: `{run.file}`, {m['date']}, commit {commit}",
              f"- Machine: {mach['cpu']}, {mach['cores']} cores, {gpus}; {mach['link']}",
              f"- Peers: {peers}"]
     if m.get("recovered"):
         lines.append(f"- Provenance recovered after the run: {m['recovered']}")
-    lines += ["", "```", m["command"].replace(" ; ", "\n"), "```"]
+    # The tree's list of differing files is in the meta; the command shows where it was given, not the list again.
+    command = re.sub(r"BRAID_SOURCE_DIRTY_FILES=('[^']*'|\S+)", "BRAID_SOURCE_DIRTY_FILES=...", m["command"])
+    lines += ["", "```", command.replace(" ; ", "\n"), "```"]
     return "\n".join(lines)
 
 

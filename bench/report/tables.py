@@ -220,3 +220,18 @@ def across(label_runs, sizes, impl="braid", metric="busbw", variant_of=None):
             cells.append(gbs(r["busbw_gbs"]) if metric == "busbw" else us(r["time_us"]))
         rows.append(cells)
     return table(header, rows)
+
+
+def rounds(run, impl, size, columns):
+    """Rounds of a run that alternates settings (columns: [(label, variant)]): each round's time per call, then the
+    medians over rounds and their difference from the first column."""
+    import statistics
+
+    per = {v: {r["round"]: r["time_us"] for r in run.select(impl, size, variant=v)} for _, v in columns}
+    rounds_seen = sorted(set().union(*[set(p) for p in per.values()]))
+    header = ["round"] + [f"{label} (us per call)" for label, _ in columns]
+    rows = [[str(n)] + [us(per[v][n]) if n in per[v] else "" for _, v in columns] for n in rounds_seen]
+    medians = [statistics.median(per[v].values()) for _, v in columns]
+    rows.append(["median"] + [us(m) for m in medians])
+    rows.append(["added"] + [""] + [f"{m - medians[0]:+.2f}" for m in medians[1:]])
+    return table(header, rows)
