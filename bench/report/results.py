@@ -4,7 +4,6 @@ import glob
 import json
 import os
 import re
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scripts"))
@@ -89,16 +88,6 @@ class Run:
         return len(self.select(impl, size, **kw)) == 1
 
 
-def _history():
-    """Commit hash prefixes in topological order, oldest first: orders runs of one day by the tree they ran."""
-    try:
-        out = subprocess.run(["git", "rev-list", "--topo-order", "--reverse", "HEAD"], capture_output=True, text=True,
-                             cwd=os.path.dirname(os.path.abspath(__file__)), check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        return {}
-    return {h: i for i, h in enumerate(out)}
-
-
 def load_runs(results_dir):
     runs = {}
     for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
@@ -112,12 +101,10 @@ def load_runs(results_dir):
             raise ReportError(f"{path}: not a results file ({{meta, results}})")
         _check_meta(name, data["meta"], data["results"])
         runs[name] = Run(name, data["meta"], data["results"])
-    history = _history()
-
+    # Latest last: by the run's date; runs of one day recorded without a time go before those with one, and ties
+    # go by name. Nothing outside the files decides it, so every checkout generates the same document.
     def order(run):
-        commit = str(run.meta["commit"]).split("-")[0]
-        pos = next((i for h, i in history.items() if h.startswith(commit)), -1) if commit else -1
-        return (str(run.meta["date"])[:10], pos, str(run.meta["date"]), run.name)
+        return (str(run.meta["date"])[:10], str(run.meta["date"]), run.name)
 
     for i, run in enumerate(sorted(runs.values(), key=order)):
         run.order = i
