@@ -42,7 +42,7 @@ const std::vector<Coll>& allColls();
 const char* collName(Coll c);
 bool reduces(Coll c);
 bool supportsInPlace(Coll c);
-/// The reduce ops braid defines for `type`.
+/// The reduce ops braid defines for `type`, from the support table of reduce_support.hpp (not from the library).
 std::vector<ReduceKind> opsFor(DataType type);
 std::string describe(const Case& c);
 
