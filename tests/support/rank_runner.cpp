@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -64,16 +65,35 @@ std::vector<std::string> runThreads(int ranks, const Body& body, const Settings&
 
 std::vector<std::string> forkRanks(int ranks, const std::function<std::string(int rank)>& child,
                                    double timeoutSeconds) {
+  return forkRanksWith(ranks, child, timeoutSeconds, [] { return ::fork(); });
+}
+
+std::vector<std::string> forkRanksWith(int ranks, const std::function<std::string(int rank)>& child,
+                                       double timeoutSeconds, const std::function<pid_t()>& forkOnce) {
   std::vector<pid_t> pids(ranks, -1);
   std::vector<int> pipes(ranks, -1);
   std::vector<std::string> results(ranks);
+  // A rank that never started is a failure, never an empty (passing) result; the ranks already started would
+  // wait for it until their timeout, so they are stopped at once.
+  std::string notStarted;
+  int failedRank = -1;
   for (int r = 0; r < ranks; ++r) {
     int fds[2];
     if (::pipe2(fds, O_CLOEXEC) != 0) {
-      results[r] = "pipe failed";
-      continue;
+      const int err = errno;
+      notStarted = strCat("rank ", r, ": pipe failed: ", std::strerror(err), " (errno ", err, ")");
+      failedRank = r;
+      break;
     }
-    const pid_t pid = ::fork();
+    const pid_t pid = forkOnce();
+    if (pid < 0) {
+      const int err = errno;
+      ::close(fds[0]);
+      ::close(fds[1]);
+      notStarted = strCat("rank ", r, ": fork failed: ", std::strerror(err), " (errno ", err, ")");
+      failedRank = r;
+      break;
+    }
     if (pid == 0) {
       ::close(fds[0]);
       std::string message;
@@ -94,6 +114,18 @@ std::vector<std::string> forkRanks(int ranks, const std::function<std::string(in
     pids[r] = pid;
     pipes[r] = fds[0];
     ::fcntl(fds[0], F_SETFL, O_NONBLOCK);
+  }
+  if (failedRank >= 0) {
+    for (int r = 0; r < ranks; ++r) {
+      if (r == failedRank) {
+        results[r] = notStarted;
+      } else if (pids[r] > 0) {
+        results[r] = "stopped, as the run could not start: " + notStarted;
+        ::kill(pids[r], SIGKILL);
+      } else {
+        results[r] = "not started: " + notStarted;
+      }
+    }
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeoutSeconds);
   std::vector<bool> done(ranks, false);
@@ -135,6 +167,10 @@ std::vector<std::string> forkRanks(int ranks, const std::function<std::string(in
   }
   for (int fd : pipes) {
     if (fd >= 0) ::close(fd);
+  }
+  // "" means passed: only a rank whose child exited 0 without a message may leave it so.
+  for (int r = 0; r < ranks; ++r) {
+    if (!done[r] && results[r].empty()) results[r] = strCat("rank ", r, " produced no result");
   }
   return results;
 }

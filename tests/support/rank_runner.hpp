@@ -3,6 +3,8 @@
 // rank, empty when that rank's body finished without throwing.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -20,7 +22,11 @@ Settings testSettings();
 std::vector<std::string> runThreads(int ranks, const Body& body, const Settings& settings = testSettings());
 /// Forks `ranks` children that each run `child(rank)`, whose returned message (or exception) is that rank's
 /// failure ("" = passed), and collects them, killing what still runs after `timeoutSeconds`.
+/// A rank whose fork (or pipe) failed fails, naming the rank and errno, and the ranks already started are stopped.
 std::vector<std::string> forkRanks(int ranks, const std::function<std::string(int rank)>& child, double timeoutSeconds);
+/// forkRanks with `forkOnce` in place of fork() (the runner's own tests make it fail).
+std::vector<std::string> forkRanksWith(int ranks, const std::function<std::string(int rank)>& child,
+                                       double timeoutSeconds, const std::function<pid_t()>& forkOnce);
 /// Every rank is a child process that creates its communicator from a unique id made here; the whole run is
 /// killed after `timeoutSeconds`, which is then reported for the ranks still running.
 /// `transport` overrides BRAID_TRANSPORT for these ranks ("shm", "tcp"; "" keeps the environment's).
