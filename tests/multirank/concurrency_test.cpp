@@ -2,12 +2,16 @@
 // communicator from several threads are serialised; async calls run in issue order.
 #include <gtest/gtest.h>
 
-#include <atomic>
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "base/error.hpp"
 #include "support/collective_cases.hpp"
 #include "support/rank_runner.hpp"
 
@@ -32,23 +36,196 @@ TEST(Concurrency, IndependentCommunicatorsRunAtTheSameTime) {
   EXPECT_EQ(failures(b), "");
 }
 
-TEST(Concurrency, CallsFromSeveralThreadsOfOneRankAreSerialised) {
-  // Each rank issues barriers from 4 threads at once; they must not corrupt each other (every barrier
-  // completes, none interleaves with another's rounds). Barriers are interchangeable across ranks, so the
-  // order across ranks does not matter here.
-  auto results = runThreads(2, [](Communicator& comm) {
-    std::vector<std::thread> threads;
-    std::atomic<int> done{0};
-    for (int t = 0; t < 4; ++t) {
-      threads.emplace_back([&] {
-        for (int i = 0; i < 50; ++i) comm.barrier();
-        done += 50;
-      });
+// ---- Calls from several threads of each rank, each carrying data that names the call in every element.
+//
+// Every rank runs kThreads threads on its one communicator, each issuing kCalls calls: the even threads blocking
+// calls, the odd ones async calls queued kBatch at a time. Ranks pair their calls by issue order (the library
+// serialises them), so which thread's call meets which on another rank is not known in advance; every element
+// says which (thread, call) of which rank it came from, so a call whose messages mixed with another call's shows
+// elements of two calls (or one rank's twice). Whom each call met is logged, and the log must show every call of
+// every peer met exactly once, and each pair of threads meeting in their issue order.
+
+constexpr int kThreads = 4;
+constexpr int kCalls = 32;  // per thread
+constexpr int kBatch = 5;   // async calls a thread queues before it waits for them
+
+struct CallId {
+  int thread = -1;
+  int call = -1;
+  bool operator==(const CallId&) const = default;
+};
+
+std::string nameOf(CallId id) { return strCat("thread ", id.thread, " call ", id.call); }
+
+enum class Exchange { kAllreduce, kAllgather };
+
+// Rank r's element j of call `id`.
+// Allreduce (2 ranks): a 32-bit (thread, call, j) field in rank r's half of the word, so the sum of the two ranks'
+// contributions keeps both whole, and a contribution added twice or taken from another call changes the fields.
+// Allgather: (rank, thread, call, j) in one word.
+std::uint64_t elementOf(Exchange x, int r, CallId id, std::size_t j) {
+  const auto t = static_cast<std::uint64_t>(id.thread), c = static_cast<std::uint64_t>(id.call);
+  if (x == Exchange::kAllreduce) return ((t << 28) | (c << 16) | (j & 0xffff)) << (32 * r);
+  return (static_cast<std::uint64_t>(r) << 56) | (t << 48) | (c << 32) | j;
+}
+
+// The call each rank contributed to `out`, read from its first element and then required of every element.
+std::vector<CallId> callsIn(Exchange x, int ranks, std::size_t count, const std::vector<std::uint64_t>& out) {
+  std::vector<CallId> ids(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    if (x == Exchange::kAllreduce) {
+      const std::uint64_t field = (out[0] >> (32 * r)) & 0xffffffffu;
+      ids[r] = CallId{static_cast<int>(field >> 28), static_cast<int>((field >> 16) & 0xfff)};
+    } else {
+      const std::uint64_t v = out[r * count];
+      ids[r] = CallId{static_cast<int>((v >> 48) & 0xff), static_cast<int>((v >> 32) & 0xffff)};
     }
-    for (auto& t : threads) t.join();
-    require(done == 200, "barriers lost");
-  });
-  EXPECT_EQ(failures(results), "");
+    require(ids[r].thread < kThreads && ids[r].call < kCalls, strCat("rank ", r, "'s part names no call: ", out[0]));
+  }
+  for (std::size_t j = 0; j < count; ++j) {
+    if (x == Exchange::kAllreduce) {
+      std::uint64_t want = 0;
+      for (int r = 0; r < ranks; ++r) want += elementOf(x, r, ids[r], j);
+      require(out[j] == want, strCat("element ", j, " is ", out[j], ", not ", want, " (", nameOf(ids[0]),
+                                     " of rank 0 with ", nameOf(ids[1]), " of rank 1): data of two calls mixed"));
+      continue;
+    }
+    for (int r = 0; r < ranks; ++r) {
+      const std::uint64_t got = out[r * count + j], want = elementOf(x, r, ids[r], j);
+      require(got == want, strCat("rank ", r, "'s element ", j, " is ", got, ", not ", want, " (", nameOf(ids[r]),
+                                  "): data of two calls mixed"));
+    }
+  }
+  return ids;
+}
+
+// Runs the calls of every thread of this rank and checks whom they met.
+void callFromThreads(Communicator& comm, Exchange x, std::size_t count) {
+  const int ranks = comm.size(), me = comm.rank();
+  if (x == Exchange::kAllreduce) require(ranks == 2, "the allreduce encoding holds two ranks");
+  const std::size_t outCount = x == Exchange::kAllreduce ? count : count * ranks;
+  std::mutex mu;
+  std::vector<std::pair<CallId, std::vector<CallId>>> met;  // (this rank's call, each rank's call it met)
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const bool async = t % 2 == 1;
+        for (int first = 0; first < kCalls; first += async ? kBatch : 1) {
+          const int n = async ? std::min(kBatch, kCalls - first) : 1;
+          std::vector<std::vector<std::uint64_t>> ins(n, std::vector<std::uint64_t>(count)),
+              outs(n, std::vector<std::uint64_t>(outCount));
+          std::vector<Work> works;
+          for (int k = 0; k < n; ++k) {
+            const CallId id{t, first + k};
+            for (std::size_t j = 0; j < count; ++j) ins[k][j] = elementOf(x, me, id, j);
+            const void* in = ins[k].data();
+            void* out = outs[k].data();
+            if (x == Exchange::kAllreduce) {
+              if (async) {
+                works.push_back(comm.allreduceAsync(in, out, count, DataType::kUint64, ReduceKind::kSum));
+              } else {
+                comm.allreduce(in, out, count, DataType::kUint64, ReduceKind::kSum);
+              }
+            } else if (async) {
+              works.push_back(comm.allgatherAsync(in, out, count, DataType::kUint64));
+            } else {
+              comm.allgather(in, out, count, DataType::kUint64);
+            }
+          }
+          for (auto& w : works) w.wait();
+          for (int k = 0; k < n; ++k) {
+            const CallId id{t, first + k};
+            try {
+              std::vector<CallId> ids = callsIn(x, ranks, count, outs[k]);
+              require(ids[me] == id, strCat(nameOf(id), " got ", nameOf(ids[me]), " as its own part"));
+              std::lock_guard lock(mu);
+              met.emplace_back(id, std::move(ids));
+            } catch (const std::exception& e) {
+              // Wrong data, but the calls went through: the thread goes on, so that its peers are not left
+              // waiting for calls it would never make.
+              if (errors[t].empty()) errors[t] = strCat(nameOf(id), ": ", e.what());
+            }
+          }
+        }
+      } catch (const std::exception& e) {
+        errors[t] = e.what();  // a call failed: the peers fail too
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) require(errors[t].empty(), strCat("thread ", t, ": ", errors[t]));
+  require(met.size() == std::size_t{kThreads * kCalls}, strCat(met.size(), " calls completed"));
+  require(comm.sequenceNumber() == kThreads * kCalls, strCat("sequence number ", comm.sequenceNumber()));
+  for (int r = 0; r < ranks; ++r) {
+    // Every call of rank r was met by exactly one call of this rank.
+    std::vector<int> times(kThreads * kCalls, 0);
+    for (const auto& [mine, ids] : met) ++times[ids[r].thread * kCalls + ids[r].call];
+    for (int i = 0; i < kThreads * kCalls; ++i) {
+      require(times[i] == 1,
+              strCat("rank ", r, "'s ", nameOf({i / kCalls, i % kCalls}), " was met ", times[i], " times"));
+    }
+  }
+  // A thread's calls run in its issue order: those of one thread here met those of one thread there in order.
+  std::sort(met.begin(), met.end(), [](const auto& a, const auto& b) { return a.first.call < b.first.call; });
+  for (int r = 0; r < ranks; ++r) {
+    for (int t = 0; t < kThreads; ++t) {
+      for (int peerThread = 0; peerThread < kThreads; ++peerThread) {
+        int last = -1;
+        for (const auto& [mine, ids] : met) {
+          if (mine.thread != t || ids[r].thread != peerThread) continue;
+          require(ids[r].call > last, strCat(nameOf(mine), " met rank ", r, "'s ", nameOf(ids[r]), " after its call ",
+                                             last, ": calls out of issue order"));
+          last = ids[r].call;
+        }
+      }
+    }
+  }
+}
+
+// Page-sized shared-memory slots: a call of kLargeCount elements takes several rounds, so that calls that
+// interleaved would do so in the middle of each other's messages.
+constexpr std::size_t kLargeCount = 2048;
+Settings smallSlots(const std::string& transport = "") {
+  Settings s = testSettings();
+  s.shmSlotBytes = 4096;
+  if (!transport.empty()) s.transport = transport;
+  return s;
+}
+
+TEST(Concurrency, AllreducesFromSeveralThreadsOfOneRankDoNotMix) {
+  for (std::size_t count : {std::size_t{3}, kLargeCount}) {
+    SCOPED_TRACE(strCat(count, " elements"));
+    EXPECT_EQ(
+        failures(runThreads(
+            2, [count](Communicator& comm) { callFromThreads(comm, Exchange::kAllreduce, count); }, smallSlots())),
+        "");
+  }
+}
+
+TEST(Concurrency, AllgathersFromSeveralThreadsOfOneRankDoNotMix) {
+  for (std::size_t count : {std::size_t{3}, kLargeCount}) {
+    SCOPED_TRACE(strCat(count, " elements"));
+    EXPECT_EQ(
+        failures(runThreads(
+            3, [count](Communicator& comm) { callFromThreads(comm, Exchange::kAllgather, count); }, smallSlots())),
+        "");
+  }
+}
+
+TEST(Concurrency, CallsFromSeveralThreadsOfProcessRanksDoNotMix) {
+  for (const char* transport : {"shm", "tcp"}) {
+    SCOPED_TRACE(transport);
+    EXPECT_EQ(failures(runProcessesWith(
+                  2, smallSlots(transport),
+                  [](Communicator& comm) { callFromThreads(comm, Exchange::kAllreduce, kLargeCount); })),
+              "");
+    EXPECT_EQ(failures(runProcessesWith(
+                  3, smallSlots(transport),
+                  [](Communicator& comm) { callFromThreads(comm, Exchange::kAllgather, kLargeCount); })),
+              "");
+  }
 }
 
 TEST(Concurrency, AsyncCallsCompleteInIssueOrderBeforeLaterBlockingCalls) {
