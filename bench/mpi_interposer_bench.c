@@ -1,4 +1,4 @@
-/* The MPI interposer's cost (issue 13's bars), measured from an MPI program as users run it:
+/* The MPI interposer's cost (its bars), measured from an MPI program as users run it:
  *   host:   MPI_Allreduce of host buffers, the MPI alone or with libbraid_mpi.so preloaded (what the interposer
  *           adds per call: classifying the buffers, then PMPI_Allreduce);
  *   device: MPI_Allreduce of GPU buffers through the interposer against braid's own C API in the same process, the

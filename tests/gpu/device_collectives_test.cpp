@@ -1,4 +1,4 @@
-// Collectives on device buffers (issue 6): every collective x type x op on 2 GPUs (and 4 ranks over 2 GPUs), in
+// Collectives on device buffers: every collective x type x op on 2 GPUs (and 4 ranks over 2 GPUs), in
 // place and out of place, checked bit for bit against the same call on host buffers through the host path (whose
 // own tests check it against exact references). Inputs are exact-sum values, so every fold order gives the same bits.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The hierarchical allreduce on device buffers (issue 9): ranks laid out as two hosts of two by BRAID_HOST_ID, so
+// The hierarchical allreduce on device buffers: ranks laid out as two hosts of two by BRAID_HOST_ID, so
 // that inside a "host" the reduce-scatter and allgather run on braid's GPU kernels (cuda_ipc) and between hosts the
 // shards go around a TCP ring window by window. Checked bit for bit against the same call on host buffers (exact
 // inputs), and across ranks on inputs that round. Four process ranks need only one GPU (they take turns on it).

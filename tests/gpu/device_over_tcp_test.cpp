@@ -1,6 +1,6 @@
 // Device buffers between ranks that reach each other over TCP only (as ranks on different hosts do): allreduces
 // travel the ring window by window, their copies from and to the GPU overlapped with the transfers and reduced by
-// the GPU or the host (issue 9), allgathers and reduce-scatters window by window too (reduced by the host), and
+// the GPU or the host, allgathers and reduce-scatters window by window too (reduced by the host), and
 // broadcast and alltoall stage their whole buffers. Checked bit for bit against the same call on host buffers, with
 // exact-sum inputs. Two ranks need only one GPU: here the GPU does nothing but copies.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// GPU memory comes back (issue 10): communicators that ran collectives on device buffers, with a registered user
+// GPU memory comes back: communicators that ran collectives on device buffers, with a registered user
 // buffer, made and destroyed in a loop, leave the GPU's free memory where it was. Each round's communicator holds a
 // shared workspace (64 MiB by default) and maps its peer's, so a leak of either shows within a few rounds. Two
 // ranks; one GPU is enough (both share it: the free memory seen is the sum of both ranks' holdings).

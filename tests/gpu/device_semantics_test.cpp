@@ -1,4 +1,4 @@
-// What a CUDA-aware communicator promises beyond the numbers (issue 6): every memory kind works or is refused by
+// What a CUDA-aware communicator promises beyond the numbers: every memory kind works or is refused by
 // name, device calls are ordered on their stream and captured into CUDA graphs, ranks may be threads of one
 // process, and a dead peer becomes an error instead of a GPU that spins forever.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Registered buffers (Communicator::registerBuffer, issue 6): calls whose buffers are registered on every rank read
+// Registered buffers (Communicator::registerBuffer): calls whose buffers are registered on every rank read
 // their peers' buffers where they lie. Their results are checked exactly, the kernels' own count says they took
 // that path (a test of results alone would pass on the inbox path too), and a call whose buffers are registered on
 // some ranks only falls back on all of them. Ranks as processes (cudaIpc handles, cuMem fds) and as threads; with

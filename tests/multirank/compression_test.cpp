@@ -1,4 +1,4 @@
-// BRAID_COMPRESS=bf16 (issue 9): float32 sums and averages between hosts travel as bfloat16, are added in float32,
+// BRAID_COMPRESS=bf16: float32 sums and averages between hosts travel as bfloat16, are added in float32,
 // stay within the documented error bound, and come out bitwise identical on every rank; everything else is exact.
 #include <gtest/gtest.h>
 

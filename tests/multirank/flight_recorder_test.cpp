@@ -1,4 +1,4 @@
-// The flight recorder and traces (issue 10): a communicator's last calls as JSON on demand and in a file when a
+// The flight recorder and traces: a communicator's last calls as JSON on demand and in a file when a
 // failure breaks it (BRAID_FLIGHT_RECORDER) or a signal asks (BRAID_FLIGHT_RECORDER_SIGNAL), and every call as a
 // Chrome trace (BRAID_TRACE).
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Issue 10: making and destroying communicators, and many operations in flight, leave nothing behind: file
+// Making and destroying communicators, and many operations in flight, leave nothing behind: file
 // descriptors, threads, shared-memory mappings and resident memory come back to where they were.
 #include <dirent.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// Soak (issue 10): randomized collectives (collective, type, op, size, root, in place or not, blocking or async),
+// Soak: randomized collectives (collective, type, op, size, root, in place or not, blocking or async),
 // every result checked: exactly for exact-sum inputs (tests/support/collective_cases), against a float64 reference
 // within the type's error bound for random floating-point inputs (one call in four; tests/support/random_reductions),
 // while resident memory must stay flat. Two tests keep one world each (3 processes over shared memory, 2 over TCP);

@@ -1,4 +1,4 @@
-// A user-space TCP proxy for the fault tests (issue 10): it forwards every connection it accepts to one target,
+// A user-space TCP proxy for the fault tests: it forwards every connection it accepts to one target,
 // both ways, and does to the traffic what the test asks: added latency, stalls like a lost segment's
 // retransmission, a reset (RST to both ends), a half-open link (nothing passes, nothing closes) or a clean close.
 // netem, tc's gact and iptables are unavailable on these machines; a proxy between ranks reaches the same states.

@@ -1,4 +1,4 @@
-// Topology (issue 8): host detection reads a fake procfs/sysfs tree right; JSON round-trips every fixture
+// Topology: host detection reads a fake procfs/sysfs tree right; JSON round-trips every fixture
 // machine; `braid detect`'s report of each fixture matches its golden file; the derived answers (NVLink
 // everywhere, P2P everywhere, fastest NIC) hold on each.
 #include <gtest/gtest.h>

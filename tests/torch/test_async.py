@@ -1,4 +1,4 @@
-"""Ops on CPU tensors run on braid's progress thread (issue 7): async_op=True returns before the peers arrive, the
+"""Ops on CPU tensors run on braid's progress thread: async_op=True returns before the peers arrive, the
 Work and its future complete with the result once they do, and what an op writes into non-contiguous or list
 outputs is in place when wait() returns or the future's callbacks run."""
 

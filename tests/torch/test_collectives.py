@@ -1,4 +1,4 @@
-"""torch.distributed through backend "braid" (issue 7): every collective on CPU tensors, compared with Gloo's results
+"""torch.distributed through backend "braid": every collective on CPU tensors, compared with Gloo's results
 on the same inputs in the same processes; non-contiguous tensors; dtypes braid refuses are named."""
 
 import pytest

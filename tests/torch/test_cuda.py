@@ -1,4 +1,4 @@
-"""Backend "braid" on CUDA tensors (issue 7): ops are queued on the current stream, after what the caller queued
+"""Backend "braid" on CUDA tensors: ops are queued on the current stream, after what the caller queued
 there and before what it queues next, as NCCL's are; results match Gloo's on CPU copies of the same inputs; DDP on
 GPUs trains like DDP over Gloo on CPU. Skipped where there are fewer than 2 GPUs (run by scripts/gpu-check.sh
 torch on the GPU machine)."""

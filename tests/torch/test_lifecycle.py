@@ -1,4 +1,4 @@
-"""The process group's lifecycle (issue 7): abort() ends a pending op at once with Aborted (where its peer would
+"""The process group's lifecycle: abort() ends a pending op at once with Aborted (where its peer would
 never come), and after shutdown() (what destroy_process_group calls) an op fails with an error naming it."""
 
 import time
