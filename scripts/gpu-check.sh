@@ -177,9 +177,16 @@ if wants sanitizer; then
   for tool in memcheck racecheck synccheck; do
     if BRAID_TIMEOUT=120 "$sanitizer" --tool "$tool" --target-processes all --error-exitcode 9 \
         "$build/tests/braid_gpu_tests" --gtest_filter="${SANITIZER_TESTS:-DeviceSemantics.Collectives*:DeviceSemantics.DeviceCalls*}" \
-        >"$logs/sanitizer-$tool.txt" 2>&1; then
+        >"$logs/sanitizer-$tool.txt" 2>&1 && grep -q '^\[       OK \]' "$logs/sanitizer-$tool.txt"; then
+      # A filter that matched nothing, or tests that all skipped, would pass with nothing checked: name what ran.
       log "compute-sanitizer $tool: $(grep -E "ERROR SUMMARY" "$logs/sanitizer-$tool.txt" | sort | uniq -c | tr -s ' ')"
+      log "  ran $(grep -c '^\[       OK \]' "$logs/sanitizer-$tool.txt") tests: $(grep '^\[       OK \]' \
+        "$logs/sanitizer-$tool.txt" | awk '{print $4}' | tr '\n' ' ')"
+      if grep -q '^\[  SKIPPED \] [A-Za-z]' "$logs/sanitizer-$tool.txt"; then
+        log "  skipped: $(grep '^\[  SKIPPED \] [A-Za-z]' "$logs/sanitizer-$tool.txt" | awk '{print $4}' | tr '\n' ' ')"
+      fi
     else
+      grep -q '^\[       OK \]' "$logs/sanitizer-$tool.txt" || log "compute-sanitizer $tool ran no test"
       failed+=("sanitizer $tool")
       log "compute-sanitizer $tool FAILED:"
       grep -E "ERROR SUMMARY|Invalid|Race|Barrier|FAILED|rank [0-9]" "$logs/sanitizer-$tool.txt" | head -20
