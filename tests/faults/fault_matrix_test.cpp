@@ -1,8 +1,8 @@
 // The fault matrix (issue 10): random draws of (fault, ranks, transport, collective, size, delay, victim), each run
 // as forked processes under a hard wall-clock kill. Every rank loops one collective on inputs whose results are
 // known exactly; the victim injects its fault after the delay. Pass: nothing hangs, every survivor's every
-// completed call was exact, and each survivor ends with the outcome the fault must give (PeerLost or Aborted within
-// the fault's bound; a slow peer: every call completes). Never a wrong result.
+// completed call was exact, and each survivor ends with the outcome the fault must give (PeerLost or Aborted naming
+// the victim, within the fault's bound; a slow peer: every call completes). Never a wrong result.
 //
 //   BRAID_FAULT_RUNS=N      cases to draw (default 12: CI's sample); scripts/fault-matrix.sh runs 1,000 and reports
 //   BRAID_FAULT_SEED=S      the first case's seed (default: from the clock, printed so a failure can be replayed)
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "support/collective_cases.hpp"
+#include "support/error_names.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::testing {
@@ -243,12 +244,22 @@ void rankBody(Communicator& comm, const Case& c, const std::string& outcomes) {
     if (!victim && c.fault == Fault::kStop) {
       if (const pid_t pid = victimPid(outcomes); pid > 0) ::kill(pid, SIGKILL);
     }
-    appendLine(outcomes, "rank " + std::to_string(me) + " " + outcome + " " + std::to_string(afterFault));
+    appendLine(outcomes, "rank " + std::to_string(me) + " " + outcome + " peer " + std::to_string(e.context().peer) +
+                             " " + std::to_string(afterFault));
+    // A dead, stopped or departed victim is PeerLost. An aborting one tells its peers, who read PeerLost ("peer 3
+    // aborted its communicator"); over TCP its failed call's notice also passes its Aborted on, to ranks that had
+    // no operation with it in flight ("rank 3 failed allreduce #7 (...): the communicator was aborted on this rank").
     const bool expected = c.fault == Fault::kAbort
                               ? (e.code() == ErrorCode::kAborted || e.code() == ErrorCode::kPeerLost)
                               : e.code() == ErrorCode::kPeerLost;
     require(c.fault != Fault::kSlow, std::string("a slow peer is not a dead one, but: ") + e.what());
     require(expected, std::string("unexpected error: ") + e.what());
+    if (!victim) {
+      // Every survivor names the victim: as the peer it lost, or in a notice passed on by a rank that lost it
+      // ("rank 1 failed allreduce #7 (...): connection to peer 3 ... closed"), whose blamed peer the error takes.
+      require(namesRank(e, c.victim),
+              "the error does not name the victim, rank " + std::to_string(c.victim) + ": " + e.what());
+    }
     require(afterFault < boundSeconds(c.fault),
             "the error came " + std::to_string(afterFault) + " s after the fault: " + e.what());
     return;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/collective_cases.hpp"
+#include "support/error_names.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::testing {
@@ -72,8 +73,7 @@ TEST_P(PeerFailure, EveryOtherRankGetsPeerLostNamingItInTime) {
           const auto took = Clock::now() - start;
           if (comm.rank() == 0 && fault == Fault::kStopped) ::kill(static_cast<pid_t>(pids[victim]), SIGKILL);
           require(e.code() == ErrorCode::kPeerLost, std::string("expected PeerLost: ") + e.what());
-          require(e.context().peer == victim || contains(e.message(), "peer " + std::to_string(victim)),
-                  std::string("the error should name peer 1: ") + e.what());
+          require(namesRank(e, victim), std::string("the error should name peer 1: ") + e.what());
           require(took < bound, std::string("PeerLost came after ") +
                                     std::to_string(std::chrono::duration<double>(took).count()) + " s: " + e.what());
           return;
@@ -280,7 +280,21 @@ TEST(AbortCreation, TheHandleAbortsWhatItMadeEvenDuringDestruction) {
 // every pattern (over shared memory every call's first round already compares every rank's call).
 class Mismatch : public ::testing::TestWithParam<std::string> {};
 
-void expectMismatchEverywhere(const std::string& transport, const std::function<void(Communicator&)>& call) {
+// The two sides of a mismatch as every rank's error must name them: what each side passed, in the words the
+// library describes a call with ("allreduce #0 (float32, count 100, sum)"), and the rank that called differently.
+struct Sides {
+  std::string common;  // what the other ranks passed, e.g. "count 100"
+  std::string odd;     // what the odd rank passed, e.g. "count 50"
+  int oddRank;
+};
+
+// A rank is named by its error when it is the error's own rank ("this rank called ..."), its peer, or said in the
+// message: a rank that hears of the mismatch from another's notice reads "rank 0 failed allreduce #0 (...): this
+// rank called ... but peer 2 called ...".
+bool names(const Error& e, int r) { return e.context().rank == r || namesRank(e, r); }
+
+void expectMismatchEverywhere(const std::string& transport, const Sides& sides,
+                              const std::function<void(Communicator&)>& call) {
   Settings s = faultSettings(transport);
   s.debug = "detail";
   auto results = runProcessesWith(3, s, [&](Communicator& comm) {
@@ -288,6 +302,14 @@ void expectMismatchEverywhere(const std::string& transport, const std::function<
       call(comm);
     } catch (const Error& e) {
       require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch: ") + e.what());
+      require(contains(e.message(), sides.common) && contains(e.message(), sides.odd),
+              "the error should name both calls' " + sides.common + " and " + sides.odd + ": " + e.what());
+      // Both ranks of the disagreement: the odd one, and one of those that called otherwise. A rank is one of them
+      // itself ("this rank called ..."), so each must name the other side.
+      bool other = false;
+      for (int r = 0; r < comm.size(); ++r) other = other || (r != sides.oddRank && names(e, r));
+      require(names(e, sides.oddRank) && other, "the error should name rank " + std::to_string(sides.oddRank) +
+                                                    " and a rank that called " + sides.common + ": " + e.what());
       int x = 1;
       comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);  // the communicator goes on
       require(x == 3, "allreduce after a mismatch");
@@ -299,14 +321,15 @@ void expectMismatchEverywhere(const std::string& transport, const std::function<
 }
 
 TEST_P(Mismatch, Counts) {
-  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+  expectMismatchEverywhere(GetParam(), {"count 100", "count 50", 2}, [](Communicator& comm) {
     std::vector<float> buf(100, 1.0f);
     comm.allreduce(buf.data(), buf.data(), comm.rank() == 2 ? 50 : 100, DataType::kFloat32, ReduceKind::kSum);
   });
 }
 
 TEST_P(Mismatch, DataTypes) {
-  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+  // "(int32," and not "int32", which "uint32" contains.
+  expectMismatchEverywhere(GetParam(), {"(int32,", "(uint32,", 1}, [](Communicator& comm) {
     std::vector<std::int32_t> buf(16, 1);
     comm.allreduce(buf.data(), buf.data(), buf.size(), comm.rank() == 1 ? DataType::kUint32 : DataType::kInt32,
                    ReduceKind::kSum);
@@ -314,14 +337,14 @@ TEST_P(Mismatch, DataTypes) {
 }
 
 TEST_P(Mismatch, Roots) {
-  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+  expectMismatchEverywhere(GetParam(), {"root 0", "root 1", 2}, [](Communicator& comm) {
     std::vector<std::int32_t> buf(16, comm.rank());
     comm.broadcast(buf.data(), buf.size(), DataType::kInt32, comm.rank() == 2 ? 1 : 0);
   });
 }
 
 TEST_P(Mismatch, Collectives) {
-  expectMismatchEverywhere(GetParam(), [](Communicator& comm) {
+  expectMismatchEverywhere(GetParam(), {"allreduce #", "allgather #", 0}, [](Communicator& comm) {
     std::vector<std::int32_t> buf(16 * 3, 1);
     if (comm.rank() == 0) {
       comm.allgather(buf.data(), buf.data(), 16, DataType::kInt32);
@@ -337,12 +360,23 @@ INSTANTIATE_TEST_SUITE_P(Faults, Mismatch, ::testing::Values("shm", "tcp"));
 // answer; the ranks whose messages show it fail with Mismatch.
 TEST(MismatchWithoutDetail, RootsNeverHangOverTcp) {
   const auto start = Clock::now();
-  auto results = runProcessesWith(3, faultSettings("tcp"), [](Communicator& comm) {
-    std::vector<std::int32_t> buf(16, comm.rank());
+  // Each rank's buffer starts as its own data, distinct from every other rank's, so whose data a rank holds after the
+  // call shows.
+  auto data = [](int rank, std::size_t j) { return static_cast<std::int32_t>((rank + 1) * 1000 + j); };
+  auto results = runProcessesWith(3, faultSettings("tcp"), [&](Communicator& comm) {
+    std::vector<std::int32_t> buf(16);
+    for (std::size_t j = 0; j < buf.size(); ++j) buf[j] = data(comm.rank(), j);
     try {
       comm.broadcast(buf.data(), buf.size(), DataType::kInt32, comm.rank() == 2 ? 1 : 0);
     } catch (const Error& e) {
       require(e.code() == ErrorCode::kMismatch, e.what());
+      return;
+    }
+    // A broadcast that completed is a promise: this rank holds what root 0 sent (the majority's root).
+    for (std::size_t j = 0; j < buf.size(); ++j) {
+      require(buf[j] == data(0, j), "rank " + std::to_string(comm.rank()) + "'s broadcast completed but element " +
+                                        std::to_string(j) + " is " + std::to_string(buf[j]) + ", root 0 sent " +
+                                        std::to_string(data(0, j)));
     }
   });
   EXPECT_EQ(failures(results), "");

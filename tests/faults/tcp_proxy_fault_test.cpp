@@ -21,6 +21,7 @@
 #include "algorithms/host/round_sync.hpp"
 #include "bootstrap/tcp_mesh_rendezvous.hpp"
 #include "bootstrap/tcp_store.hpp"
+#include "support/error_names.hpp"
 #include "support/tcp_proxy.hpp"
 
 namespace braid::testing {
@@ -87,8 +88,11 @@ const char* faultName(Fault f) {
 
 struct RankOutcome {
   int completed = 0;
-  std::string error;  // empty: every call completed
-  std::string wrong;  // a result that was not exact
+  std::string error;                      // empty: every call completed
+  ErrorCode code = ErrorCode::kInternal;  // the error's, when there was one
+  int peer = -1;                          // the peer the error blames
+  std::string message;                    // the error's message, without the code and context prefix
+  std::string wrong;                      // a result that was not exact
   double detectSeconds = -1;
 };
 
@@ -138,6 +142,9 @@ std::vector<RankOutcome> runWithFault(int n, std::size_t count, Fault fault, int
             engine.allreduce(v.data(), v.data(), count, DataType::kInt64, ReduceKind::kSum, env);
           } catch (const Error& e) {
             me.error = e.what();
+            me.code = e.code();
+            me.peer = e.context().peer;
+            me.message = e.message();
             const Clock::rep at = faultAt.load();
             if (at != 0) {
               me.detectSeconds =
@@ -190,6 +197,20 @@ struct Case {
   int delayMs = 0;
 };
 
+// Whether rank r's error names a rank across the cut: the fault is done to every connection of rank 0 (each rank
+// accepts its connections from the higher ranks, so every connection of rank 0 passes through rank 0's proxy and
+// no other one does). The others must name rank 0: as the peer they lost, or as the peer a notice blames ("rank 1
+// failed allreduce #3 (...): connection to peer 0 ... closed"). Rank 0 lost every peer at once; it names whichever
+// it was waiting for.
+bool namesCutPeer(int r, int n, const RankOutcome& o) {
+  auto names = [&](int p) { return o.peer == p || mentionsRank(o.message, p); };
+  if (r != 0) return names(0);
+  for (int p = 1; p < n; ++p) {
+    if (names(p)) return true;
+  }
+  return false;
+}
+
 /// What `c` must give: exact results (latency, stalls) or an error on every rank within the detection bound (a
 /// reset or a close is seen at once, a half-open link only by the heartbeat timeout of 2 s; plus slack for a loaded
 /// 2-core machine). Returns "" when it did, else what went wrong; `slowest` gets the slowest rank's detection time.
@@ -212,8 +233,12 @@ std::string judge(const Case& c, const std::vector<RankOutcome>& outcomes, int c
       fault(strCat("no error after the fault (", o.completed, " calls completed)"));
     } else if (o.error.find("setup") != std::string::npos) {
       fault(o.error);
-    } else if (o.error.find("PeerLost") == std::string::npos && o.error.find("Aborted") == std::string::npos) {
-      fault("unexpected error: " + o.error);
+    } else if (o.code != ErrorCode::kPeerLost) {
+      // Nothing aborts here: a cut connection is a lost peer on both of its ends.
+      fault("unexpected error (PeerLost expected): " + o.error);
+    } else if (!namesCutPeer(r, c.ranks, o)) {
+      fault(r == 0 ? "the error names none of rank 0's peers, whose connections were cut: " + o.error
+                   : "the error does not name rank 0, whose connections were cut: " + o.error);
     } else if (o.detectSeconds < 0) {
       fault("failed before the fault: " + o.error);
     } else if (o.detectSeconds > bound) {
