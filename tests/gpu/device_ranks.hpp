@@ -48,8 +48,8 @@ inline Settings deviceSettings(const std::string& algo = "") {
   return s;
 }
 
-/// Runs `body` on `ranks` processes, rank r on GPU r % GPUs; skips the test (from the calling test) when there are
-/// fewer than `minGpus` GPUs. Returns the per-rank failures (empty strings when all passed).
+/// Runs `body` on `ranks` processes, rank r on GPU r % GPUs (with one GPU every rank shares it); runs nothing when
+/// there are fewer than `minGpus` GPUs (the caller skips first, with BRAID_SKIP_WITHOUT_GPUS). Returns the per-rank failures (empty strings when all passed).
 inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings& settings,
                                           const std::function<void(Communicator&, cudaStream_t)>& body,
                                           double timeoutSeconds = 300) {
@@ -68,6 +68,10 @@ inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings
       timeoutSeconds);
 }
 
+/// True where the ranks of a test share one GPU (process ranks are time-sliced on it: a few ms per call), so that
+/// tests scale their largest sizes down there.
+inline bool gpuIsShared() { return gpusSeenByAChild() < 2; }
+
 #define BRAID_SKIP_WITHOUT_GPUS(n)                \
   if (::braid::gputest::gpusSeenByAChild() < (n)) \
   GTEST_SKIP() << "needs " << (n) << " CUDA device(s), found " << ::braid::gputest::gpusSeenByAChild()
@@ -83,7 +87,7 @@ inline void requireSameBytes(const void* got, const void* want, std::size_t byte
   std::size_t bad = 0;
   for (std::size_t i = 0; i < bytes; i += elemSize) bad += std::memcmp(g + i, w + i, elemSize) != 0;
   throw std::runtime_error(what + ": " + std::to_string(bad) + " of " + std::to_string(bytes / elemSize) +
-                           " elements differ from the host path's result, first element " +
+                           " elements differ from the expected bytes, first element " +
                            std::to_string(first / elemSize));
 }
 
