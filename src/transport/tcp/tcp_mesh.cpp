@@ -28,6 +28,19 @@ thread_local bool mesh::tCallerHandling = false;
 
 TcpMesh::TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, MeshOptions options)
     : rank_(rank), size_(size), options_(std::move(options)) {
+  // A constructor that throws runs no destructor: what it started (the progress thread: a joinable std::thread
+  // destroyed would terminate the process) and opened (the descriptors) is undone here before the error goes on.
+  try {
+    start(std::move(streams));
+  } catch (...) {
+    stopProgress();
+    closeDescriptors();
+    throw;
+  }
+}
+
+void TcpMesh::start(std::vector<std::vector<Socket>> streams) {
+  const int size = size_, rank = rank_;
   if (static_cast<int>(streams.size()) != size) {
     fail(ErrorCode::kInternal, {}, "mesh of ", size, " ranks built from ", streams.size(), " peers' streams");
   }
@@ -89,14 +102,27 @@ TcpMesh::~TcpMesh() {
       queueFrame(*s, OutFrame{encodeFrame(h)});
     }
   }
+  stopProgress();
+  closeGracefully();
+  closeDescriptors();
+}
+
+void TcpMesh::stopProgress() {
+  if (!progress_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
   const std::uint64_t one = 1;
   [[maybe_unused]] const auto ignored = ::write(wakeFd_, &one, sizeof one);
-  if (progress_.joinable()) progress_.join();
-  closeGracefully();
-  ::close(epollFd_);
-  ::close(wakeFd_);
-  ::close(waitEpollFd_);
-  ::close(completionFd_);
+  progress_.join();
+}
+
+void TcpMesh::closeDescriptors() {
+  for (int* fd : {&epollFd_, &wakeFd_, &waitEpollFd_, &completionFd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
 }
 
 // A rank that leaves first must not take its last messages with it. A send completed once its bytes were in the

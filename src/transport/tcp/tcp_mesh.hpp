@@ -210,6 +210,9 @@ class TcpMesh {
   void dropChunk(Peer& p, StashChunk& chunk);
   void eraseStash(Peer& p, const MatchKey& key);
   Peer& peer(int p) { return *peers_[static_cast<std::size_t>(p)]; }
+  void start(std::vector<std::vector<Socket>> streams);  // the constructor's work, undone below when it throws
+  void stopProgress();                                   // stops and joins the progress thread, if it runs
+  void closeDescriptors();
 
   const int rank_;
   const int size_;
