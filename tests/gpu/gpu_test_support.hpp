@@ -256,7 +256,7 @@ template <typename Describe>
     }
   }
   return ::testing::AssertionFailure() << bad << " of " << count << " elements differ; first at " << first << ": gpu "
-                                       << hex(getBits(got, first, size), size) << " vs cpu "
+                                       << hex(getBits(got, first, size), size) << " vs expected "
                                        << hex(getBits(want, first, size), size) << describe(first);
 }
 

@@ -287,6 +287,65 @@ inline bool matches(DataType t, ReduceKind kind, std::uint64_t got, std::uint64_
   return std::fabs(gv - wv) <= std::ldexp(1.0, e - bits);
 }
 
+/// Element i of the sources folded in order, source 0 first, as braid documents its element-wise reductions: bool
+/// and integers as reduceAt (avg divides by `avgDivisor`, after the sum wrapped in the type); floats accumulate in
+/// float (float16, bfloat16 and float32: each operation rounded to nearest even in float32) or double (float64), avg
+/// divides the accumulated sum once by the divisor (converted to the accumulator type), min and max keep a NaN from
+/// either side and otherwise the first operand only when strictly smaller (larger), so a tie of signed zeros takes
+/// the later source; the result rounds once to the type and every NaN is written as the type's canonical quiet NaN.
+/// premul_sum reduces as a sum (its scaling happens before). Written for arbitrary inputs (NaN, infinities,
+/// subnormals, overflow), for the device reduction tests that feed every special value.
+inline std::uint64_t foldAt(const std::vector<const std::byte*>& srcs, std::size_t i, DataType t, ReduceKind kind,
+                            int avgDivisor) {
+  if (kind == ReduceKind::kPremulSum) kind = ReduceKind::kSum;
+  if (!floatType(t)) {
+    if (kind != ReduceKind::kAvg) return reduceAt(srcs, i, t, kind);
+    const std::uint64_t mask = sizeOf(t) == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * sizeOf(t))) - 1;
+    std::uint64_t sum = 0;
+    for (const std::byte* src : srcs) sum += bitsAt(src, i, t);
+    sum &= mask;
+    if (!signedType(t)) return sum / static_cast<std::uint64_t>(avgDivisor);
+    const int shift = 64 - 8 * static_cast<int>(sizeOf(t));
+    const std::int64_t signedSum = static_cast<std::int64_t>(sum << shift) >> shift;
+    return static_cast<std::uint64_t>(signedSum / avgDivisor) & mask;
+  }
+  auto fold = [&](auto acc, auto load) {
+    using Acc = decltype(acc);
+    for (std::size_t s = 1; s < srcs.size(); ++s) {
+      const Acc b = load(srcs[s]);
+      switch (kind) {
+        case ReduceKind::kProd:
+          acc = acc * b;
+          break;
+        case ReduceKind::kMin:
+          acc = (acc < b || acc != acc) ? acc : b;
+          break;
+        case ReduceKind::kMax:
+          acc = (acc > b || acc != acc) ? acc : b;
+          break;
+        default:
+          acc = acc + b;
+      }
+    }
+    if (kind == ReduceKind::kAvg) acc = acc / static_cast<Acc>(avgDivisor);
+    return acc;
+  };
+  if (t == DataType::kFloat64) {
+    const double r = fold(floatAt(srcs[0], i, t), [&](const std::byte* p) { return floatAt(p, i, t); });
+    return r != r ? 0x7ff8000000000000ull : std::bit_cast<std::uint64_t>(r);
+  }
+  const float r = fold(static_cast<float>(floatAt(srcs[0], i, t)),
+                       [&](const std::byte* p) { return static_cast<float>(floatAt(p, i, t)); });
+  switch (t) {
+    case DataType::kFloat16:
+      return r != r ? 0x7e00u : doubleToHalfBits(r);
+    case DataType::kBFloat16:
+      return r != r ? 0x7fc0u : doubleToBf16Bits(r);
+    default:
+      return r != r ? 0x7fc00000u : std::bit_cast<std::uint32_t>(r);
+  }
+}
+
 inline std::string hexBits(std::uint64_t bits, std::size_t size) {
   static const char* digits = "0123456789abcdef";
   std::string s = "0x";
