@@ -346,6 +346,40 @@ inline std::uint64_t foldAt(const std::vector<const std::byte*>& srcs, std::size
   }
 }
 
+/// An integral scale as the integer it multiplies by, modulo 2^64 (two's complement for negative scales).
+inline std::uint64_t wrappedScale(double scale) {
+  const double m = std::fmod(scale, 0x1p64);  // exact
+  return m < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(-m) : static_cast<std::uint64_t>(m);
+}
+
+/// premul_sum's pre-scaling of one element, as braid documents it: bool stays true when the scale is non-zero;
+/// integers multiply by the integral scale with wrap-around; float32 multiplies by the scale rounded to float (one
+/// rounding of the exact product); float64 multiplies in double; float16/bfloat16 form the exact product of the
+/// value and the float scale and round it once to the type. NaNs come out canonical.
+inline std::uint64_t scaleAt(std::uint64_t bits, DataType t, double scale) {
+  const std::uint64_t mask = sizeOf(t) == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * sizeOf(t))) - 1;
+  if (t == DataType::kBool) return (bits & 0xff) != 0 && scale != 0 ? 1 : 0;
+  if (!floatType(t)) return (bits * wrappedScale(scale)) & mask;
+  std::byte e[8];
+  std::memcpy(e, &bits, 8);
+  const double v = floatAt(e, 0, t);
+  if (t == DataType::kFloat64) {
+    const double r = v * scale;
+    return r != r ? 0x7ff8000000000000ull : std::bit_cast<std::uint64_t>(r);
+  }
+  const double product = v * static_cast<double>(static_cast<float>(scale));  // exact: 24 + 24 bits
+  switch (t) {
+    case DataType::kFloat16:
+      return product != product ? 0x7e00u : doubleToHalfBits(product);
+    case DataType::kBFloat16:
+      return product != product ? 0x7fc0u : doubleToBf16Bits(product);
+    default: {
+      const float r = static_cast<float>(product);
+      return r != r ? 0x7fc00000u : std::bit_cast<std::uint32_t>(r);
+    }
+  }
+}
+
 inline std::string hexBits(std::uint64_t bits, std::size_t size) {
   static const char* digits = "0123456789abcdef";
   std::string s = "0x";
