@@ -42,7 +42,7 @@ void referenceScale(std::byte* want, const std::byte* src, std::size_t count, Da
 
 class DeviceScale : public GpuTest, public ::testing::WithParamInterface<DataType> {};
 
-TEST_P(DeviceScale, MatchesCpuEveryScaleCountAndPlacement) {
+TEST_P(DeviceScale, MatchesReferenceEveryScaleCountAndPlacement) {
   const DataType type = GetParam();
   const std::size_t size = dataTypeSize(type);
   constexpr std::size_t kMaxCount = (std::size_t{1} << 20) + 3;
