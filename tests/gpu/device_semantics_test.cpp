@@ -60,9 +60,10 @@ void requireRampAllreduces(Communicator& c, cudaStream_t s, std::initializer_lis
 // Two ranks as threads of this process, rank r on GPU r % GPUs, each with a stream of its own. Threads: this test's
 // process uses CUDA itself, so it forks nothing after this.
 // DEPENDS ON CO-RESIDENCY where there is one GPU: both threads' kernels then run in one context on one device, each
-// spinning on flags the other writes, and CUDA does not promise that two streams' kernels are resident at once (nor
-// does a cudaFree in one thread wait for nothing but its own work). A hang there must fail, not stall the run: the
-// communicator's timeout is short (its kernels give up and the call raises), well inside the test's limit.
+// spinning on flags the other writes, and CUDA does not promise that kernels of two streams are resident at once;
+// a device-wide wait in one thread (a cudaFree, say) can also hold back the launch the other thread's kernel waits
+// for. Either must fail, not stall the run: the communicator's timeout, which its kernels also spin under, is short
+// (they give up and the call raises), well inside the test's limit.
 constexpr double kThreadRankTimeoutSeconds = 30;
 std::vector<std::string> runOnThreadRanks(Settings settings,
                                           const std::function<void(Communicator&, cudaStream_t)>& body) {
