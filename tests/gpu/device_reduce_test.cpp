@@ -175,7 +175,7 @@ constexpr std::size_t kCounts[] = {(std::size_t{1} << 20) + 3, 1023, 7, 1, 0};  
 constexpr int kSourceCounts[] = {1, 2, 3, 8};
 constexpr std::size_t kMaxCount = (std::size_t{1} << 20) + 3;
 
-// The full matrix of the brief: every op x nsrcs {1, 2, 3, 8} x count x placement, on exact and on wild inputs.
+// The full matrix: every op x nsrcs {1, 2, 3, 8} x count x placement, on exact and on wild inputs.
 TEST_P(DeviceReduce, MatchesReferenceEveryOpCountAndPlacement) {
   const DataType type = GetParam();
   SourcePool pool(type, 8, kMaxCount);
