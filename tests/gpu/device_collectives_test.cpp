@@ -152,6 +152,19 @@ TEST_P(DeviceReductions, AllreduceOf64MiBOn2Ranks) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
+// A few calls of each kernel at sizes that cross its tails and chunks: small enough for compute-sanitizer's tools,
+// which run every access of every kernel through their own checks (scripts/gpu-check.sh sanitizer).
+TEST_P(DeviceReductions, AFewAllreducesForTheSanitizers) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  const auto results = runOnGpus(2, 1, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{4097}, std::size_t{(64u << 10) + 3}}) {
+      allreduceCase(c, s, DataType::kFloat32, ReduceKind::kSum, count, false);
+      allreduceCase(c, s, DataType::kBFloat16, ReduceKind::kMax, count, true);
+    }
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
 // 3 ranks (shards that do not divide evenly, an odd divisor for avg) and 4; with one GPU, 4 Mi elements in place of
 // 16 Mi keeps the time-sliced run short and still pipelines through many chunks.
 TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
