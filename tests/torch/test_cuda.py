@@ -1,7 +1,7 @@
 """Backend "braid" on CUDA tensors: ops are queued on the current stream, after what the caller queued
 there and before what it queues next, as NCCL's are; results match Gloo's on CPU copies of the same inputs; DDP on
-GPUs trains like DDP over Gloo on CPU. Skipped where there are fewer than 2 GPUs (run by scripts/gpu-check.sh
-torch on the GPU machine)."""
+GPUs trains like DDP over Gloo on CPU. Rank r runs on GPU r % GPUs, so one GPU serves both ranks (as braid allows
+and NCCL does not); skipped where there is no GPU (run by scripts/gpu-check.sh torch on the GPU machine)."""
 
 import pytest
 import torch
@@ -10,11 +10,16 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 
 from conftest import run_ranks
 
-pytestmark = pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 CUDA GPUs")
+pytestmark = pytest.mark.skipif(torch.cuda.device_count() < 1, reason="needs a CUDA GPU")
+
+
+def gpu(rank):
+    """This rank's GPU: ranks share the GPUs there are, one GPU serving them all on a one-GPU machine."""
+    return rank % torch.cuda.device_count()
 
 
 def stream_order(rank, size, gloo):
-    torch.cuda.set_device(rank)
+    torch.cuda.set_device(gpu(rank))
     n = 1 << 20
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
@@ -40,7 +45,7 @@ def stream_order(rank, size, gloo):
 
 def mixed_cpu_and_cuda(rank, size, gloo):
     # One process group, CPU and CUDA tensors in turn: each op goes its own way (host path, GPU kernels).
-    torch.cuda.set_device(rank)
+    torch.cuda.set_device(gpu(rank))
     total = float(sum(range(1, size + 1)))
     for i in range(3):
         c = torch.full((1000 + i,), float(rank + 1))
@@ -61,8 +66,8 @@ def test_ops_on_cuda_tensors_follow_the_current_stream():
 
 
 def collectives_match_gloo(rank, size, gloo):
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
+    torch.cuda.set_device(gpu(rank))
+    dev = torch.device("cuda", gpu(rank))
     g = torch.Generator().manual_seed(100 + rank)
     for dtype in (torch.float32, torch.bfloat16, torch.int32):
         for numel in (1, 7, 4099, 1 << 20):
@@ -106,12 +111,12 @@ def make_model():
 
 
 def ddp_on_gpus(rank, size, gloo):
-    torch.cuda.set_device(rank)
-    dev = torch.device("cuda", rank)
+    torch.cuda.set_device(gpu(rank))
+    dev = torch.device("cuda", gpu(rank))
     models = {}
     for name, group, device in (("braid", None, dev), ("gloo", gloo, torch.device("cpu"))):
         module = make_model().to(device)
-        model = DDP(module, device_ids=[rank] if device.type == "cuda" else None, process_group=group,
+        model = DDP(module, device_ids=[gpu(rank)] if device.type == "cuda" else None, process_group=group,
                     bucket_cap_mb=0.01)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         g = torch.Generator().manual_seed(rank)
