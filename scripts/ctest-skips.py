@@ -3,7 +3,8 @@
 
 ctest counts a skipped test (SKIP_RETURN_CODE) with those that did not fail, and its log records it as passed, so
 a suite can look green while whole families of tests never ran. One line per family (a test's name up to its first
-"_") and reason, the reason being the last "SKIP: ..." line the tests printed, e.g.
+"_", or a GoogleTest case's suite) and reason, the reason being the last "SKIP: ..." line the tests printed (or
+GoogleTest's skip message), e.g.
 
   netns: 8 tests skipped: cannot create network namespaces (not root)
 
@@ -21,10 +22,16 @@ def skips(path):
         if skipped is None:
             continue
         output = case.findtext("system-out") or ""
-        said = [line[len("SKIP:") :].strip() for line in output.splitlines() if line.startswith("SKIP:")]
+        lines = output.splitlines()
+        said = [line[len("SKIP:") :].strip() for line in lines if line.startswith("SKIP:")]
+        # GoogleTest's GTEST_SKIP() prints "file:line: Skipped" and then the test's message on the next line.
+        said += [lines[i + 1].strip() for i, line in enumerate(lines[:-1]) if line.endswith(": Skipped")]
         reason = said[-1] if said else f"no reason printed ({skipped.get('message', 'skipped')})"
-        name = case.get("name", "?")
-        found.setdefault((name.split("_")[0], reason), []).append(name)
+        name = case.get("name", "?").split(" ")[0]
+        # A GoogleTest case ("Prefix/Suite.Test/param") counts under its suite; a plain ctest test under its name
+        # up to the first "_".
+        family = name.split(".")[0].split("/")[-1] if "." in name else name.split("_")[0]
+        found.setdefault((family, reason), []).append(name)
     return found
 
 
