@@ -67,9 +67,10 @@ void NetCall::waitAny(std::span<tcp::MeshOp* const> ops, const std::function<boo
   mesh_.waitAny(ops, interrupted, env_.context, policy_);
 }
 
-void NetCall::forgetDone() {
+void NetCall::forgetDone(const std::function<bool(const tcp::MeshOp&)>& released) {
   // A done op is the mesh's no more (a send is done once its bytes are in the kernel, a receive once they landed).
-  while (!ops_.empty() && ops_.front().state.load(std::memory_order_acquire) == tcp::MeshOp::kDone) {
+  while (!ops_.empty() && ops_.front().state.load(std::memory_order_acquire) == tcp::MeshOp::kDone &&
+         released(ops_.front())) {
     ops_.pop_front();
     if (settled_ > 0) --settled_;
   }

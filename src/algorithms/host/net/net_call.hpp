@@ -38,8 +38,10 @@ class NetCall {
   void waitAll();
   /// Waits until one of `ops` is done or `interrupted()` (TcpMesh::waitAny).
   void waitAny(std::span<tcp::MeshOp* const> ops, const std::function<bool()>& interrupted);
-  /// Forgets the done ops at the front (a group that others keep joining may never end; what is done can go).
-  void forgetDone();
+  /// Forgets the done ops at the front that `released` lets go (a group that others keep joining may never end;
+  /// what is done can go). An op that completes on the progress thread while its caller still holds a pointer to
+  /// it is done but not yet released: freeing it then would leave the caller reading freed memory.
+  void forgetDone(const std::function<bool(const tcp::MeshOp&)>& released);
 
  private:
   tcp::MeshOp& make(tcp::MeshOp::Dir dir, int peer, std::uint32_t step, const void* data, std::size_t bytes,

@@ -1,6 +1,7 @@
 // NetEngine: construction, the choice of algorithm, barrier, point-to-point and rejected calls.
 #include "algorithms/host/net/net_engine.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -126,7 +127,10 @@ void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
       env.feed->completed(w.index);
       return true;
     });
-    call.forgetDone();
+    // Only ops this loop has reported: one that completed since the erase above is still in `waiting`.
+    call.forgetDone([&](const tcp::MeshOp& op) {
+      return std::none_of(waiting.begin(), waiting.end(), [&](const Waiting& w) { return w.op == &op; });
+    });
     joined.clear();
     if (env.feed->take(joined)) {
       post(joined);
