@@ -44,18 +44,22 @@ __device__ __forceinline__ WorkspaceState* stateOf(const Channel& ch) {
   return reinterpret_cast<WorkspaceState*>(ch.ws[ch.rank] + kernels::kStateOffset);
 }
 
-/// Records the first failure of this channel's kernels and tells the grid's other blocks to stop waiting.
+/// Records the first failure of this channel's kernels and tells the grid's other blocks to stop waiting. The
+/// first is elected on the GPU's own failed word (never reset: a channel fails once): the error lies in mapped host
+/// memory, where a GPU atomic is not atomic without host-native atomics (PCIe has none; compute-sanitizer's memcheck
+/// refuses it). The code is written last, after the fields it stands for, so a host that sees it sees them.
 __device__ __forceinline__ void recordFailure(const Channel& ch, KernelFailure why, int peer, int phase,
                                               std::uint64_t round) {
   WorkspaceState* state = stateOf(ch);
-  atomicExch(&state->failed, 1u);
-  if (atomicCAS_system(&ch.error->code, 0u, static_cast<std::uint32_t>(why)) == 0u) {
-    ch.error->peer = peer;
-    ch.error->block = blockIdx.x;
-    ch.error->phase = static_cast<std::uint32_t>(phase);
-    ch.error->round = round;
-    __threadfence_system();
-  }
+  if (atomicExch(&state->failed, 1u) != 0u) return;
+  volatile KernelError* error = ch.error;
+  error->peer = peer;
+  error->block = blockIdx.x;
+  error->phase = static_cast<std::uint32_t>(phase);
+  error->round = round;
+  __threadfence_system();
+  error->code = static_cast<std::uint32_t>(why);
+  __threadfence_system();
 }
 
 /// How often, at most, the waiting threads of one GPU read the host's abort flag.
