@@ -90,7 +90,9 @@ class Bar:
         if run is None:
             return None, "not measured", self.needs or "no committed run measured it"
         met, parts = True, []
-        fmt = pct if any(c.metric == "link" for c in self.checks) else x
+        fmt = x
+        if any(c.metric == "link" for c in self.checks):
+            fmt = lambda v: f"{v * 100:.1f}%"  # noqa: E731  (a tenth of a percent: a bar can be missed by less than one)
         if any(c.metric == "added" for c in self.checks):
             fmt = lambda v: f"{v:+.2f} us"  # noqa: E731
         for c in self.checks:
