@@ -92,8 +92,8 @@ void reduceScatterCase(Communicator& c, cudaStream_t s, DataType type, ReduceKin
   std::byte* out = inPlace ? d.get() + static_cast<std::size_t>(c.rank()) * count * elem : o.get();
   c.reduceScatter(d.get(), out, count, type, opOf(kind), {.stream = s});
   download(got.data(), out, count * elem, s);
-  ref::requireReduced(got.data(), count, all.ptrs, static_cast<std::size_t>(c.rank()) * count, type, kind,
-                      kPremulScale, caseName("reduce_scatter", type, kind, count, inPlace));
+  ref::requireReduced(got.data(), count, all.ptrs, static_cast<std::size_t>(c.rank()) * count, type, kind, kPremulScale,
+                      caseName("reduce_scatter", type, kind, count, inPlace));
 }
 
 constexpr std::size_t kSmallCounts[] = {1, 7, 4096 / 4};

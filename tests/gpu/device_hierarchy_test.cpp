@@ -1,12 +1,13 @@
 // The hierarchical allreduce on device buffers: ranks laid out as two hosts of two by BRAID_HOST_ID, so
 // that inside a "host" the reduce-scatter and allgather run on braid's GPU kernels (cuda_ipc) and between hosts the
 // shards go around a TCP ring window by window. Exact inputs that every rank makes for all four, so each computes the
-// expected bits itself (gpu/reference_values.hpp, not braid's host path); and across ranks on inputs that round. Four process ranks need only one GPU (they take turns on it).
+// expected bits itself (gpu/reference_values.hpp, not braid's host path); and across ranks on inputs that round. Four
+// process ranks need only one GPU (they take turns on it).
 #include <gtest/gtest.h>
 
 #include <random>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/data_type.hpp"

@@ -49,7 +49,8 @@ inline Settings deviceSettings(const std::string& algo = "") {
 }
 
 /// Runs `body` on `ranks` processes, rank r on GPU r % GPUs (with one GPU every rank shares it); runs nothing when
-/// there are fewer than `minGpus` GPUs (the caller skips first, with BRAID_SKIP_WITHOUT_GPUS). Returns the per-rank failures (empty strings when all passed).
+/// there are fewer than `minGpus` GPUs (the caller skips first, with BRAID_SKIP_WITHOUT_GPUS). Returns the per-rank
+/// failures (empty strings when all passed).
 inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings& settings,
                                           const std::function<void(Communicator&, cudaStream_t)>& body,
                                           double timeoutSeconds = 300) {

@@ -33,8 +33,8 @@ void referenceScale(std::byte* want, const std::byte* src, std::size_t count, Da
     const std::uint64_t g = getBits(got, i, size);
     const std::uint64_t w = getBits(want, i, size);
     if (g != w) {
-      return ::testing::AssertionFailure() << "element " << i << ": gpu " << hex(g, size) << " vs expected "
-                                           << hex(w, size);
+      return ::testing::AssertionFailure()
+             << "element " << i << ": gpu " << hex(g, size) << " vs expected " << hex(w, size);
     }
   }
   return ::testing::AssertionSuccess();

@@ -39,9 +39,7 @@ inline std::size_t sizeOf(DataType t) {
 inline bool floatType(DataType t) {
   return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 || t == DataType::kFloat64;
 }
-inline bool signedType(DataType t) {
-  return t == DataType::kInt8 || t == DataType::kInt32 || t == DataType::kInt64;
-}
+inline bool signedType(DataType t) { return t == DataType::kInt8 || t == DataType::kInt32 || t == DataType::kInt64; }
 
 // ---- float16 / bfloat16 (IEEE round to nearest, ties to even)
 
@@ -252,7 +250,8 @@ inline std::uint64_t reduceAt(const std::vector<const std::byte*>& inputs, std::
   }
   double acc = floatAt(inputs[0], i, t) * (kind == ReduceKind::kPremulSum ? premulScale : 1);
   for (int r = 1; r < n; ++r) {
-    const double v = floatAt(inputs[static_cast<std::size_t>(r)], i, t) * (kind == ReduceKind::kPremulSum ? premulScale : 1);
+    const double v =
+        floatAt(inputs[static_cast<std::size_t>(r)], i, t) * (kind == ReduceKind::kPremulSum ? premulScale : 1);
     switch (kind) {
       case ReduceKind::kProd:
         acc *= v;
