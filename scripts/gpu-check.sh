@@ -190,7 +190,7 @@ if wants sanitizer; then
         "$build/tests/braid_gpu_tests" --gtest_filter="${SANITIZER_TESTS:-$sanitized}" \
         >"$logs/sanitizer-$tool.txt" 2>&1 && grep -q '^\[       OK \]' "$logs/sanitizer-$tool.txt"; then
       # A filter that matched nothing, or tests that all skipped, would pass with nothing checked: name what ran.
-      log "compute-sanitizer $tool: $(grep -E "ERROR SUMMARY" "$logs/sanitizer-$tool.txt" | sort | uniq -c | tr -s ' ')"
+      log "compute-sanitizer $tool: $(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$logs/sanitizer-$tool.txt" | sort | uniq -c | tr -s ' ')"
       log "  ran $(grep -c '^\[       OK \]' "$logs/sanitizer-$tool.txt") tests: $(grep '^\[       OK \]' \
         "$logs/sanitizer-$tool.txt" | awk '{print $4}' | tr '\n' ' ')"
       if grep -q '^\[  SKIPPED \] [A-Za-z]' "$logs/sanitizer-$tool.txt"; then
