@@ -35,7 +35,8 @@ const std::vector<KnobRow>& rows() {
        &Settings::worldSize},
       {{"BRAID_ALGO", KnobType::kString, "",
         "force algorithms: host allreduce direct or rsag (reduce-scatter + allgather); GPU allreduce ll, oneshot, "
-        "twoshot or staged (through host memory); comma-separated, one per path; empty lets braid choose"},
+        "twoshot, staged (through host memory) or shared (ranks sharing a GPU; see BRAID_CUDA_SHARED_GPU); "
+        "comma-separated, one per path; empty lets braid choose"},
        &Settings::algo},
       // 0: the table in tuning/device_selector.cpp sizes each kernel's grid.
       {{"BRAID_CUDA_BLOCKS", KnobType::kInt, "0",
@@ -51,6 +52,13 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_CUDA_MEMORY", KnobType::kString, "auto",
         "how ranks share GPU workspaces: auto (cuMem with POSIX fds, else cudaIpc handles), vmm or ipc"},
        &Settings::cudaMemory},
+      // auto: without MPS the GPU runs one process's work at a time in ~2 ms slices, so kernels that wait for
+      // another process's kernel wait out a slice per call; MPS runs them together. Threads of one process share
+      // a context, but their kernels need not be resident together, so they take the shared path too.
+      {{"BRAID_CUDA_SHARED_GPU", KnobType::kString, "auto",
+        "ranks that share a GPU: auto (the shared path, copies and local kernels ordered by the host, unless an MPS "
+        "server is running), shared, or kernels (braid's collective kernels, which CUDA graphs can capture)"},
+       &Settings::cudaSharedGpu},
       // Empty: the record stays in memory (Communicator::flightRecord); a file per rank needs a place to go.
       {{"BRAID_FLIGHT_RECORDER", KnobType::kString, "",
         "PREFIX: when a failure leaves the ranks out of step (timeout, lost peer, mismatch, abort), each rank writes "

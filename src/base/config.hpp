@@ -44,6 +44,7 @@ struct Settings {
   std::size_t cudaOneshotMaxBytes = 0;     // BRAID_CUDA_ONESHOT_MAX_BYTES
   std::size_t cudaRegisteredMinBytes = 0;  // BRAID_CUDA_REGISTERED_MIN_BYTES
   std::string cudaMemory;                  // BRAID_CUDA_MEMORY
+  std::string cudaSharedGpu;               // BRAID_CUDA_SHARED_GPU
   long cudaTimeline = 0;                   // BRAID_CUDA_TIMELINE
   std::string hierarchy;                   // BRAID_HIERARCHY
   std::string hostId;                      // BRAID_HOST_ID

@@ -58,22 +58,25 @@ std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transpor
 // The device engine's choices from tuning's table, as makeLocalEngine does for the host engine.
 device::DevicePolicy devicePolicy(int size, const Settings& settings) {
   device::DevicePolicy policy;
-  policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel) {
-    switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings).algorithm) {
+  policy.sharedPath = [settings](bool shared, bool mps) { return tuning::chooseSharedGpuPath(shared, mps, settings); };
+  policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared) {
+    switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared).algorithm) {
       case tuning::DeviceAlgorithm::kLL:
         return device::AllreduceKernel::kLL;
       case tuning::DeviceAlgorithm::kOneShot:
         return device::AllreduceKernel::kOneShot;
       case tuning::DeviceAlgorithm::kTwoShot:
         return device::AllreduceKernel::kTwoShot;
+      case tuning::DeviceAlgorithm::kShared:
+        return device::AllreduceKernel::kShared;
       case tuning::DeviceAlgorithm::kStaged:
         break;
     }
     return device::AllreduceKernel::kStaged;
   };
-  policy.explain = [size, settings](std::size_t bytes, bool nvlink, bool channel) {
-    return tuning::explainDeviceAllreduce(tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings), bytes,
-                                          size, nvlink);
+  policy.explain = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared) {
+    return tuning::explainDeviceAllreduce(tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared),
+                                          bytes, size, nvlink);
   };
   policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
     return tuning::deviceBlocks(windowBytes, maxBlocks, settings);

@@ -49,13 +49,16 @@ constexpr std::size_t llTableBytes(int ranks) { return ranks <= 2 ? 512 * 1024 :
 
 }  // namespace
 
-DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings) {
+DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings,
+                                   bool sharedGpu) {
   if (!channel) return {DeviceAlgorithm::kStaged, DeviceReason::kNoChannel};
   const std::string forced = forcedAlgorithm(settings, Path::kDevice);
   if (forced == "ll" && bytes <= kLlMaxBytes) return {DeviceAlgorithm::kLL, DeviceReason::kForced};
   if (forced == "oneshot" || forced == "ll") return {DeviceAlgorithm::kOneShot, DeviceReason::kForced};
   if (forced == "twoshot") return {DeviceAlgorithm::kTwoShot, DeviceReason::kForced};
   if (forced == "staged") return {DeviceAlgorithm::kStaged, DeviceReason::kForced};
+  if (forced == "shared") return {DeviceAlgorithm::kShared, DeviceReason::kForced};
+  if (sharedGpu) return {DeviceAlgorithm::kShared, DeviceReason::kSharedGpu};
   // BRAID_CUDA_LL_MAX_BYTES / BRAID_CUDA_ONESHOT_MAX_BYTES (braid tune writes them) replace the table's bounds.
   const std::size_t llMax =
       settings.cudaLlMaxBytes != 0 ? std::min(settings.cudaLlMaxBytes, kLlMaxBytes) : llTableBytes(ranks);
@@ -72,6 +75,18 @@ DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bo
   return {DeviceAlgorithm::kTwoShot, DeviceReason::kTable};
 }
 
+bool chooseSharedGpuPath(bool shared, bool mps, const Settings& settings) {
+  const std::string& mode = settings.cudaSharedGpu;
+  if (mode != "auto" && mode != "shared" && mode != "kernels" && !mode.empty()) {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_CUDA_SHARED_GPU='", mode, "' is not one of auto, shared, kernels");
+  }
+  const std::string forced = forcedAlgorithm(settings, Path::kDevice);
+  if (forced == "shared") return true;
+  if (forced == "ll" || forced == "oneshot" || forced == "twoshot") return false;
+  if (mode == "kernels") return false;
+  return shared && (mode == "shared" || !mps);
+}
+
 const char* deviceAlgorithmName(DeviceAlgorithm algorithm) {
   switch (algorithm) {
     case DeviceAlgorithm::kLL:
@@ -80,6 +95,8 @@ const char* deviceAlgorithmName(DeviceAlgorithm algorithm) {
       return "oneshot";
     case DeviceAlgorithm::kTwoShot:
       return "twoshot";
+    case DeviceAlgorithm::kShared:
+      return "shared";
     case DeviceAlgorithm::kStaged:
       return "staged";
   }
@@ -93,6 +110,10 @@ std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes
       return strCat(deviceAlgorithmName(choice.algorithm), ": forced by BRAID_ALGO");
     case DeviceReason::kNoChannel:
       return "staged: the GPUs cannot reach each other's memory (see the log line of the P2P probe)";
+    case DeviceReason::kSharedGpu:
+      return "shared: ranks share a GPU, whose kernels take turns in time slices (no MPS): each rank copies its "
+             "data into its workspace, the host meets the peers, then each GPU reduces every rank's copy locally; "
+             "no kernel waits for another rank";
     case DeviceReason::kTable:
       break;
   }

@@ -9,9 +9,9 @@
 
 namespace braid::tuning {
 
-enum class DeviceAlgorithm { kLL, kOneShot, kTwoShot, kStaged };
+enum class DeviceAlgorithm { kLL, kOneShot, kTwoShot, kStaged, kShared };
 
-enum class DeviceReason { kForced, kNoChannel, kTable };
+enum class DeviceReason { kForced, kNoChannel, kSharedGpu, kTable };
 
 struct DeviceChoice {
   DeviceAlgorithm algorithm;
@@ -19,8 +19,16 @@ struct DeviceChoice {
 };
 
 /// The allreduce kernel for `bytes` over `ranks` GPUs (nvlink: every pair is joined by NVLink). `channel` is
-/// false where the kernels cannot run (no working P2P): then staged, whatever was asked.
-DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings);
+/// false where the kernels cannot run (no working P2P): then staged, whatever was asked. `sharedGpu`: some ranks
+/// share a GPU whose kernels take turns (no MPS; see BRAID_CUDA_SHARED_GPU): then the shared-GPU path unless
+/// BRAID_ALGO names another.
+DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings,
+                                   bool sharedGpu = false);
+/// Whether every collective on device buffers takes the shared-GPU path (algorithms/device/shared_gpu.hpp).
+/// `shared`: some ranks share a GPU; `mps`: an MPS server runs, so their kernels run side by side. BRAID_ALGO=shared:
+/// always; BRAID_ALGO naming a kernel (ll, oneshot, twoshot): never; else BRAID_CUDA_SHARED_GPU decides (auto: when
+/// shared and not under MPS). InvalidArgument names an unknown BRAID_CUDA_SHARED_GPU.
+bool chooseSharedGpuPath(bool shared, bool mps, const Settings& settings);
 const char* deviceAlgorithmName(DeviceAlgorithm algorithm);
 std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes, int ranks, bool nvlink);
 

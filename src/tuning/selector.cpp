@@ -11,7 +11,8 @@ struct Named {
   Path path;
 };
 constexpr Named kAlgorithms[] = {{"direct", Path::kHost},    {"rsag", Path::kHost},      {"ll", Path::kDevice},
-                                 {"oneshot", Path::kDevice}, {"twoshot", Path::kDevice}, {"staged", Path::kDevice}};
+                                 {"oneshot", Path::kDevice}, {"twoshot", Path::kDevice}, {"staged", Path::kDevice},
+                                 {"shared", Path::kDevice}};
 
 }  // namespace
 
@@ -30,7 +31,7 @@ std::string forcedAlgorithm(const Settings& settings, Path path) {
     }
     if (!known) {
       fail(ErrorCode::kInvalidArgument, {}, "BRAID_ALGO='", settings.algo, "': '", name,
-           "' is not an algorithm (direct, rsag, ll, oneshot, twoshot, staged)");
+           "' is not an algorithm (direct, rsag, ll, oneshot, twoshot, staged, shared)");
     }
     if (comma == std::string::npos) break;
     start = comma + 1;

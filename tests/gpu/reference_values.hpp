@@ -181,23 +181,7 @@ inline std::uint64_t reduceAt(const std::vector<const std::byte*>& inputs, std::
                               double premulScale = 1) {
   const int n = static_cast<int>(inputs.size());
   if (t == DataType::kBool) {
-    bool any = false, all = true, parity = false;
-    for (const std::byte* in : inputs) {
-      const bool v = bitsAt(in, i, t) != 0;
-      any |= v;
-      all &= v;
-      parity ^= v;
-    }
-    switch (kind) {
-      case ReduceKind::kSum:
-      case ReduceKind::kMax:
-      case ReduceKind::kBor:
-        return any;
-      case ReduceKind::kBxor:
-        return parity;
-      default:
-        return all;
-    }
+    return foldBool(n, kind, [&](int r) { return bitsAt(inputs[static_cast<std::size_t>(r)], i, t) != 0; });
   }
   const std::uint64_t mask = sizeOf(t) == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * sizeOf(t))) - 1;
   if (!floatType(t)) {
@@ -248,25 +232,9 @@ inline std::uint64_t reduceAt(const std::vector<const std::byte*>& inputs, std::
     }
     return acc & mask;
   }
-  double acc = floatAt(inputs[0], i, t) * (kind == ReduceKind::kPremulSum ? premulScale : 1);
-  for (int r = 1; r < n; ++r) {
-    const double v =
-        floatAt(inputs[static_cast<std::size_t>(r)], i, t) * (kind == ReduceKind::kPremulSum ? premulScale : 1);
-    switch (kind) {
-      case ReduceKind::kProd:
-        acc *= v;
-        break;
-      case ReduceKind::kMin:
-        acc = std::fmin(acc, v);
-        break;
-      case ReduceKind::kMax:
-        acc = std::fmax(acc, v);
-        break;
-      default:
-        acc += v;
-    }
-  }
-  if (kind == ReduceKind::kAvg) acc /= n;
+  const double scale = kind == ReduceKind::kPremulSum ? premulScale : 1;
+  const double acc =
+      foldFloat64(n, kind, [&](int r) { return floatAt(inputs[static_cast<std::size_t>(r)], i, t) * scale; });
   return floatBitsOf(t, acc);
 }
 

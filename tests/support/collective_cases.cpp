@@ -41,25 +41,7 @@ double premulScale(int r) { return r + 1; }
 
 // Expected op over ranks [0, n) at element i, with premul scales where the op has them.
 double expected(DataType t, ReduceKind op, int n, std::size_t i) {
-  if (t == DataType::kBool) {
-    bool any = false, all = true, parity = false;
-    for (int r = 0; r < n; ++r) {
-      const bool v = inputValue(t, op, r, i) != 0;
-      any |= v;
-      all &= v;
-      parity ^= v;
-    }
-    switch (op) {
-      case ReduceKind::kSum:
-      case ReduceKind::kMax:
-      case ReduceKind::kBor:
-        return any;
-      case ReduceKind::kBxor:
-        return parity;
-      default:
-        return all;
-    }
-  }
+  if (t == DataType::kBool) return foldBool(n, op, [&](int r) { return inputValue(t, op, r, i) != 0; });
   if (op == ReduceKind::kBand || op == ReduceKind::kBor || op == ReduceKind::kBxor) {
     std::int64_t acc = static_cast<std::int64_t>(inputValue(t, op, 0, i));
     for (int r = 1; r < n; ++r) {
@@ -68,28 +50,9 @@ double expected(DataType t, ReduceKind op, int n, std::size_t i) {
     }
     return static_cast<double>(acc);
   }
-  double acc = 0;
-  for (int r = 0; r < n; ++r) {
-    const double v = inputValue(t, op, r, i) * (op == ReduceKind::kPremulSum ? premulScale(r) : 1);
-    if (r == 0) {
-      acc = v;
-      continue;
-    }
-    switch (op) {
-      case ReduceKind::kProd:
-        acc *= v;
-        break;
-      case ReduceKind::kMin:
-        acc = v < acc ? v : acc;
-        break;
-      case ReduceKind::kMax:
-        acc = v > acc ? v : acc;
-        break;
-      default:
-        acc += v;
-    }
-  }
-  if (op == ReduceKind::kAvg) acc = isInteger(t) ? std::trunc(acc / n) : acc / n;
+  double acc = foldFloat64(
+      n, op, [&](int r) { return inputValue(t, op, r, i) * (op == ReduceKind::kPremulSum ? premulScale(r) : 1); });
+  if (op == ReduceKind::kAvg && isInteger(t)) acc = std::trunc(acc);
   // Round through the type (integers wrap, halves round) exactly as a stored result would.
   std::byte tmp[8];
   storeElement(tmp, 0, t, acc);

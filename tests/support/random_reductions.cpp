@@ -8,6 +8,7 @@
 #include "base/data_type.hpp"
 #include "base/element_value.hpp"
 #include "base/error.hpp"
+#include "support/reduce_support.hpp"
 
 namespace braid::testing {
 
@@ -47,27 +48,7 @@ double unitRoundoff(DataType t) {
 
 // The float64 reference at input index i over n ranks, and the sum of the magnitudes it combined.
 void reference(const RandomCase& c, int n, std::size_t i, double* ref, double* magnitudes) {
-  double acc = inputOf(c, 0, i), mags = std::fabs(acc);
-  for (int r = 1; r < n; ++r) {
-    const double v = inputOf(c, r, i);
-    mags += std::fabs(v);
-    switch (c.op) {
-      case ReduceKind::kProd:
-        acc *= v;
-        break;
-      case ReduceKind::kMin:
-        acc = std::fmin(acc, v);
-        break;
-      case ReduceKind::kMax:
-        acc = std::fmax(acc, v);
-        break;
-      default:
-        acc += v;
-    }
-  }
-  if (c.op == ReduceKind::kAvg) acc /= n;
-  *ref = acc;
-  *magnitudes = mags;
+  *ref = foldFloat64(n, c.op, [&](int r) { return inputOf(c, r, i); }, magnitudes);
 }
 
 std::uint64_t hashBytes(const std::byte* p, std::size_t n) {

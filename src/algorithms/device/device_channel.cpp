@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include "algorithms/device/fd_trade.hpp"
 #include "algorithms/device/step_exchange.hpp"
@@ -54,6 +56,37 @@ int ordinalOf(const std::array<char, 16>& uuid) {
     }
   }
   return -1;
+}
+
+// "ranks 0, 2 share GPU 0; ranks 1, 3 share GPU 1" from every rank's GPU UUID (GPUs named by their ordinal here,
+// or by UUID where this process does not see them); empty when no two ranks share one.
+template <typename Hellos>
+std::string sharingOf(const Hellos& all) {
+  std::string text;
+  std::vector<bool> listed(all.size(), false);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (listed[r]) continue;
+    std::string ranks = strCat(r);
+    int count = 1;
+    for (std::size_t q = r + 1; q < all.size(); ++q) {
+      if (all[q].uuid != all[r].uuid) continue;
+      listed[q] = true;
+      ranks += strCat(", ", q);
+      ++count;
+    }
+    if (count < 2) continue;
+    const int ordinal = ordinalOf(all[r].uuid);
+    std::string gpu = strCat(ordinal);
+    if (ordinal < 0) {
+      char prefix[16];
+      std::snprintf(prefix, sizeof prefix, "%02x%02x%02x%02x", static_cast<unsigned char>(all[r].uuid[0]),
+                    static_cast<unsigned char>(all[r].uuid[1]), static_cast<unsigned char>(all[r].uuid[2]),
+                    static_cast<unsigned char>(all[r].uuid[3]));
+      gpu = strCat("GPU-", prefix, "...");
+    }
+    text += strCat(text.empty() ? "" : "; ", "ranks ", ranks, " share GPU ", gpu);
+  }
+  return text;
 }
 
 }  // namespace
@@ -187,6 +220,7 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   ch->channel_.rank = rank;
   ch->channel_.nranks = size;
   ch->nvlink_ = nvlink;
+  ch->sharing_ = sharingOf(all);
 
   // 3. The probe: every rank writes each peer's probe word over the link and reads it back; after a barrier each
   // rank checks the words its peers wrote into its own memory.

@@ -45,6 +45,9 @@ class DeviceChannel {
   std::size_t slotBytes() const { return channel_.slotBytes; }
   /// Whether every peer's GPU is reached over NVLink (else PCIe or the same GPU).
   bool nvlink() const { return nvlink_; }
+  /// Which ranks share a GPU (by UUID), e.g. "ranks 0, 2 share GPU 0; ranks 1, 3 share GPU 1"; empty when every
+  /// rank has a GPU of its own.
+  const std::string& sharing() const { return sharing_; }
   /// How this rank's workspace is shared: "cuMem" or "cudaIpc".
   const char* memoryName() const { return ownIpc_.data() != nullptr ? "cudaIpc" : "cuMem"; }
   /// What the kernels reported; code 0 while nothing failed. Read without synchronising.
@@ -57,6 +60,7 @@ class DeviceChannel {
 
   int device_ = -1;
   bool nvlink_ = false;
+  std::string sharing_;
   cuda::VmmAllocation own_;                 // the workspace, when shared through cuMem
   cuda::IpcAllocation ownIpc_;              // or through cudaIpc
   std::vector<cuda::VmmAllocation> peers_;  // the peers' cuMem workspaces, mapped here

@@ -2,10 +2,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <tuple>
 
 #include "base/data_type.hpp"
@@ -59,6 +62,16 @@ WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env
        "' is not one of auto, vmm, ipc");
 }
 
+// Whether an MPS control daemon serves this machine: its pipe directory (CUDA's CUDA_MPS_PIPE_DIRECTORY, by
+// default /tmp/nvidia-mps) holds the "control" FIFO, which CUDA clients find when they start. Then the kernels of
+// processes sharing a GPU run side by side instead of taking turns.
+bool mpsServerRunning() {
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
+  const std::string path = strCat(dir != nullptr && *dir != '\0' ? dir : "/tmp/nvidia-mps", "/control");
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
 bool capturing(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
@@ -85,6 +98,8 @@ const char* allreduceKernelName(AllreduceKernel kernel) {
       return "twoshot";
     case AllreduceKernel::kStaged:
       return "staged";
+    case AllreduceKernel::kShared:
+      return "shared";
   }
   return "?";
 }
@@ -134,20 +149,23 @@ DeviceEngine::~DeviceEngine() {
   if (join_ != nullptr) (void)cudaEventDestroy(join_);
   if (scratch_ != nullptr) (void)cudaFree(scratch_);
   channelView_.store(nullptr, std::memory_order_release);
+  shared_.reset();
   channel_.reset();
 }
 
 const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
 
 std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
-  const AllreduceKernel kernel = policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr);
+  const AllreduceKernel kernel =
+      policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_);
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
   return strCat("cuda_ipc/", allreduceKernelName(kernel));
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
-  std::string text = policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr);
+  std::string text = policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_);
   if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
+  if (channel_ && !channel_->sharing().empty()) text += strCat(" [", channel_->sharing(), "]");
   return text;
 }
 
@@ -176,6 +194,16 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
               strCat("cuda_ipc: GPU ", device_, " joined ", size_, " GPUs over ",
                      channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots, ",
                      channel_->memoryName(), " workspace"));
+      const bool shares = !channel_->sharing().empty();
+      const bool mps = shares && mpsServerRunning();
+      sharedPath_ = policy_.sharedPath(shares, mps);
+      shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
+      if (shares) {
+        logLine(LogLevel::kInfo, rank_,
+                strCat("cuda_ipc: ", channel_->sharing(), mps ? " (an MPS server runs)" : " (no MPS server)",
+                       sharedPath_ ? ": the shared-GPU path, no kernel waits for another rank's"
+                                   : ": braid's collective kernels (BRAID_CUDA_SHARED_GPU, BRAID_ALGO)"));
+      }
       cudaEvent_t join = nullptr;
       checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");
       join_ = join;
@@ -283,16 +311,41 @@ void DeviceEngine::launchLL(CollectiveParams p, const void* kernel, std::size_t 
   enqueue(p, kernel, blocks, p.count * unitBytes, env, "ll");
 }
 
-void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int blocks, std::size_t windowBytes,
-                           const host::OpEnv& env, const char* algorithm) {
+void DeviceEngine::followPrevious(const host::OpEnv& env) {
+  // One communicator's kernels must run one after another (each waits for its peers' same kernel), and the
+  // shared-GPU path's workspace reuse rests on its stream order: a call on another stream than the previous one
+  // waits for it.
   cudaStream_t stream = streamOf(env);
-  // One communicator's kernels must run one after another (each waits for its peers' same kernel): a call on
-  // another stream than the previous one waits for it.
   if (haveLast_ && env.stream != lastStream_ && !capturing(stream) &&
       !capturing(reinterpret_cast<cudaStream_t>(lastStream_))) {
     checkCuda(cudaEventRecord(join_, reinterpret_cast<cudaStream_t>(lastStream_)), "cudaEventRecord(previous call)");
     checkCuda(cudaStreamWaitEvent(stream, join_, 0), "cudaStreamWaitEvent");
   }
+}
+
+bool DeviceEngine::onSharedPath(const host::OpEnv& env) {
+  if (!sharedPath_) return false;
+  if (capturing(streamOf(env))) {
+    fail(ErrorCode::kUnavailable, env.context, env.context.op,
+         " on device buffers cannot be captured into a CUDA graph on the shared-GPU path (",
+         channel_->sharing().empty() ? std::string("BRAID_ALGO=shared") : channel_->sharing(),
+         "): its host waits for the GPU between steps; BRAID_CUDA_SHARED_GPU=kernels runs braid's kernels, which "
+         "capture, but without MPS each call between processes then waits out a GPU time slice (~2 ms)");
+  }
+  followPrevious(env);
+  if (logEnabled(LogLevel::kInfo) && logged_.insert(strCat(env.context.op, "/shared")).second) {
+    logLine(LogLevel::kInfo, rank_,
+            strCat(env.context.op, " on device buffers: the shared-GPU path (first call; later ones log nothing)"));
+  }
+  lastStream_ = env.stream;
+  haveLast_ = true;
+  return true;
+}
+
+void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int blocks, std::size_t windowBytes,
+                           const host::OpEnv& env, const char* algorithm) {
+  cudaStream_t stream = streamOf(env);
+  followPrevious(env);
   if (logEnabled(LogLevel::kInfo) && logged_.insert(strCat(env.context.op, "/", algorithm)).second) {
     logLine(LogLevel::kInfo, rank_,
             strCat(env.context.op, " on device buffers: cuda_ipc/", algorithm, ", ", blocks, " blocks, ", p.rounds,
@@ -377,9 +430,12 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true);
+  AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_);
   if (kernel == AllreduceKernel::kLL && bytes > cuda::kernels::kLlMaxBytes) kernel = AllreduceKernel::kOneShot;
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
+  if (kernel == AllreduceKernel::kShared && onSharedPath(env)) {
+    return shared_->allreduce(send, recv, count, type, op, env);
+  }
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
   CollectiveParams p{};
   p.send = premultiplied(send, recv, count, type, op, env);
@@ -399,6 +455,7 @@ void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataT
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.reduce(send, recv, count, type, op, root, env);
+  if (onSharedPath(env)) return shared_->reduce(send, recv, count, type, op, root, env);
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce"));
   CollectiveParams p{};
   p.send = premultiplied(send, rank_ == root ? recv : nullptr, count, type, op, env);
@@ -415,6 +472,7 @@ void DeviceEngine::reduceScatter(const void* send, void* recv, std::size_t recvC
   const DeviceScope scope(device_);
   if (recvCount == 0) return;
   if (!kernelsReady(env)) return staging_.reduceScatter(send, recv, recvCount, type, op, env);
+  if (onSharedPath(env)) return shared_->reduceScatter(send, recv, recvCount, type, op, env);
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce_scatter"));
   CollectiveParams p{};
   p.send = premultiplied(send, nullptr, recvCount * static_cast<std::size_t>(size_), type, op, env);
@@ -447,6 +505,7 @@ void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int ro
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.broadcast(buf, count, type, root, env);
+  if (onSharedPath(env)) return shared_->broadcast(buf, count, type, root, env);
   launch(copying(CollectiveKind::kBroadcast, buf, buf, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
          env, "broadcast");
 }
@@ -455,6 +514,7 @@ void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, Da
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allgather(send, recv, count, type, env);
+  if (onSharedPath(env)) return shared_->allgather(send, recv, count, type, env);
   CollectiveParams p = copying(CollectiveKind::kAllgather, send, recv, count, type, 0);
   readInPlaceIfRegistered(p, p.count * static_cast<std::size_t>(size_), p.count, 0);
   launch(p, cuda::kernels::copyingCollectiveKernel(), 1, env, p.direct != 0 ? "allgather/registered" : "allgather");
@@ -465,6 +525,7 @@ void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataT
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.gather(send, recv, count, type, root, env);
+  if (onSharedPath(env)) return shared_->gather(send, recv, count, type, root, env);
   launch(copying(CollectiveKind::kGather, send, recv, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
          env, "gather");
 }
@@ -474,6 +535,7 @@ void DeviceEngine::scatter(const void* send, void* recv, std::size_t count, Data
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.scatter(send, recv, count, type, root, env);
+  if (onSharedPath(env)) return shared_->scatter(send, recv, count, type, root, env);
   launch(copying(CollectiveKind::kScatter, send, recv, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
          env, "scatter");
 }
@@ -482,6 +544,7 @@ void DeviceEngine::alltoall(const void* send, void* recv, std::size_t count, Dat
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.alltoall(send, recv, count, type, env);
+  if (onSharedPath(env)) return shared_->alltoall(send, recv, count, type, env);
   launch(copying(CollectiveKind::kAlltoall, send, recv, count, type, 0), cuda::kernels::copyingCollectiveKernel(), 1,
          env, "alltoall");
 }

@@ -20,6 +20,7 @@
 #include "algorithms/device/buffer_registry.hpp"
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/device/kernel_timeline.hpp"
+#include "algorithms/device/shared_gpu.hpp"
 #include "algorithms/device/staging.hpp"
 #include "algorithms/host/engine.hpp"
 #include "base/config.hpp"
@@ -77,6 +78,11 @@ class DeviceEngine final : public host::Engine {
  private:
   /// Connects the channel at the first call and checks for an earlier kernel failure; false: stage this call.
   bool kernelsReady(const host::OpEnv& env);
+  /// Whether this call takes the shared-GPU path; if so, orders it after this communicator's previous call and
+  /// notes its stream. A call being captured into a CUDA graph is refused there (its host waits cannot be captured).
+  bool onSharedPath(const host::OpEnv& env);
+  /// Makes a call on another stream than the previous one wait for it (one communicator's calls run in order).
+  void followPrevious(const host::OpEnv& env);
   /// Fills in the channel, the rounds and the grid, orders the call after this communicator's previous one, and
   /// launches `kernel` on the call's stream.
   void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
@@ -110,6 +116,9 @@ class DeviceEngine final : public host::Engine {
   std::string noChannelWhy_;
   std::unique_ptr<DeviceChannel> channel_;            // made and used by the thread running calls
   std::atomic<DeviceChannel*> channelView_{nullptr};  // the same, for abort() and asyncError() from any thread
+
+  std::unique_ptr<SharedGpuCollectives> shared_;  // with the channel
+  bool sharedPath_ = false;                       // every call takes it (DevicePolicy::sharedPath)
 
   std::unique_ptr<KernelTimeline> timeline_;  // BRAID_CUDA_TIMELINE=1 only
   CUstream_st* lastStream_ = nullptr;

@@ -4,12 +4,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <chrono>
 #include <functional>
-#include <thread>
 
+#include "algorithms/device/event_wait.hpp"
 #include "base/data_type.hpp"
-#include "base/deadline.hpp"
 #include "base/error.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
@@ -70,19 +68,7 @@ class WindowedCopies final : public host::StagedBuffer {
   }
 
   void awaitFetched(std::size_t ticket, const host::OpEnv& env) override {
-    // Polled, not cudaEventSynchronize: the wait must end when the call is aborted or runs out of time.
-    const Deadline deadline = Deadline::after(env.timeoutSeconds);
-    for (int polls = 0;; ++polls) {
-      const cudaError_t status = cudaEventQuery(events_[ticket]);
-      if (status == cudaSuccess) return;
-      if (status != cudaErrorNotReady) cuda::checkCuda(status, "cudaEventQuery(window in)");
-      host::checkCall(env);
-      if (deadline.expired()) {
-        fail(ErrorCode::kTimeout, env.context, "copying a window of the input from the GPU took more than ",
-             env.timeoutSeconds, " s");
-      }
-      if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+    waitForEvent(events_[ticket], env, "copying a window of the input from the GPU");
   }
 
   void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) override {

@@ -1,0 +1,16 @@
+// The host waiting for work it queued on a stream, without cudaEventSynchronize's unbounded block: a wait that ends
+// when the call is aborted, a peer is lost or the call's timeout passes.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "algorithms/host/op_env.hpp"
+
+namespace braid::device {
+
+/// Returns once `event` has completed. Polls cudaEventQuery, back to back for env.spinMicros, then every 20 us;
+/// between polls host::checkCall(env) may end the wait (Aborted, PeerLost, ...), and after env.timeoutSeconds it
+/// fails with Timeout naming `what`.
+void waitForEvent(cudaEvent_t event, const host::OpEnv& env, const char* what);
+
+}  // namespace braid::device

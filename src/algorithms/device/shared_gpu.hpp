@@ -1,0 +1,78 @@
+// Collectives on device buffers for ranks of which some share a GPU. Without MPS a GPU runs one process's work at a
+// time, in time slices of about 2 ms: a kernel that spins until another process's kernel has written to it waits
+// out a slice per call (2.3 ms for two processes on one H200), and a stream waiting on another process's event
+// costs ~150 us. Threads of one process share a context, but the kernels of their streams need not be resident
+// together, so one spinning for the other may never see it run. So here nothing on the GPU waits for another rank:
+//
+//   1. publish: each rank copies its contribution to a piece of the call into its own workspace (the copy engine);
+//   2. meet:    the host waits for that copy (and so for everything before it on the stream), then meets its peers
+//               through the host engine (shared memory: about a microsecond);
+//   3. consume: each rank makes its part of the output from the published pieces of every rank, which are complete,
+//               with copies and the reduction kernels of cuda/runtime/device_reduce.hpp, queued on its stream.
+//
+// The call returns with step 3 queued, as stream semantics ask. Pieces alternate between two areas of each
+// workspace (parities): a rank publishes into parity q again two meetings later, and each peer's arrival at the
+// meeting in between waited for its stream, which ran the peer's reads of parity q before. One rank's calls must
+// all run on one stream, or be joined to the previous one (DeviceEngine does that).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "algorithms/device/device_channel.hpp"
+#include "algorithms/host/engine.hpp"
+
+namespace braid::device {
+
+class SharedGpuCollectives {
+ public:
+  /// `host` meets the ranks; `channel` maps every rank's workspace (whose data area this uses as two parities).
+  /// Both outlive this.
+  SharedGpuCollectives(host::Engine& host, const DeviceChannel& channel, int rank, int size);
+  ~SharedGpuCollectives();
+  SharedGpuCollectives(const SharedGpuCollectives&) = delete;
+  SharedGpuCollectives& operator=(const SharedGpuCollectives&) = delete;
+
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const host::OpEnv& env);
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              const host::OpEnv& env);
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     const host::OpEnv& env);
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env);
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env);
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const host::OpEnv& env);
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const host::OpEnv& env);
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env);
+
+ private:
+  /// `rank`'s area of the current parity.
+  std::byte* area(int rank) const;
+  /// Step 2: waits for this rank's stream, then for every rank to have done so.
+  void meet(const host::OpEnv& env);
+  /// Steps 1-3 of a reduction over pieces of `per` elements: each rank publishes `blocks` blocks of a piece
+  /// (block b from send + b * blockStride elements, scaled for a premul_sum); `into(rank)` is where a rank's output
+  /// for a piece goes (null: this rank has no output), reducing block `rank % blocks` of every area.
+  void reducing(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride, DataType type,
+                ReduceOp op, bool consume, void* recv, const host::OpEnv& env);
+  /// Steps 1-3 of a collective that moves data: publish `blocks` blocks of each piece when `publishes`, then copy
+  /// per piece whatever `consume(offset, elements)` queues.
+  template <typename Consume>
+  void moving(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride, std::size_t unit,
+              bool publishes, const host::OpEnv& env, Consume&& consume);
+  /// Queues the copy of `blocks` blocks of `elements` from src (blocks `stride` apart) into this rank's area.
+  void publish(const std::byte* src, std::size_t blocks, std::size_t stride, std::size_t elements, std::size_t unit,
+               DataType type, double scale, cudaStream_t stream);
+
+  host::Engine& host_;
+  const DeviceChannel& channel_;
+  const int rank_;
+  const int size_;
+  const std::size_t areaBytes_;
+  int parity_ = 0;
+  cudaEvent_t published_ = nullptr;
+  std::vector<const void*> sources_;
+};
+
+}  // namespace braid::device
