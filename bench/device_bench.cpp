@@ -4,7 +4,10 @@
 // NCCL is libnccl.so.2 loaded at run time (BRAID_NCCL_LIBRARY, the loader's path, the CUDA toolkit or the torch
 // wheel), so braid builds and runs where there is none. Results are checked exactly after the timed loops.
 //
+// With --threads the ranks are threads of one process instead (rows named impl+threads).
+//
 // Usage: braid-bench-device [driver flags, see braid-bench-mpi --help] --nranks N [--impl braid,nccl] [--graph]
+//        [--register] [--threads]
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 #include <sys/wait.h>
@@ -19,9 +22,11 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/half.hpp"
+#include "bench/empty_launch.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/braid_link.hpp"
 #include "bench/driver_args.hpp"
@@ -396,13 +401,22 @@ std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl
   return link;
 }
 
+struct Modes {
+  bool graphs = false;      // also rows replayed from a CUDA graph
+  bool registered = false;  // buffers registered with both libraries
+  bool threads = false;     // ranks are threads of one process
+};
+
 int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
-            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, bool graphs, bool registered,
+            const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, Modes modes,
             const std::string& command, const std::string& started) {
+  const bool graphs = modes.graphs, registered = modes.registered;
   check(cudaSetDevice(me % gpus), "cudaSetDevice");
   auto comm = braid::Communicator::create(id, me, n);
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  // Timed here, in the same run and on the same stream kind as the calls: the floor of their host cost.
+  const double emptyLaunchUs = braid::bench::emptyLaunchMicros(stream, 5000);
   const BenchOptions& o = args.options;
   const auto sizes = braid::bench::driverSizes(o, n);
   const std::size_t esz = braid::bench::dtypeBytes(o.dtype);
@@ -446,12 +460,20 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
           wrong = wrongElements(s, stream);
           comm->allreduce(&wrong, &wrong, 1, braid::DataType::kInt64, braid::ReduceKind::kSum);
         }
-        const std::string name = impl + (registered ? "+reg" : "") + (graph ? "+graph" : "");
+        const std::string name =
+            impl + (modes.threads ? "+threads" : "") + (registered ? "+reg" : "") + (graph ? "+graph" : "");
         BenchRow row = braid::bench::makeRow(name, o, n, bytes, timing.seconds, wrong);
         row.mem = "device";
+        if (!graph) {
+          row.issueUs = timing.issueUs;
+          row.emptyLaunchUs = emptyLaunchUs;
+        }
         if (me == 0) {
           braid::bench::printRow(row);
-          if (!graph) std::printf("#   %s issues a call in %.2f us on the host\n", impl.c_str(), timing.issueUs);
+          if (!graph) {
+            std::printf("#   %s issues a call in %.2f us on the host; an empty kernel launches in %.2f us (%.2fx)\n",
+                        impl.c_str(), timing.issueUs, emptyLaunchUs, timing.issueUs / emptyLaunchUs);
+          }
         }
         rows.push_back(row);
       }
@@ -475,6 +497,7 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     for (const auto& impl : impls) implList += (implList.empty() ? "" : "+") + impl;
     meta["impl"] = implList;
     meta["mem"] = "device";
+    meta["ranks_are"] = modes.threads ? "threads of one process" : "processes";
     if (!nccl.path.empty()) {
       meta["nccl_library"] = nccl.path;
       meta["nccl_version"] = version;
@@ -487,6 +510,44 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
   return 0;
 }
 
+// --threads: one child process (this one must stay free of CUDA) whose threads are the ranks.
+int runThreadRanks(int n, int gpus, const braid::bench::DriverArgs& args, const std::vector<std::string>& impls,
+                   Modes modes, const std::string& command, const std::string& started, bool withNccl) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    int failed = 0;
+    try {
+      const braid::UniqueId id = braid::Communicator::uniqueId();
+      ncclUniqueId ncclId{};
+      if (withNccl) {
+        Nccl nc = loadNccl();
+        checkNccl(nc, nc.getUniqueId(&ncclId), "ncclGetUniqueId");
+      }
+      std::vector<int> rcs(static_cast<std::size_t>(n), 1);
+      std::vector<std::thread> threads;
+      for (int r = 0; r < n; ++r) {
+        threads.emplace_back([&, r] {
+          try {
+            rcs[static_cast<std::size_t>(r)] = runRank(id, ncclId, n, r, gpus, args, impls, modes, command, started);
+          } catch (const std::exception& e) {
+            std::fprintf(stderr, "%s: rank %d (a thread): %s\n", kProgram, r, e.what());
+          }
+        });
+      }
+      for (auto& t : threads) t.join();
+      for (int rc : rcs) failed += rc != 0;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "%s: %s\n", kProgram, e.what());
+      failed = 1;
+    }
+    std::fflush(stdout);
+    ::_exit(failed == 0 ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -494,17 +555,18 @@ int main(int argc, char** argv) {
   const std::string command = braid::tools::shellCommand(std::vector<std::string>(argv, argv + argc));
   int n = 0;  // 0: one rank per GPU
   std::vector<std::string> impls = {"braid", "nccl"};
-  bool graphs = false;
-  bool registered = false;
+  Modes modes;
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--nranks" && i + 1 < argc) {
       n = std::atoi(argv[++i]);
     } else if (a == "--graph") {
-      graphs = true;
+      modes.graphs = true;
     } else if (a == "--register") {
-      registered = true;
+      modes.registered = true;
+    } else if (a == "--threads") {
+      modes.threads = true;
     } else if (a == "--impl" && i + 1 < argc) {
       impls.clear();
       std::string list = argv[++i];
@@ -532,7 +594,8 @@ int main(int argc, char** argv) {
   if (args.help) {
     std::printf(
         "%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph) --register "
-        "(both libraries register the buffers: registerBuffer, ncclCommRegister)\n",
+        "(both libraries register the buffers: registerBuffer, ncclCommRegister) --threads (the ranks are threads of one "
+        "process, not processes)\n",
         braid::bench::driverUsage(kProgram).c_str());
     return 0;
   }
@@ -553,9 +616,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (n <= 0) n = gpus;
+  const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();
+  if (withNccl && n > gpus) {
+    std::fprintf(stderr, "%s: NCCL refuses two ranks on one GPU (%d ranks, %d GPU(s)): --impl braid\n", kProgram, n,
+                 gpus);
+    return 2;
+  }
+  if (modes.threads) return runThreadRanks(n, gpus, args, impls, modes, command, started, withNccl);
   // NCCL's id names the bootstrap root that ncclGetUniqueId starts in its caller: rank 0 makes it and hands it to
   // the others through pipes.
-  const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();
   std::vector<std::array<int, 2>> pipes(static_cast<std::size_t>(n));
   for (auto& p : pipes) {
     if (::pipe(p.data()) != 0) return 1;
@@ -585,7 +654,7 @@ int main(int argc, char** argv) {
             throw std::runtime_error("no NCCL id from rank 0");
           }
         }
-        rc = runRank(id, ncclId, n, r, gpus, args, impls, graphs, registered, command, started);
+        rc = runRank(id, ncclId, n, r, gpus, args, impls, modes, command, started);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
       }

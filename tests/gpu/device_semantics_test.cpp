@@ -159,9 +159,13 @@ TEST(DeviceSemantics, DeviceCallsAreOrderedOnTheirStreamAndReturnWithoutWaiting)
   EXPECT_EQ(testing::failures(results), "");
 }
 
+// Ranks that share a GPU take the shared-GPU path by default, which cannot be captured (next test): the kernels,
+// which can, are asked for by BRAID_CUDA_SHARED_GPU=kernels there (and used anyway where every rank has a GPU).
 TEST(DeviceSemantics, CollectivesAreCapturedIntoACudaGraphAndReplayed) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+  Settings settings = deviceSettings();
+  settings.cudaSharedGpu = "kernels";
+  const auto results = runOnGpus(2, 1, settings, [](Communicator& c, cudaStream_t s) {
     const std::size_t n = 65536 + 5;
     DeviceBytes in(n * 4), out(n * 4), gathered(n * 4 * 2);
     cuda::checkCuda(cudaMemsetAsync(in.get(), 0, n * 4, s), "memset");
@@ -188,6 +192,40 @@ TEST(DeviceSemantics, CollectivesAreCapturedIntoACudaGraphAndReplayed) {
     }
     (void)cudaGraphExecDestroy(exec);
     (void)cudaGraphDestroy(graph);
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+TEST(DeviceSemantics, CaptureOnTheSharedGpuPathIsRefusedByNameAndTheCommunicatorGoesOn) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  const auto results = runOnGpus(2, 1, deviceSettings("shared"), [](Communicator& c, cudaStream_t s) {
+    const std::size_t n = 1000;
+    DeviceBytes buf(n * 4);
+    upload(buf.get(), ramp(n, c.rank()).data(), n * 4, s);
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+    cudaGraph_t graph = nullptr;
+    cuda::checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+    std::string refused;
+    try {
+      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    } catch (const Error& e) {
+      require(e.code() == ErrorCode::kUnavailable, std::string("not Unavailable: ") + e.what());
+      refused = e.what();
+    }
+    cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    require(!refused.empty(), "a capture on the shared-GPU path was accepted");
+    require(refused.find("CUDA graph") != std::string::npos && refused.find("BRAID_CUDA_SHARED_GPU=kernels") !=
+                                                                     std::string::npos,
+            "the refusal names neither the capture nor the way out: " + refused);
+    // Nothing was queued or met: the next call is the same on every rank and works.
+    c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    std::vector<float> got(n);
+    download(got.data(), buf.get(), n * 4, s);
+    auto want = rampSum(n, c.size());
+    for (float& v : want) v *= static_cast<float>(c.size());
+    requireFloats(got, want, "after the refused capture");
   });
   EXPECT_EQ(testing::failures(results), "");
 }

@@ -54,6 +54,44 @@ TEST(DeviceSelector, BraidAlgoForcesEachPathWithItsOwnNames) {
   EXPECT_EQ(chooseLocalReduce(8, 4, withAlgo("twoshot")).reason, Reason::kSmall);
 }
 
+Settings sharedGpu(const std::string& mode, const std::string& algo = "") {
+  Settings s = withAlgo(algo);
+  s.cudaSharedGpu = mode;
+  return s;
+}
+
+TEST(DeviceSelector, RanksSharingAGpuTakeTheSharedPathUnlessMpsRunsOrKernelsAreAsked) {
+  // auto: the shared path where ranks share a GPU and no MPS server lets their kernels run side by side.
+  EXPECT_TRUE(chooseSharedGpuPath(true, false, sharedGpu("auto")));
+  EXPECT_FALSE(chooseSharedGpuPath(true, true, sharedGpu("auto")));
+  EXPECT_FALSE(chooseSharedGpuPath(false, false, sharedGpu("auto")));
+  EXPECT_TRUE(chooseSharedGpuPath(true, true, sharedGpu("shared")));
+  EXPECT_FALSE(chooseSharedGpuPath(false, false, sharedGpu("shared")));
+  EXPECT_FALSE(chooseSharedGpuPath(true, false, sharedGpu("kernels")));
+  // BRAID_ALGO wins: a kernel named there runs even on a shared GPU; "shared" takes the path even without one.
+  EXPECT_FALSE(chooseSharedGpuPath(true, false, sharedGpu("auto", "oneshot")));
+  EXPECT_FALSE(chooseSharedGpuPath(true, false, sharedGpu("auto", "ll")));
+  EXPECT_TRUE(chooseSharedGpuPath(false, false, sharedGpu("kernels", "shared")));
+  // Staging through the host stays possible for the allreduce; every size is shared otherwise.
+  const auto staged = chooseDeviceAllreduce(8, 2, false, true, sharedGpu("auto", "staged"), true);
+  EXPECT_EQ(staged.algorithm, DeviceAlgorithm::kStaged);
+  for (std::size_t bytes : {std::size_t{8}, std::size_t{64} << 10, std::size_t{64} << 20}) {
+    const auto c = chooseDeviceAllreduce(bytes, 2, false, true, sharedGpu("auto"), true);
+    EXPECT_EQ(c.algorithm, DeviceAlgorithm::kShared) << bytes;
+    EXPECT_EQ(c.reason, DeviceReason::kSharedGpu);
+    EXPECT_NE(explainDeviceAllreduce(c, bytes, 2, false).find("share a GPU"), std::string::npos);
+  }
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, false, true, withAlgo("shared")).algorithm, DeviceAlgorithm::kShared);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, false, false, withAlgo("shared")).algorithm, DeviceAlgorithm::kStaged);
+  try {
+    chooseSharedGpuPath(true, false, sharedGpu("mps"));
+    FAIL() << "BRAID_CUDA_SHARED_GPU=mps was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("BRAID_CUDA_SHARED_GPU='mps'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DeviceSelector, AnUnknownAlgorithmNameIsRefusedByName) {
   try {
     forcedAlgorithm(withAlgo("direct,threeshot"), Path::kDevice);

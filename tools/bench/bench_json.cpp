@@ -6,10 +6,14 @@
 namespace braid::tools {
 
 nlohmann::json toJson(const BenchRow& r) {
-  return {{"impl", r.impl},   {"collective", r.collective}, {"dtype", r.dtype},        {"redop", r.redop},
-          {"bytes", r.bytes}, {"count", r.count},           {"ranks", r.ranks},        {"root", r.root},
-          {"mem", r.mem},     {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
-          {"wrong", r.wrong}};
+  nlohmann::json j = {{"impl", r.impl},   {"collective", r.collective}, {"dtype", r.dtype},
+                      {"redop", r.redop}, {"bytes", r.bytes},           {"count", r.count},
+                      {"ranks", r.ranks}, {"root", r.root},             {"mem", r.mem},
+                      {"time_us", r.timeUs}, {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
+                      {"wrong", r.wrong}};
+  if (r.issueUs >= 0) j["issue_us"] = r.issueUs;
+  if (r.emptyLaunchUs >= 0) j["empty_launch_us"] = r.emptyLaunchUs;
+  return j;
 }
 
 BenchRow rowFromJson(const nlohmann::json& j) {
@@ -27,6 +31,8 @@ BenchRow rowFromJson(const nlohmann::json& j) {
   r.algbwGBs = j.at("algbw_gbs").get<double>();
   r.busbwGBs = j.at("busbw_gbs").get<double>();
   r.wrong = j.at("wrong").get<long>();
+  r.issueUs = j.value("issue_us", -1.0);
+  r.emptyLaunchUs = j.value("empty_launch_us", -1.0);
   return r;
 }
 

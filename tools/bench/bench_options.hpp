@@ -43,6 +43,10 @@ struct BenchRow {
   double algbwGBs = 0;
   double busbwGBs = 0;
   long wrong = 0;  // -1: not checked
+  // Device sweeps: the host's time to issue one call, and an empty kernel's launch timed back to back in the same
+  // run (the floor of any call's host cost). Negative: not measured (left out of the JSON).
+  double issueUs = -1;
+  double emptyLaunchUs = -1;
 };
 
 /// The sizes of a sweep: minBytes, minBytes*factor, ... up to maxBytes, each rounded down to whole elements
