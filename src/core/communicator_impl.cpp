@@ -14,6 +14,7 @@
 #include "base/threads.hpp"
 #include "core/record_signal.hpp"
 #include "core/work_state.hpp"
+#include "topology/topology.hpp"
 #include "transport/host_identity.hpp"
 #include "tuning/device_selector.hpp"
 #include "tuning/net_selector.hpp"
@@ -58,7 +59,9 @@ std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transpor
 // The device engine's choices from tuning's table, as makeLocalEngine does for the host engine.
 device::DevicePolicy devicePolicy(int size, const Settings& settings) {
   device::DevicePolicy policy;
-  policy.sharedPath = [settings](bool shared, bool mps) { return tuning::chooseSharedGpuPath(shared, mps, settings); };
+  policy.sharedPath = [settings](bool shared) {
+    return tuning::chooseSharedGpuPath(shared, shared && topology::mpsServerRunning(), settings);
+  };
   policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared) {
     switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared).algorithm) {
       case tuning::DeviceAlgorithm::kLL:

@@ -233,7 +233,15 @@ Topology detectHost(const std::string& root) {
   std::error_code ec;
   t.nvidiaPeermem = fs::exists(root + "/sys/module/nvidia_peermem", ec);
   t.iommu = !entries(root + "/sys/class/iommu").empty();
+  t.mpsServer = mpsServerRunning(root);
   return t;
+}
+
+bool mpsServerRunning(const std::string& root) {
+  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");  // CUDA's variable, not a braid knob
+  const std::string path = root + (dir != nullptr && *dir != '\0' ? dir : "/tmp/nvidia-mps") + "/control";
+  std::error_code ec;
+  return fs::is_fifo(path, ec);
 }
 
 Topology detect(const std::string& root) {

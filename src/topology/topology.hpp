@@ -85,6 +85,7 @@ struct Topology {
   int cudaRuntimeVersion = 0;           ///< the runtime braid was built with; 0: built without CUDA
   bool nvidiaPeermem = false;           ///< the nvidia_peermem module is loaded (GPUDirect RDMA)
   bool iommu = false;                   ///< an IOMMU is on (PCIe P2P may then need ACS off or passthrough)
+  bool mpsServer = false;               ///< an MPS control daemon serves this machine (mpsServerRunning)
   std::vector<Gpu> gpus;
   std::vector<GpuPair> gpuPairs;
   std::vector<Nic> nics;
@@ -98,6 +99,11 @@ struct Topology {
   /// The fastest NIC that is up and not loopback, or null.
   const Nic* fastestNic() const;
 };
+
+/// Whether an MPS control daemon serves this machine: its pipe directory (CUDA's CUDA_MPS_PIPE_DIRECTORY, by default
+/// /tmp/nvidia-mps, under `root`) holds the "control" FIFO, which CUDA processes find when they start. Their kernels
+/// then share the GPU side by side instead of taking turns in time slices.
+bool mpsServerRunning(const std::string& root = "");
 
 /// This host, as this process sees it. `root` prefixes every procfs and sysfs path (tests point it at a fake
 /// tree; then nothing is asked of this process or of the CUDA runtime).

@@ -283,6 +283,25 @@ TEST(Doctor, EveryFixtureMatchesItsGoldenReport) {
   }
 }
 
+TEST(Doctor, OneGpuIsANoteOnHowItsRanksShareIt) {
+  auto t = loadTopology(fixtures() + "/h200x2-nvlink.json");
+  const auto sharedGpu = [](const topology::Topology& m) {
+    for (const Check& c : checkTopology(m)) {
+      if (c.name == "shared-gpu") return std::string(verdictName(c.verdict)) + ": " + c.detail;
+    }
+    return std::string("(none)");
+  };
+  EXPECT_EQ(sharedGpu(t), "(none)");  // a GPU per rank
+  t.gpus.resize(1);
+  t.gpuPairs.clear();
+  std::string note = sharedGpu(t);
+  EXPECT_EQ(note.rfind("info: ", 0), 0u) << note;
+  EXPECT_NE(note.find("shared-GPU path"), std::string::npos) << note;
+  t.mpsServer = true;
+  note = sharedGpu(t);
+  EXPECT_NE(note.find("An MPS server runs"), std::string::npos) << note;
+}
+
 TEST(Doctor, VerdictsFollowTheMachine) {
   const auto verdictOf = [](const topology::Topology& t, const std::string& name) {
     for (const Check& c : checkTopology(t)) {
@@ -346,6 +365,22 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   EXPECT_TRUE(has(e, "algorithm: ll:")) << e;
   e = explain("h200x2-nvlink", {"allreduce", std::size_t{1} << 30, true, 2, 1});
   EXPECT_TRUE(has(e, "algorithm: oneshot:")) << e;
+  // 4 ranks on 2 GPUs share them: the shared-GPU path for every collective that has one, unless an MPS server runs
+  // (their kernels then run side by side) or BRAID_CUDA_SHARED_GPU asks for the kernels.
+  e = explain("h200x2-nvlink", {"allreduce", 64 << 10, true, 4, 1});
+  EXPECT_TRUE(has(e, "several ranks share a GPU")) << e;
+  EXPECT_TRUE(has(e, "algorithm: shared: ranks share a GPU")) << e;
+  EXPECT_TRUE(has(explain("h200x2-nvlink", {"allgather", 64 << 10, true, 4, 1}), "algorithm: shared: each rank"));
+  EXPECT_TRUE(has(explain("h200x2-nvlink", {"alltoallv", 64 << 10, true, 4, 1}), "algorithm: staged"));
+  auto mps = loadTopology(fixtures() + "/h200x2-nvlink.json");
+  mps.mpsServer = true;
+  e = explainCall(mps, {"allreduce", 64 << 10, true, 4, 1}, settings);
+  EXPECT_TRUE(has(e, "an MPS server runs")) << e;
+  EXPECT_TRUE(has(e, "algorithm: ll:")) << e;
+  Settings kernels = settings;
+  kernels.cudaSharedGpu = "kernels";
+  e = explainCall(loadTopology(fixtures() + "/h200x2-nvlink.json"), {"allreduce", 64 << 10, true, 4, 1}, kernels);
+  EXPECT_TRUE(has(e, "algorithm: ll:")) << e;
   // 8 GPUs: two-shot for large messages; a PCIe box without P2P everywhere stages.
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", std::size_t{1} << 30, true, 8, 1}), "twoshot"));
   e = explain("pcie-broken-p2p", {"allreduce", 8, true, 4, 1});

@@ -121,6 +121,17 @@ std::vector<Check> checkTopology(const topology::Topology& t) {
                             (t.iommu ? " (an IOMMU is on here: try iommu=pt, or disable ACS in the BIOS)" : "")});
     }
   }
+  // 2a. Ranks sharing a GPU: where there is one GPU, every multi-rank job on GPU buffers shares it.
+  if (t.gpus.size() == 1) {
+    checks.push_back(
+        {"shared-gpu", Verdict::kInfo,
+         std::string("one GPU: ranks of a job share it (rank r on GPU r % GPUs). ") +
+             (t.mpsServer ? "An MPS server runs, so their kernels run side by side and braid's collective kernels "
+                            "serve them"
+                          : "Without MPS their kernels take turns in ~2 ms time slices, so braid's shared-GPU path "
+                            "serves them (no kernel waits for another rank's; BRAID_CUDA_SHARED_GPU). NCCL refuses "
+                            "two ranks on one GPU")});
+  }
   // 2b. Health: what NVML says of each GPU (nothing when NVML could not be asked).
   checkGpuHealth(t, checks);
   // 3. MIG.

@@ -107,12 +107,24 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
                                        : "none: this machine has no GPU"))
       << "\n";
   if (!enoughGpus) return out.str();
-  if (local > static_cast<int>(t.gpus.size())) {
-    out << "  note: " << local << " ranks on " << t.gpus.size() << " GPU(s): several ranks share a GPU\n";
+  // Rank r runs on GPU r % GPUs, as the launchers and braid's own tools place them.
+  const bool sharesGpu = local > static_cast<int>(t.gpus.size());
+  const bool sharedPath = channel && tuning::chooseSharedGpuPath(sharesGpu, t.mpsServer, settings);
+  if (sharesGpu) {
+    out << "  note: " << local << " ranks on " << t.gpus.size() << " GPU(s): several ranks share a GPU; "
+        << (t.mpsServer ? "an MPS server runs, so their kernels run side by side"
+                        : "without MPS their kernels take turns in time slices (~2 ms)")
+        << "; " << (sharedPath ? "the shared-GPU path: no kernel waits for another rank's"
+                               : "braid's kernels (BRAID_CUDA_SHARED_GPU or BRAID_ALGO)")
+        << "\n";
   }
   if (call.collective == "allreduce") {
-    const tuning::DeviceChoice d = tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings);
+    const tuning::DeviceChoice d =
+        tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings, sharedPath);
     out << "  algorithm: " << tuning::explainDeviceAllreduce(d, call.bytes, local, nvlink) << "\n";
+  } else if (sharedPath && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
+    out << "  algorithm: shared: each rank copies its blocks into its workspace, the host meets the peers, then "
+           "each GPU copies (or reduces) what it receives from every rank's workspace\n";
   } else {
     out << "  algorithm: " << (channel ? deviceSchedule(call.collective) : deviceSchedule("sendrecv")) << "\n";
   }

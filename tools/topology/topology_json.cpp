@@ -20,7 +20,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Nic, name, driver, pciBusId, spe
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, id, cpus, memoryBytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Topology, hostname, cpuModel, logicalCpus, usableCpus, sockets, numa,
                                                 memoryBytes, cgroupCpus, cgroupMemoryBytes, shmBytes, container,
-                                                cudaDriverVersion, cudaRuntimeVersion, nvidiaPeermem, iommu, gpus,
+                                                cudaDriverVersion, cudaRuntimeVersion, nvidiaPeermem, iommu, mpsServer, gpus,
                                                 gpuPairs, nics)
 
 }  // namespace braid::topology

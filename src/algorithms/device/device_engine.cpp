@@ -2,13 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <tuple>
 
 #include "base/data_type.hpp"
@@ -60,16 +57,6 @@ WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env
   if (settings.cudaMemory == "ipc") return WorkspaceMemory::kIpc;
   fail(ErrorCode::kInvalidArgument, env.context, "BRAID_CUDA_MEMORY='", settings.cudaMemory,
        "' is not one of auto, vmm, ipc");
-}
-
-// Whether an MPS control daemon serves this machine: its pipe directory (CUDA's CUDA_MPS_PIPE_DIRECTORY, by
-// default /tmp/nvidia-mps) holds the "control" FIFO, which CUDA clients find when they start. Then the kernels of
-// processes sharing a GPU run side by side instead of taking turns.
-bool mpsServerRunning() {
-  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");
-  const std::string path = strCat(dir != nullptr && *dir != '\0' ? dir : "/tmp/nvidia-mps", "/control");
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
 }
 
 bool capturing(cudaStream_t stream) {
@@ -195,14 +182,13 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
                      channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots, ",
                      channel_->memoryName(), " workspace"));
       const bool shares = !channel_->sharing().empty();
-      const bool mps = shares && mpsServerRunning();
-      sharedPath_ = policy_.sharedPath(shares, mps);
+      sharedPath_ = policy_.sharedPath(shares);
       shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
       if (shares) {
         logLine(LogLevel::kInfo, rank_,
-                strCat("cuda_ipc: ", channel_->sharing(), mps ? " (an MPS server runs)" : " (no MPS server)",
+                strCat("cuda_ipc: ", channel_->sharing(),
                        sharedPath_ ? ": the shared-GPU path, no kernel waits for another rank's"
-                                   : ": braid's collective kernels (BRAID_CUDA_SHARED_GPU, BRAID_ALGO)"));
+                                   : ": braid's collective kernels (an MPS server, BRAID_CUDA_SHARED_GPU or BRAID_ALGO)"));
       }
       cudaEvent_t join = nullptr;
       checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");

@@ -18,13 +18,13 @@ enum class AllreduceKernel { kLL, kOneShot, kTwoShot, kStaged, kShared };
 const char* allreduceKernelName(AllreduceKernel kernel);
 
 /// The device engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning):
-/// `sharedPath` says whether every collective takes the shared-GPU path, given whether some ranks share a GPU and
-/// whether an MPS server runs; `allreduce` and `explain` take the message size, whether every pair of GPUs is joined
+/// `sharedPath` says whether every collective takes the shared-GPU path, given whether some ranks share a GPU (core/
+/// knows whether an MPS server runs); `allreduce` and `explain` take the message size, whether every pair of GPUs is joined
 /// by NVLink, whether the kernels can run at all (a channel exists) and sharedPath's answer; `blocks` sizes a
 /// kernel's grid for a round of `windowBytes`; `chunkBytes`: what a block of the one-shot kernel pushes between two
 /// flags (0: its whole piece at once).
 struct DevicePolicy {
-  std::function<bool(bool shared, bool mps)> sharedPath;
+  std::function<bool(bool shared)> sharedPath;
   std::function<AllreduceKernel(std::size_t bytes, bool nvlink, bool channel, bool shared)> allreduce;
   std::function<std::string(std::size_t bytes, bool nvlink, bool channel, bool shared)> explain;
   std::function<int(std::size_t windowBytes, int maxBlocks)> blocks;
