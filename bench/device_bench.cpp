@@ -253,6 +253,17 @@ Call braidCall(braid::Communicator& c, const Setup& s) {
   throw std::invalid_argument(std::string(kProgram) + ": no device sweep of " + coll);
 }
 
+// The reference the collectives' bandwidth is judged against on one GPU: rank 0 copies the message from its send
+// to its recv buffer (cudaMemcpyAsync, device to device) while the other ranks wait; nothing to verify.
+Call memcpyCall(const Setup& s) {
+  return [&s](cudaStream_t stream) {
+    if (s.me != 0) return;
+    check(cudaMemcpyAsync(s.recv, s.send, s.count * braid::bench::dtypeBytes(s.o.dtype), cudaMemcpyDeviceToDevice,
+                          stream),
+          "cudaMemcpyAsync(reference copy)");
+  };
+}
+
 Call ncclCall(const Nccl& nc, ncclComm_t comm, const Setup& s) {
   const std::string& coll = s.o.collective;
   const auto t = ncclType(s.o.dtype);
@@ -448,13 +459,15 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     }
     for (std::size_t bytes : sizes) {
       s.count = bytes / esz;
-      const Call call = impl == "nccl" ? ncclCall(nccl, ncomm, s) : braidCall(*comm, s);
+      const Call call = impl == "nccl"     ? ncclCall(nccl, ncomm, s)
+                        : impl == "memcpy" ? memcpyCall(s)
+                                           : braidCall(*comm, s);
       for (const bool graph : {false, true}) {
         if (graph && !graphs) continue;
         fill(s, stream);
         const Timing timing = timeCalls(o, call, stream, *comm, graph);
         long wrong = -1;
-        if (o.check) {
+        if (o.check && impl != "memcpy") {
           fill(s, stream);
           call(stream);
           wrong = wrongElements(s, stream);
@@ -594,7 +607,8 @@ int main(int argc, char** argv) {
   if (args.help) {
     std::printf(
         "%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph) --register "
-        "(both libraries register the buffers: registerBuffer, ncclCommRegister) --threads (the ranks are threads of one "
+        "(both libraries register the buffers: registerBuffer, ncclCommRegister); --impl memcpy: rank 0's "
+        "device-to-device cudaMemcpyAsync of each size, the reference on one GPU; --threads (the ranks are threads of one "
         "process, not processes)\n",
         braid::bench::driverUsage(kProgram).c_str());
     return 0;
@@ -616,6 +630,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (n <= 0) n = gpus;
+  for (const auto& impl : impls) {
+    if (impl != "braid" && impl != "nccl" && impl != "memcpy") {
+      std::fprintf(stderr, "%s: --impl %s: not braid, nccl or memcpy (rank 0's device-to-device copy)\n", kProgram,
+                   impl.c_str());
+      return 2;
+    }
+  }
   const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();
   if (withNccl && n > gpus) {
     std::fprintf(stderr, "%s: NCCL refuses two ranks on one GPU (%d ranks, %d GPU(s)): --impl braid\n", kProgram, n,
