@@ -175,14 +175,16 @@ fi
 if wants sanitizer; then
   sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
   # Every family of device kernels, by its smallest test: LL, one-shot (whole and 4 KiB chunks), two-shot, staged
-  # through the host, the moving collectives, variable counts and point-to-point, registered buffers, CUDA-graph
-  # capture and replay, stream order, a killed peer, and the reductions' and GPU-over-TCP windows' own kernels.
-  sanitized="Algorithms/DeviceReductions.AFewAllreducesForTheSanitizers/*:DeviceCollectives.MovingCollectivesOn2Ranks"
-  sanitized+=":DeviceCollectives.VariableCountsAndPointToPointStageOn2Ranks"
+  # through the host, the shared-GPU path, the moving collectives (kernels and shared path), variable counts and
+  # point-to-point, registered buffers, CUDA-graph capture and replay, stream order, a killed peer, and the
+  # reductions' and GPU-over-TCP windows' own kernels.
+  sanitized="Algorithms/DeviceReductions.AFewAllreducesForTheSanitizers/*"
+  sanitized+=":Paths/DeviceCollectives.MovingCollectivesOn2Ranks/*:DeviceStaging.VariableCountsAndPointToPointStageOn2Ranks"
   sanitized+=":RegisteredBuffers.CudaMallocBuffersAreReadInPlaceByProcessRanks"
   sanitized+=":DeviceSemantics.CollectivesAreCapturedIntoACudaGraphAndReplayed"
   sanitized+=":DeviceSemantics.DeviceCallsAreOrderedOnTheirStreamAndReturnWithoutWaiting"
   sanitized+=":DeviceSemantics.AKilledPeerBecomesPeerLostInsteadOfAHungGpu"
+  sanitized+=":DeviceSemantics.AKilledPeerOnTheSharedGpuPathIsPeerLostWithinSeconds"
   sanitized+=":AllTypes/DeviceReduce.MatchesReferenceForEverySourceCountKernel/float32"
   sanitized+=":HalfTypes/DeviceScaleHalf.RoundsOnceAtEdges/bfloat16:Windows/DeviceOverTcpMoves.*/w64k"
   for tool in memcheck racecheck synccheck; do

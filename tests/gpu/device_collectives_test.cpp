@@ -188,12 +188,24 @@ TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
 
 // ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path.
 INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions,
-                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged"),
+                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged", "shared"),
                          [](const auto& info) { return info.param; });
 
-TEST(DeviceCollectives, ReduceAndReduceScatterEveryTypeAndOpOn2Ranks) {
+// The collectives other than allreduce on both paths of ranks that share a GPU, wherever the test runs: braid's
+// kernels ("kernels": BRAID_CUDA_SHARED_GPU=kernels, the only path where every rank has a GPU of its own) and the
+// shared-GPU path ("shared": BRAID_ALGO=shared, which takes it for every collective).
+class DeviceCollectives : public ::testing::TestWithParam<std::string> {
+ protected:
+  static Settings pathSettings() {
+    Settings s = deviceSettings(GetParam() == "shared" ? "shared" : "");
+    if (GetParam() == "kernels") s.cudaSharedGpu = "kernels";
+    return s;
+  }
+};
+
+TEST_P(DeviceCollectives, ReduceAndReduceScatterEveryTypeAndOpOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+  const auto results = runOnGpus(2, 1, pathSettings(), [](Communicator& c, cudaStream_t s) {
     everyTypeAndOp([&](DataType type, ReduceKind kind, std::size_t count) {
       reduceCase(c, s, type, kind, count, false, 1);
       reduceCase(c, s, type, kind, count, true, 0);
@@ -262,11 +274,11 @@ void movingCases(Communicator& c, cudaStream_t s, std::size_t count, DataType ty
 
 constexpr std::size_t kMovingCounts[] = {1, 7, 1024, 262147};
 
-TEST(DeviceCollectives, MovingCollectivesOn2Ranks) {
+TEST_P(DeviceCollectives, MovingCollectivesOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   // 64 MiB per rank; 16 MiB where the ranks share one GPU (still far past every chunk and staging size).
   const std::size_t largest = gpuIsShared() ? std::size_t{4} << 20 : std::size_t{16} << 20;
-  const auto results = runOnGpus(2, 1, deviceSettings(), [&](Communicator& c, cudaStream_t s) {
+  const auto results = runOnGpus(2, 1, pathSettings(), [&](Communicator& c, cudaStream_t s) {
     for (DataType type : {DataType::kUint8, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (std::size_t count : kMovingCounts) movingCases(c, s, count, type, count);
     }
@@ -275,10 +287,10 @@ TEST(DeviceCollectives, MovingCollectivesOn2Ranks) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
-TEST(DeviceCollectives, MovingCollectivesOn3And4Ranks) {
+TEST_P(DeviceCollectives, MovingCollectivesOn3And4Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   for (int ranks : {3, 4}) {
-    const auto results = runOnGpus(ranks, 1, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+    const auto results = runOnGpus(ranks, 1, pathSettings(), [](Communicator& c, cudaStream_t s) {
       for (std::size_t count : kMovingCounts) movingCases(c, s, count, DataType::kFloat32, count);
       movingCases(c, s, (4u << 20) + 1, DataType::kUint8, 5);
     });
@@ -286,7 +298,10 @@ TEST(DeviceCollectives, MovingCollectivesOn3And4Ranks) {
   }
 }
 
-TEST(DeviceCollectives, VariableCountsAndPointToPointStageOn2Ranks) {
+INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared"),
+                         [](const auto& info) { return info.param; });
+
+TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   const auto results = runOnGpus(2, 1, deviceSettings(), [](Communicator& c, cudaStream_t s) {
     const int me = c.rank();

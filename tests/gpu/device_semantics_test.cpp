@@ -230,9 +230,11 @@ TEST(DeviceSemantics, CaptureOnTheSharedGpuPathIsRefusedByNameAndTheCommunicator
   EXPECT_EQ(testing::failures(results), "");
 }
 
+// braid's kernels, which spin on flags their peers raise: the watchdog makes them give up.
 TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
+  settings.cudaSharedGpu = "kernels";
   settings.heartbeatIntervalSeconds = 0.2;
   settings.heartbeatTimeoutSeconds = 2;
   const auto results = runOnGpus(
@@ -260,6 +262,38 @@ TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
         } catch (const Error& e) {
           require(e.code() == ErrorCode::kPeerLost, std::string("the next call raises PeerLost: ") + e.what());
         }
+      },
+      60);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_EQ(results[0], "");
+}
+
+// The shared-GPU path: nothing on the GPU waits for the peer, the host meeting does, and it learns of the death.
+TEST(DeviceSemantics, AKilledPeerOnTheSharedGpuPathIsPeerLostWithinSeconds) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  Settings settings = deviceSettings("shared");
+  settings.heartbeatIntervalSeconds = 0.2;
+  settings.heartbeatTimeoutSeconds = 2;
+  const auto results = runOnGpus(
+      2, 1, settings,
+      [](Communicator& c, cudaStream_t s) {
+        const std::size_t n = 1 << 20;
+        DeviceBytes buf(n * 4);
+        cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
+        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+        cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+        c.barrier();
+        if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
+        const auto start = std::chrono::steady_clock::now();
+        try {
+          c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+          throw std::runtime_error("an allreduce with a dead peer returned");
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kPeerLost, std::string("expected PeerLost: ") + e.what());
+        }
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        require(took < 10, "the call failed only after " + std::to_string(took) + " s");
+        cuda::checkCuda(cudaStreamSynchronize(s), "this rank's stream after the failure");
       },
       60);
   ASSERT_EQ(results.size(), 2u);
