@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "base/half.hpp"
-#include "bench/empty_launch.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/braid_link.hpp"
 #include "bench/driver_args.hpp"
+#include "bench/empty_launch.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/provenance.hpp"
 #include "braid/braid.hpp"
@@ -608,7 +608,8 @@ int main(int argc, char** argv) {
     std::printf(
         "%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph) --register "
         "(both libraries register the buffers: registerBuffer, ncclCommRegister); --impl memcpy: rank 0's "
-        "device-to-device cudaMemcpyAsync of each size, the reference on one GPU; --threads (the ranks are threads of one "
+        "device-to-device cudaMemcpyAsync of each size, the reference on one GPU; --threads (the ranks are threads of "
+        "one "
         "process, not processes)\n",
         braid::bench::driverUsage(kProgram).c_str());
     return 0;

@@ -1,11 +1,10 @@
 // The floor of a device call's host cost: an empty kernel launched back to back with cuLaunchKernel on its driver
 // handle, as braid launches its own collective kernels.
-#include "bench/empty_launch.hpp"
-
 #include <chrono>
 #include <stdexcept>
 #include <string>
 
+#include "bench/empty_launch.hpp"
 #include "cuda/runtime/driver_api.hpp"
 
 namespace braid::bench {

@@ -216,8 +216,8 @@ TEST(DeviceSemantics, CaptureOnTheSharedGpuPathIsRefusedByNameAndTheCommunicator
     cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
     if (graph != nullptr) (void)cudaGraphDestroy(graph);
     require(!refused.empty(), "a capture on the shared-GPU path was accepted");
-    require(refused.find("CUDA graph") != std::string::npos && refused.find("BRAID_CUDA_SHARED_GPU=kernels") !=
-                                                                     std::string::npos,
+    require(refused.find("CUDA graph") != std::string::npos &&
+                refused.find("BRAID_CUDA_SHARED_GPU=kernels") != std::string::npos,
             "the refusal names neither the capture nor the way out: " + refused);
     // Nothing was queued or met: the next call is the same on every rank and works.
     c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});

@@ -181,7 +181,7 @@ inline std::uint64_t reduceAt(const std::vector<const std::byte*>& inputs, std::
                               double premulScale = 1) {
   const int n = static_cast<int>(inputs.size());
   if (t == DataType::kBool) {
-    return foldBool(n, kind, [&](int r) { return bitsAt(inputs[static_cast<std::size_t>(r)], i, t) != 0; });
+    return testing::foldBool(n, kind, [&](int r) { return bitsAt(inputs[static_cast<std::size_t>(r)], i, t) != 0; });
   }
   const std::uint64_t mask = sizeOf(t) == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * sizeOf(t))) - 1;
   if (!floatType(t)) {
@@ -234,7 +234,7 @@ inline std::uint64_t reduceAt(const std::vector<const std::byte*>& inputs, std::
   }
   const double scale = kind == ReduceKind::kPremulSum ? premulScale : 1;
   const double acc =
-      foldFloat64(n, kind, [&](int r) { return floatAt(inputs[static_cast<std::size_t>(r)], i, t) * scale; });
+      testing::foldFloat64(n, kind, [&](int r) { return floatAt(inputs[static_cast<std::size_t>(r)], i, t) * scale; });
   return floatBitsOf(t, acc);
 }
 

@@ -48,7 +48,8 @@ double unitRoundoff(DataType t) {
 
 // The float64 reference at input index i over n ranks, and the sum of the magnitudes it combined.
 void reference(const RandomCase& c, int n, std::size_t i, double* ref, double* magnitudes) {
-  *ref = foldFloat64(n, c.op, [&](int r) { return inputOf(c, r, i); }, magnitudes);
+  *ref = foldFloat64(
+      n, c.op, [&](int r) { return inputOf(c, r, i); }, magnitudes);
 }
 
 std::uint64_t hashBytes(const std::byte* p, std::size_t n) {

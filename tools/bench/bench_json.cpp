@@ -6,11 +6,11 @@
 namespace braid::tools {
 
 nlohmann::json toJson(const BenchRow& r) {
-  nlohmann::json j = {{"impl", r.impl},   {"collective", r.collective}, {"dtype", r.dtype},
-                      {"redop", r.redop}, {"bytes", r.bytes},           {"count", r.count},
-                      {"ranks", r.ranks}, {"root", r.root},             {"mem", r.mem},
-                      {"time_us", r.timeUs}, {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
-                      {"wrong", r.wrong}};
+  nlohmann::json j = {
+      {"impl", r.impl},   {"collective", r.collective}, {"dtype", r.dtype},        {"redop", r.redop},
+      {"bytes", r.bytes}, {"count", r.count},           {"ranks", r.ranks},        {"root", r.root},
+      {"mem", r.mem},     {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
+      {"wrong", r.wrong}};
   if (r.issueUs >= 0) j["issue_us"] = r.issueUs;
   if (r.emptyLaunchUs >= 0) j["empty_launch_us"] = r.emptyLaunchUs;
   return j;

@@ -114,8 +114,9 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
     out << "  note: " << local << " ranks on " << t.gpus.size() << " GPU(s): several ranks share a GPU; "
         << (t.mpsServer ? "an MPS server runs, so their kernels run side by side"
                         : "without MPS their kernels take turns in time slices (~2 ms)")
-        << "; " << (sharedPath ? "the shared-GPU path: no kernel waits for another rank's"
-                               : "braid's kernels (BRAID_CUDA_SHARED_GPU or BRAID_ALGO)")
+        << "; "
+        << (sharedPath ? "the shared-GPU path: no kernel waits for another rank's"
+                       : "braid's kernels (BRAID_CUDA_SHARED_GPU or BRAID_ALGO)")
         << "\n";
   }
   if (call.collective == "allreduce") {

@@ -20,8 +20,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Nic, name, driver, pciBusId, spe
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, id, cpus, memoryBytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Topology, hostname, cpuModel, logicalCpus, usableCpus, sockets, numa,
                                                 memoryBytes, cgroupCpus, cgroupMemoryBytes, shmBytes, container,
-                                                cudaDriverVersion, cudaRuntimeVersion, nvidiaPeermem, iommu, mpsServer, gpus,
-                                                gpuPairs, nics)
+                                                cudaDriverVersion, cudaRuntimeVersion, nvidiaPeermem, iommu, mpsServer,
+                                                gpus, gpuPairs, nics)
 
 }  // namespace braid::topology
 

@@ -185,10 +185,11 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
       sharedPath_ = policy_.sharedPath(shares);
       shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
       if (shares) {
-        logLine(LogLevel::kInfo, rank_,
-                strCat("cuda_ipc: ", channel_->sharing(),
-                       sharedPath_ ? ": the shared-GPU path, no kernel waits for another rank's"
-                                   : ": braid's collective kernels (an MPS server, BRAID_CUDA_SHARED_GPU or BRAID_ALGO)"));
+        logLine(
+            LogLevel::kInfo, rank_,
+            strCat("cuda_ipc: ", channel_->sharing(),
+                   sharedPath_ ? ": the shared-GPU path, no kernel waits for another rank's"
+                               : ": braid's collective kernels (an MPS server, BRAID_CUDA_SHARED_GPU or BRAID_ALGO)"));
       }
       cudaEvent_t join = nullptr;
       checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");

@@ -19,8 +19,8 @@ const char* allreduceKernelName(AllreduceKernel kernel);
 
 /// The device engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning):
 /// `sharedPath` says whether every collective takes the shared-GPU path, given whether some ranks share a GPU (core/
-/// knows whether an MPS server runs); `allreduce` and `explain` take the message size, whether every pair of GPUs is joined
-/// by NVLink, whether the kernels can run at all (a channel exists) and sharedPath's answer; `blocks` sizes a
+/// knows whether an MPS server runs); `allreduce` and `explain` take the message size, whether every pair of GPUs is
+/// joined by NVLink, whether the kernels can run at all (a channel exists) and sharedPath's answer; `blocks` sizes a
 /// kernel's grid for a round of `windowBytes`; `chunkBytes`: what a block of the one-shot kernel pushes between two
 /// flags (0: its whole piece at once).
 struct DevicePolicy {

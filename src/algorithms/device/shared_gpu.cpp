@@ -79,8 +79,7 @@ void SharedGpuCollectives::reducing(const void* send, std::size_t count, std::si
   const std::size_t mineBlock = blocks > 1 ? static_cast<std::size_t>(rank_) : 0;
   for (std::size_t off = 0; off < count; off += per) {
     const std::size_t n = std::min(per, count - off);
-    publish(static_cast<const std::byte*>(send) + off * unit, blocks, blockStride, n, unit, type, scale,
-            streamOf(env));
+    publish(static_cast<const std::byte*>(send) + off * unit, blocks, blockStride, n, unit, type, scale, streamOf(env));
     meet(env);
     if (consume) {
       for (int p = 0; p < size_; ++p) sources_[static_cast<std::size_t>(p)] = area(p) + mineBlock * n * unit;
@@ -112,8 +111,8 @@ void SharedGpuCollectives::allreduce(const void* send, void* recv, std::size_t c
   reducing(send, count, 1, count, type, op, true, recv, env);
 }
 
-void SharedGpuCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                  int root, const host::OpEnv& env) {
+void SharedGpuCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                                  const host::OpEnv& env) {
   reducing(send, count, 1, count, type, op, rank_ == root, recv, env);
 }
 
