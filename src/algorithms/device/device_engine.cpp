@@ -420,10 +420,11 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_);
   if (kernel == AllreduceKernel::kLL && bytes > cuda::kernels::kLlMaxBytes) kernel = AllreduceKernel::kOneShot;
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
+  // Refused here, before any rank publishes or launches anything, whichever path the call takes.
+  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
   if (kernel == AllreduceKernel::kShared && onSharedPath(env)) {
     return shared_->allreduce(send, recv, count, type, op, env);
   }
-  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
   CollectiveParams p{};
   p.send = premultiplied(send, recv, count, type, op, env);
   p.recv = recv;
@@ -442,8 +443,8 @@ void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataT
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.reduce(send, recv, count, type, op, root, env);
-  if (onSharedPath(env)) return shared_->reduce(send, recv, count, type, op, root, env);
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce"));
+  if (onSharedPath(env)) return shared_->reduce(send, recv, count, type, op, root, env);
   CollectiveParams p{};
   p.send = premultiplied(send, rank_ == root ? recv : nullptr, count, type, op, env);
   p.recv = recv;
@@ -459,8 +460,8 @@ void DeviceEngine::reduceScatter(const void* send, void* recv, std::size_t recvC
   const DeviceScope scope(device_);
   if (recvCount == 0) return;
   if (!kernelsReady(env)) return staging_.reduceScatter(send, recv, recvCount, type, op, env);
-  if (onSharedPath(env)) return shared_->reduceScatter(send, recv, recvCount, type, op, env);
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce_scatter"));
+  if (onSharedPath(env)) return shared_->reduceScatter(send, recv, recvCount, type, op, env);
   CollectiveParams p{};
   p.send = premultiplied(send, nullptr, recvCount * static_cast<std::size_t>(size_), type, op, env);
   p.recv = recv;
