@@ -268,6 +268,30 @@ TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
   EXPECT_EQ(results[0], "");
 }
 
+TEST(DeviceSemantics, RanksInDifferentCallsOnTheSharedGpuPathGetMismatchNamingBoth) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  const auto results = runOnGpus(2, 1, deviceSettings("shared"), [](Communicator& c, cudaStream_t s) {
+    const std::size_t n = 1000 + 7 * static_cast<std::size_t>(c.rank());  // rank 1 brings 7 elements more
+    DeviceBytes buf(2000 * 4);
+    upload(buf.get(), ramp(1000, c.rank()).data(), 1000 * 4, s);
+    try {
+      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      throw std::runtime_error("allreduces of 1000 and 1007 elements went through");
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      require(e.code() == ErrorCode::kMismatch, "not Mismatch: " + what);
+      require(what.find("1000") != std::string::npos && what.find("1007") != std::string::npos,
+              "the Mismatch names not both counts: " + what);
+    }
+    // Every rank failed that call alike: the communicator goes on.
+    c.allreduce(buf.get(), buf.get(), 1000, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+    std::vector<float> got(1000);
+    download(got.data(), buf.get(), 1000 * 4, s);
+    requireFloats(got, rampSum(1000, c.size()), "the call after the mismatch");
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
 // The shared-GPU path: nothing on the GPU waits for the peer, the host meeting does, and it learns of the death.
 TEST(DeviceSemantics, AKilledPeerOnTheSharedGpuPathIsPeerLostWithinSeconds) {
   BRAID_SKIP_WITHOUT_GPUS(1);

@@ -1,6 +1,9 @@
 #include "algorithms/device/shared_gpu.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "algorithms/device/event_wait.hpp"
 #include "base/data_type.hpp"
@@ -36,7 +39,8 @@ SharedGpuCollectives::SharedGpuCollectives(host::Engine& host, const DeviceChann
       rank_(rank),
       size_(size),
       areaBytes_(static_cast<std::size_t>(size + 1) * channel.slotBytes()),
-      sources_(static_cast<std::size_t>(size)) {
+      sources_(static_cast<std::size_t>(size)),
+      shapes_(static_cast<std::size_t>(size)) {
   checkCuda(cudaEventCreateWithFlags(&published_, cudaEventDisableTiming), "cudaEventCreate(shared GPU)");
 }
 
@@ -48,10 +52,31 @@ std::byte* SharedGpuCollectives::area(int rank) const {
   return channel_.channel().ws[rank] + cuda::kernels::slotOffset(parity_, 0, size_, channel_.slotBytes());
 }
 
-void SharedGpuCollectives::meet(const host::OpEnv& env) {
+void SharedGpuCollectives::begin(DataType type, std::size_t count, int root, const host::OpEnv& env) {
+  shape_ = Shape{};
+  std::snprintf(shape_.op, sizeof shape_.op, "%s", env.context.op.c_str());
+  shape_.type = static_cast<std::uint32_t>(type);
+  shape_.root = root;
+  shape_.count = count;
+}
+
+void SharedGpuCollectives::meet(std::size_t offset, const host::OpEnv& env) {
   checkCuda(cudaEventRecord(published_, streamOf(env)), "cudaEventRecord(shared GPU)");
   waitForEvent(published_, env, "publishing this rank's piece");
-  host_.barrier(env);
+  shape_.offset = offset;
+  host_.allgather(&shape_, shapes_.data(), sizeof(Shape), DataType::kUint8, env);
+  for (int r = 0; r < size_; ++r) {
+    const Shape& s = shapes_[static_cast<std::size_t>(r)];
+    if (std::memcmp(&s, &shapes_[0], sizeof(Shape)) == 0) continue;
+    auto text = [](const Shape& x) {
+      return strCat(x.op, " of ", x.count, " ", dataTypeName(static_cast<DataType>(x.type)),
+                    x.root >= 0 ? strCat(" (root ", x.root, ")") : std::string(), ", piece at element ", x.offset);
+    };
+    ErrorContext context = env.context;
+    context.peer = r;
+    fail(ErrorCode::kMismatch, context, "ranks that share a GPU are in different calls: rank 0 in ",
+         text(shapes_[0]), ", rank ", r, " in ", text(s));
+  }
 }
 
 void SharedGpuCollectives::publish(const std::byte* src, std::size_t blocks, std::size_t stride, std::size_t elements,
@@ -80,7 +105,7 @@ void SharedGpuCollectives::reducing(const void* send, std::size_t count, std::si
   for (std::size_t off = 0; off < count; off += per) {
     const std::size_t n = std::min(per, count - off);
     publish(static_cast<const std::byte*>(send) + off * unit, blocks, blockStride, n, unit, type, scale, streamOf(env));
-    meet(env);
+    meet(off, env);
     if (consume) {
       for (int p = 0; p < size_; ++p) sources_[static_cast<std::size_t>(p)] = area(p) + mineBlock * n * unit;
       cuda::reduceSourcesOnDevice(static_cast<std::byte*>(recv) + off * unit, sources_.data(), size_, n, type, kind,
@@ -100,7 +125,7 @@ void SharedGpuCollectives::moving(const void* send, std::size_t count, std::size
       publish(static_cast<const std::byte*>(send) + off * unit, blocks, blockStride, n, unit, DataType::kUint8, 1.0,
               streamOf(env));
     }
-    meet(env);
+    meet(off, env);
     consume(off, n);
     parity_ ^= 1;
   }
@@ -108,6 +133,7 @@ void SharedGpuCollectives::moving(const void* send, std::size_t count, std::size
 
 void SharedGpuCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                                      const host::OpEnv& env) {
+  begin(type, count, -1, env);
   reducing(send, count, 1, count, type, op, true, recv, env);
 }
 
@@ -118,10 +144,12 @@ void SharedGpuCollectives::reduce(const void* send, void* recv, std::size_t coun
 
 void SharedGpuCollectives::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
                                          ReduceOp op, const host::OpEnv& env) {
+  begin(type, recvCount, -1, env);
   reducing(send, recvCount, static_cast<std::size_t>(size_), recvCount, type, op, true, recv, env);
 }
 
 void SharedGpuCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+  begin(type, count, root, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(buf);
   moving(buf, count, 1, count, unit, rank_ == root, env, [&](std::size_t off, std::size_t n) {
@@ -131,6 +159,7 @@ void SharedGpuCollectives::broadcast(void* buf, std::size_t count, DataType type
 
 void SharedGpuCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type,
                                      const host::OpEnv& env) {
+  begin(type, count, -1, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
   moving(send, count, 1, count, unit, true, env, [&](std::size_t off, std::size_t n) {
@@ -144,6 +173,7 @@ void SharedGpuCollectives::allgather(const void* send, void* recv, std::size_t c
 
 void SharedGpuCollectives::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
                                   const host::OpEnv& env) {
+  begin(type, count, root, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
   moving(send, count, 1, count, unit, true, env, [&](std::size_t off, std::size_t n) {
@@ -156,6 +186,7 @@ void SharedGpuCollectives::gather(const void* send, void* recv, std::size_t coun
 
 void SharedGpuCollectives::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
                                    const host::OpEnv& env) {
+  begin(type, count, root, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
   moving(send, count, static_cast<std::size_t>(size_), count, unit, rank_ == root, env,
@@ -167,6 +198,7 @@ void SharedGpuCollectives::scatter(const void* send, void* recv, std::size_t cou
 
 void SharedGpuCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type,
                                     const host::OpEnv& env) {
+  begin(type, count, -1, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
   moving(send, count, static_cast<std::size_t>(size_), count, unit, true, env, [&](std::size_t off, std::size_t n) {

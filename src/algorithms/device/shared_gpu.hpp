@@ -6,7 +6,8 @@
 //
 //   1. publish: each rank copies its contribution to a piece of the call into its own workspace (the copy engine);
 //   2. meet:    the host waits for that copy (and so for everything before it on the stream), then meets its peers
-//               through the host engine (shared memory: about a microsecond);
+//               through the host engine (shared memory: about a microsecond), trading what each rank called (op,
+//               type, count, root, piece), so that ranks in different calls fail with Mismatch, not wrong data;
 //   3. consume: each rank makes its part of the output from the published pieces of every rank, which are complete,
 //               with copies and the reduction kernels of cuda/runtime/device_reduce.hpp, queued on its stream.
 //
@@ -19,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "algorithms/device/device_channel.hpp"
@@ -47,10 +49,21 @@ class SharedGpuCollectives {
   void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env);
 
  private:
+  /// What a rank brings to a meeting: its call and the piece it is at.
+  struct Shape {
+    char op[24];
+    std::uint32_t type;
+    std::int32_t root;
+    std::uint64_t count;
+    std::uint64_t offset;
+  };
+
   /// `rank`'s area of the current parity.
   std::byte* area(int rank) const;
-  /// Step 2: waits for this rank's stream, then for every rank to have done so.
-  void meet(const host::OpEnv& env);
+  /// Names the call for the meetings of its pieces (every public method starts with it).
+  void begin(DataType type, std::size_t count, int root, const host::OpEnv& env);
+  /// Step 2: waits for this rank's stream, then for every rank to have done so with the same call at piece `offset`.
+  void meet(std::size_t offset, const host::OpEnv& env);
   /// Steps 1-3 of a reduction over pieces of `per` elements: each rank publishes `blocks` blocks of a piece
   /// (block b from send + b * blockStride elements, scaled for a premul_sum); `into(rank)` is where a rank's output
   /// for a piece goes (null: this rank has no output), reducing block `rank % blocks` of every area.
@@ -73,6 +86,8 @@ class SharedGpuCollectives {
   int parity_ = 0;
   cudaEvent_t published_ = nullptr;
   std::vector<const void*> sources_;
+  Shape shape_{};
+  std::vector<Shape> shapes_;
 };
 
 }  // namespace braid::device
