@@ -400,8 +400,11 @@ std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl
   std::string link = gpuLink(n, gpus);
   // Made by braid's first call on device memory: none when only NCCL ran.
   if (const braid::host::Engine* device = comm.impl().deviceEngine(); device != nullptr) {
+    const bool shared = device->allreduceAlgorithm(1 << 20) == "cuda_ipc/shared";
     link += std::string("; braid: ") +
-            (std::string(device->transportName()) == "cuda_ipc"
+            (shared ? "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared memory, "
+                      "local reductions)"
+             : std::string(device->transportName()) == "cuda_ipc"
                  ? "CUDA IPC (the GPUs read and write each other's memory)"
                  : "device buffers staged through host memory, " + braid::tools::braidLink(comm));
   }
