@@ -156,6 +156,34 @@ std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
   return text;
 }
 
+bool DeviceEngine::agreeOnSharedPath(const host::OpEnv& env) {
+  // Each rank decides from its own environment (BRAID_CUDA_SHARED_GPU, BRAID_ALGO, whether it sees an MPS server);
+  // ranks on different paths would wait for each other forever, so they trade their answers and take the shared
+  // path only if all chose it. A rank whose settings are invalid makes every rank fail alike.
+  std::uint8_t mine = 0;  // 0: kernels, 1: shared path, 2: invalid settings
+  std::string invalid;
+  try {
+    mine = policy_.sharedPath(!channel_->sharing().empty()) ? 1 : 0;
+  } catch (const Error& e) {
+    mine = 2;
+    invalid = e.message();
+  }
+  std::vector<std::uint8_t> all(static_cast<std::size_t>(size_));
+  host_.allgather(&mine, all.data(), 1, DataType::kUint8, env);
+  for (int r = 0; r < size_; ++r) {
+    if (all[static_cast<std::size_t>(r)] != 2) continue;
+    fail(ErrorCode::kInvalidArgument, env.context, "rank ", r, " cannot choose a path for ranks that share a GPU",
+         r == rank_ ? strCat(": ", invalid) : std::string(" (its log names the setting)"));
+  }
+  const bool every = std::all_of(all.begin(), all.end(), [](std::uint8_t v) { return v == 1; });
+  if (!every && std::any_of(all.begin(), all.end(), [](std::uint8_t v) { return v == 1; })) {
+    logLine(LogLevel::kWarn, rank_,
+            "ranks disagree on the shared-GPU path (BRAID_CUDA_SHARED_GPU or BRAID_ALGO differ between them, or an "
+            "MPS server is seen by some only): every rank runs braid's collective kernels");
+  }
+  return every;
+}
+
 bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
   if (!tried_) {
     tried_ = true;
@@ -168,9 +196,11 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
       try {
         channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
                                           &noChannelWhy_);
+        if (channel_) sharedPath_ = agreeOnSharedPath(env);
       } catch (...) {
         // The call failed as a whole (a peer rejected it, a peer was lost): connect again at the next device call,
         // as every rank will; a rank that never got here makes its first attempt then.
+        channel_.reset();
         tried_ = false;
         throw;
       }
@@ -182,7 +212,6 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
                      channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots, ",
                      channel_->memoryName(), " workspace"));
       const bool shares = !channel_->sharing().empty();
-      sharedPath_ = policy_.sharedPath(shares);
       shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
       if (shares) {
         logLine(

@@ -78,6 +78,8 @@ class DeviceEngine final : public host::Engine {
  private:
   /// Connects the channel at the first call and checks for an earlier kernel failure; false: stage this call.
   bool kernelsReady(const host::OpEnv& env);
+  /// Whether every rank chose the shared-GPU path (DevicePolicy::sharedPath): collective, at the connection.
+  bool agreeOnSharedPath(const host::OpEnv& env);
   /// Whether this call takes the shared-GPU path; if so, orders it after this communicator's previous call and
   /// notes its stream. A call being captured into a CUDA graph is refused there (its host waits cannot be captured).
   bool onSharedPath(const host::OpEnv& env);

@@ -49,34 +49,44 @@ class SharedGpuCollectives {
   void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env);
 
  private:
-  /// What a rank brings to a meeting: its call and the piece it is at.
+  /// What a rank brings to a meeting: its call and the piece it is at (`piece` counts every piece this object met,
+  /// so ranks out of step by a piece fail as well). 64 bytes, no padding: compared with memcmp.
   struct Shape {
     char op[24];
     std::uint32_t type;
     std::int32_t root;
     std::uint64_t count;
     std::uint64_t offset;
+    std::uint32_t kind;  // the reduce op; kNumReduceKinds for collectives that do not reduce
+    std::uint32_t pad;
+    std::uint64_t piece;
   };
+  static_assert(sizeof(Shape) == 64);
 
-  /// `rank`'s area of the current parity.
-  std::byte* area(int rank) const;
-  /// Names the call for the meetings of its pieces (every public method starts with it).
-  void begin(DataType type, std::size_t count, int root, const host::OpEnv& env);
+  /// `rank`'s area of `parity`.
+  std::byte* area(int rank, int parity) const;
+  /// Names the call for the meetings of its pieces and orders it after the previous call (every public method
+  /// starts with it).
+  void begin(DataType type, std::size_t count, int root, std::uint32_t kind, const host::OpEnv& env);
+  /// After the last piece's reads are queued: what the next call's stream waits for.
+  void end(const host::OpEnv& env);
   /// Step 2: waits for this rank's stream, then for every rank to have done so with the same call at piece `offset`.
-  void meet(std::size_t offset, const host::OpEnv& env);
-  /// Steps 1-3 of a reduction over pieces of `per` elements: each rank publishes `blocks` blocks of a piece
-  /// (block b from send + b * blockStride elements, scaled for a premul_sum); `into(rank)` is where a rank's output
-  /// for a piece goes (null: this rank has no output), reducing block `rank % blocks` of every area.
+  /// Returns the parity of the piece just published and moves on to the other one.
+  int meet(std::size_t offset, const host::OpEnv& env);
+  /// Steps 1-3 of a reduction, piece by piece: each rank publishes `blocks` blocks of a piece (block b from send +
+  /// b * blockStride elements, scaled for a premul_sum); when `consume`, a rank reduces its block (block `rank` when
+  /// there are several, else the one) of every rank's area into recv.
   void reducing(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride, DataType type,
                 ReduceOp op, bool consume, void* recv, const host::OpEnv& env);
-  /// Steps 1-3 of a collective that moves data: publish `blocks` blocks of each piece when `publishes`, then copy
-  /// per piece whatever `consume(offset, elements)` queues.
+  /// Steps 1-3 of a collective that moves data: publish `blocks` blocks of each piece when `publishes`, then queue
+  /// `consume(parity, offset, elements, pitch)`'s copies out of the areas of that parity (block b at b * pitch).
   template <typename Consume>
   void moving(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride, std::size_t unit,
               bool publishes, const host::OpEnv& env, Consume&& consume);
-  /// Queues the copy of `blocks` blocks of `elements` from src (blocks `stride` apart) into this rank's area.
-  void publish(const std::byte* src, std::size_t blocks, std::size_t stride, std::size_t elements, std::size_t unit,
-               DataType type, double scale, cudaStream_t stream);
+  /// Queues the copy of `blocks` blocks of `elements` from src (blocks `stride` elements apart) into this rank's area
+  /// of the current parity, block b at b * `pitch` elements.
+  void publish(const std::byte* src, std::size_t blocks, std::size_t stride, std::size_t elements, std::size_t pitch,
+               std::size_t unit, DataType type, double scale, cudaStream_t stream);
 
   host::Engine& host_;
   const DeviceChannel& channel_;
@@ -84,7 +94,10 @@ class SharedGpuCollectives {
   const int size_;
   const std::size_t areaBytes_;
   int parity_ = 0;
+  std::uint64_t pieces_ = 0;
   cudaEvent_t published_ = nullptr;
+  cudaEvent_t done_ = nullptr;  // recorded after each call's last reads
+  bool doneRecorded_ = false;
   std::vector<const void*> sources_;
   Shape shape_{};
   std::vector<Shape> shapes_;
