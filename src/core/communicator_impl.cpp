@@ -62,8 +62,8 @@ device::DevicePolicy devicePolicy(int size, const Settings& settings) {
   policy.sharedPath = [settings](bool shared) {
     return tuning::chooseSharedGpuPath(shared, shared && topology::mpsServerRunning(), settings);
   };
-  policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared) {
-    switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared).algorithm) {
+  policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes) {
+    switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared, processes).algorithm) {
       case tuning::DeviceAlgorithm::kLL:
         return device::AllreduceKernel::kLL;
       case tuning::DeviceAlgorithm::kOneShot:
@@ -77,9 +77,9 @@ device::DevicePolicy devicePolicy(int size, const Settings& settings) {
     }
     return device::AllreduceKernel::kStaged;
   };
-  policy.explain = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared) {
-    return tuning::explainDeviceAllreduce(tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared),
-                                          bytes, size, nvlink);
+  policy.explain = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes) {
+    return tuning::explainDeviceAllreduce(
+        tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared, processes), bytes, size, nvlink);
   };
   policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
     return tuning::deviceBlocks(windowBytes, maxBlocks, settings);

@@ -47,10 +47,17 @@ constexpr int kDefaultMaxBlocks = 128;
 constexpr std::size_t kLlMaxBytes = 512 * 1024;
 constexpr std::size_t llTableBytes(int ranks) { return ranks <= 2 ? 512 * 1024 : 64 * 1024; }
 
+// Processes sharing a GPU without MPS: every kernel one of them launches after the other's work waits for the GPU's
+// compute engine to switch contexts (~200 us on an H200), while copies of 32 KiB and more switch the copy engines
+// at little cost. So up to 1 MiB an allreduce goes faster staged through host memory (two copies and a reduction on
+// the CPU) than on the shared-GPU path (a copy and a kernel): 2 processes on one H200, staged 22-31 us at 32-64 KiB
+// and ~80 us at 1 MiB, shared ~350 us at every size up to 16 MiB (docs/BENCHMARKS.md).
+constexpr std::size_t kSharedGpuStagedMaxBytes = 1024 * 1024;
+
 }  // namespace
 
 DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings,
-                                   bool sharedGpu) {
+                                   bool sharedGpu, bool processes) {
   if (!channel) return {DeviceAlgorithm::kStaged, DeviceReason::kNoChannel};
   const std::string forced = forcedAlgorithm(settings, Path::kDevice);
   if (forced == "ll" && bytes <= kLlMaxBytes) return {DeviceAlgorithm::kLL, DeviceReason::kForced};
@@ -58,6 +65,9 @@ DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bo
   if (forced == "twoshot") return {DeviceAlgorithm::kTwoShot, DeviceReason::kForced};
   if (forced == "staged") return {DeviceAlgorithm::kStaged, DeviceReason::kForced};
   if (forced == "shared") return {DeviceAlgorithm::kShared, DeviceReason::kForced};
+  if (sharedGpu && processes && bytes <= kSharedGpuStagedMaxBytes) {
+    return {DeviceAlgorithm::kStaged, DeviceReason::kSharedGpu};
+  }
   if (sharedGpu) return {DeviceAlgorithm::kShared, DeviceReason::kSharedGpu};
   // BRAID_CUDA_LL_MAX_BYTES / BRAID_CUDA_ONESHOT_MAX_BYTES (braid tune writes them) replace the table's bounds.
   const std::size_t llMax =
@@ -111,6 +121,11 @@ std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes
     case DeviceReason::kNoChannel:
       return "staged: the GPUs cannot reach each other's memory (see the log line of the P2P probe)";
     case DeviceReason::kSharedGpu:
+      if (choice.algorithm == DeviceAlgorithm::kStaged) {
+        return strCat("staged: processes share a GPU (no MPS): up to ", kSharedGpuStagedMaxBytes,
+                      " B the copies to and from host memory cost less than the context switch each kernel of the "
+                      "shared-GPU path waits for");
+      }
       return "shared: ranks share a GPU, whose kernels take turns in time slices (no MPS): each rank copies its "
              "data into its workspace, the host meets the peers, then each GPU reduces every rank's copy locally; "
              "no kernel waits for another rank";

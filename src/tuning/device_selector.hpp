@@ -19,11 +19,11 @@ struct DeviceChoice {
 };
 
 /// The allreduce kernel for `bytes` over `ranks` GPUs (nvlink: every pair is joined by NVLink). `channel` is
-/// false where the kernels cannot run (no working P2P): then staged, whatever was asked. `sharedGpu`: some ranks
-/// share a GPU whose kernels take turns (no MPS; see BRAID_CUDA_SHARED_GPU): then the shared-GPU path unless
-/// BRAID_ALGO names another.
+/// false where the kernels cannot run (no working P2P): then staged, whatever was asked. `sharedGpu`: the ranks take
+/// the shared-GPU path (chooseSharedGpuPath); `processes`: some of the ranks sharing a GPU are different processes,
+/// whose small calls go faster staged through host memory (the table below). BRAID_ALGO overrides both.
 DeviceChoice chooseDeviceAllreduce(std::size_t bytes, int ranks, bool nvlink, bool channel, const Settings& settings,
-                                   bool sharedGpu = false);
+                                   bool sharedGpu = false, bool processes = false);
 /// Whether every collective on device buffers takes the shared-GPU path (algorithms/device/shared_gpu.hpp).
 /// `shared`: some ranks share a GPU; `mps`: an MPS server runs, so their kernels run side by side. BRAID_ALGO=shared:
 /// always; BRAID_ALGO naming a kernel (ll, oneshot, twoshot): never; else BRAID_CUDA_SHARED_GPU decides (auto: when

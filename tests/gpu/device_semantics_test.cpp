@@ -59,11 +59,10 @@ void requireRampAllreduces(Communicator& c, cudaStream_t s, std::initializer_lis
 
 // Two ranks as threads of this process, rank r on GPU r % GPUs, each with a stream of its own. Threads: this test's
 // process uses CUDA itself, so it forks nothing after this.
-// DEPENDS ON CO-RESIDENCY where there is one GPU: both threads' kernels then run in one context on one device, each
-// spinning on flags the other writes, and CUDA does not promise that kernels of two streams are resident at once;
-// a device-wide wait in one thread (a cudaFree, say) can also hold back the launch the other thread's kernel waits
-// for. Either must fail, not stall the run: the communicator's timeout, which its kernels also spin under, is short
-// (they give up and the call raises), well inside the test's limit.
+// Where there is one GPU both threads share it and take the shared-GPU path, on which no kernel waits for another
+// rank's. A test that asks for braid's kernels there (BRAID_CUDA_SHARED_GPU=kernels) depends on both threads'
+// kernels being resident at once, which CUDA does not promise: it must fail, not stall the run, so the
+// communicator's timeout, which its kernels also spin under, is short, well inside the test's limit.
 constexpr double kThreadRankTimeoutSeconds = 30;
 std::vector<std::string> runOnThreadRanks(Settings settings,
                                           const std::function<void(Communicator&, cudaStream_t)>& body) {
@@ -336,7 +335,7 @@ TEST(DeviceSemantics, WithoutAUsableChannelDeviceBuffersAreStagedThroughHostMemo
 }
 
 TEST(DeviceSemantics, RanksAsThreadsOfOneProcessShareTheirGpus) {
-  BRAID_SKIP_WITHOUT_GPUS(1);  // thread ranks: on one GPU this depends on co-residency (see runOnThreadRanks)
+  BRAID_SKIP_WITHOUT_GPUS(1);  // on one GPU: the shared-GPU path (no kernel waits for the other thread's)
   const auto results = runOnThreadRanks(deviceSettings(), [](Communicator& c, cudaStream_t s) {
     requireRampAllreduces(c, s, {3, std::size_t{1} << 20}, "threads");
   });
@@ -364,7 +363,7 @@ void firstDeviceCallOnTheProgressThread(Communicator& c, cudaStream_t s, const s
 }
 
 // With one GPU the wrong-device binding cannot show (every rank's GPU is GPU 0); the calls from the progress
-// thread are still checked. The thread-rank half depends on co-residency there (see runOnThreadRanks).
+// thread are still checked.
 TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   const auto processes = runOnGpus(2, 1, deviceSettings(), [](Communicator& c, cudaStream_t s) {
@@ -377,9 +376,12 @@ TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
 }
 
 // BRAID_CUDA_TIMELINE=1: a line per kernel, once it ended, with its GPU time (all of them by the communicator's end).
+// The timeline times braid's kernels: asked for where the ranks share a GPU (the shared-GPU path launches none of
+// them). Thread ranks on one GPU: the calls here are small enough for both ranks' kernels to be resident together.
 TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
-  BRAID_SKIP_WITHOUT_GPUS(1);  // thread ranks: on one GPU this depends on co-residency (see runOnThreadRanks)
+  BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
+  settings.cudaSharedGpu = "kernels";
   settings.cudaTimeline = 1;
   settings.logLevel = "info";  // every communicator applies its own level when created
   ::testing::internal::CaptureStderr();
@@ -428,7 +430,7 @@ TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcHandlesBetweenProcesses) {
 }
 
 TEST(DeviceSemantics, WorkspacesSharedThroughCudaIpcBetweenThreadsOfOneProcess) {
-  BRAID_SKIP_WITHOUT_GPUS(1);  // thread ranks: on one GPU this depends on co-residency (see runOnThreadRanks)
+  BRAID_SKIP_WITHOUT_GPUS(1);  // on one GPU: the shared-GPU path (no kernel waits for the other thread's)
   Settings settings = deviceSettings();
   settings.cudaMemory = "ipc";
   const auto results = runOnThreadRanks(

@@ -369,6 +369,8 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   // (their kernels then run side by side) or BRAID_CUDA_SHARED_GPU asks for the kernels.
   e = explain("h200x2-nvlink", {"allreduce", 64 << 10, true, 4, 1});
   EXPECT_TRUE(has(e, "several ranks share a GPU")) << e;
+  EXPECT_TRUE(has(e, "algorithm: staged: processes share a GPU")) << e;  // small: the copies cost less
+  e = explain("h200x2-nvlink", {"allreduce", 16 << 20, true, 4, 1});
   EXPECT_TRUE(has(e, "algorithm: shared: ranks share a GPU")) << e;
   EXPECT_TRUE(has(explain("h200x2-nvlink", {"allgather", 64 << 10, true, 4, 1}), "algorithm: shared: each rank"));
   EXPECT_TRUE(has(explain("h200x2-nvlink", {"alltoallv", 64 << 10, true, 4, 1}), "algorithm: staged"));

@@ -81,7 +81,16 @@ TEST(DeviceSelector, RanksSharingAGpuTakeTheSharedPathUnlessMpsRunsOrKernelsAreA
     EXPECT_EQ(c.reason, DeviceReason::kSharedGpu);
     EXPECT_NE(explainDeviceAllreduce(c, bytes, 2, false).find("share a GPU"), std::string::npos);
   }
+  // Processes sharing a GPU stage up to 1 MiB (a kernel of theirs waits for a context switch); threads do not.
+  EXPECT_EQ(chooseDeviceAllreduce(1 << 20, 2, false, true, sharedGpu("auto"), true, true).algorithm,
+            DeviceAlgorithm::kStaged);
+  EXPECT_EQ(chooseDeviceAllreduce((1 << 20) + 4, 2, false, true, sharedGpu("auto"), true, true).algorithm,
+            DeviceAlgorithm::kShared);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, false, true, sharedGpu("auto"), true, false).algorithm,
+            DeviceAlgorithm::kShared);
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, false, true, withAlgo("shared")).algorithm, DeviceAlgorithm::kShared);
+  EXPECT_EQ(chooseDeviceAllreduce(8, 2, false, true, withAlgo("shared"), true, true).algorithm,
+            DeviceAlgorithm::kShared);
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, false, false, withAlgo("shared")).algorithm, DeviceAlgorithm::kStaged);
   try {
     chooseSharedGpuPath(true, false, sharedGpu("mps"));

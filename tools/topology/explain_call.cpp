@@ -120,8 +120,9 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
         << "\n";
   }
   if (call.collective == "allreduce") {
+    // Launchers start ranks as processes: those sharing a GPU stage their small allreduces.
     const tuning::DeviceChoice d =
-        tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings, sharedPath);
+        tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings, sharedPath, sharesGpu);
     out << "  algorithm: " << tuning::explainDeviceAllreduce(d, call.bytes, local, nvlink) << "\n";
   } else if (sharedPath && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
     out << "  algorithm: shared: each rank copies its blocks into its workspace, the host meets the peers, then "

@@ -221,6 +221,11 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   ch->channel_.nranks = size;
   ch->nvlink_ = nvlink;
   ch->sharing_ = sharingOf(all);
+  for (std::size_t a = 0; a < all.size(); ++a) {
+    for (std::size_t b = a + 1; b < all.size(); ++b) {
+      ch->processesShare_ |= all[a].uuid == all[b].uuid && all[a].pid != all[b].pid;
+    }
+  }
 
   // 3. The probe: every rank writes each peer's probe word over the link and reads it back; after a barrier each
   // rank checks the words its peers wrote into its own memory.

@@ -48,6 +48,8 @@ class DeviceChannel {
   /// Which ranks share a GPU (by UUID), e.g. "ranks 0, 2 share GPU 0; ranks 1, 3 share GPU 1"; empty when every
   /// rank has a GPU of its own.
   const std::string& sharing() const { return sharing_; }
+  /// Whether two ranks of different processes share a GPU (their work is time-sliced there without MPS).
+  bool processesShareGpu() const { return processesShare_; }
   /// How this rank's workspace is shared: "cuMem" or "cudaIpc".
   const char* memoryName() const { return ownIpc_.data() != nullptr ? "cudaIpc" : "cuMem"; }
   /// What the kernels reported; code 0 while nothing failed. Read without synchronising.
@@ -61,6 +63,7 @@ class DeviceChannel {
   int device_ = -1;
   bool nvlink_ = false;
   std::string sharing_;
+  bool processesShare_ = false;
   cuda::VmmAllocation own_;                 // the workspace, when shared through cuMem
   cuda::IpcAllocation ownIpc_;              // or through cudaIpc
   std::vector<cuda::VmmAllocation> peers_;  // the peers' cuMem workspaces, mapped here

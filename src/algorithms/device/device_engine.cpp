@@ -143,14 +143,15 @@ DeviceEngine::~DeviceEngine() {
 const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
 
 std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
-  const AllreduceKernel kernel =
-      policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_);
+  const AllreduceKernel kernel = policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr,
+                                                   sharedPath_, channel_ && channel_->processesShareGpu());
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
   return strCat("cuda_ipc/", allreduceKernelName(kernel));
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
-  std::string text = policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_);
+  std::string text = policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_,
+                                     channel_ && channel_->processesShareGpu());
   if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
   if (channel_ && !channel_->sharing().empty()) text += strCat(" [", channel_->sharing(), "]");
   return text;
@@ -446,7 +447,8 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_);
+  AllreduceKernel kernel =
+      policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_, channel_->processesShareGpu());
   if (kernel == AllreduceKernel::kLL && bytes > cuda::kernels::kLlMaxBytes) kernel = AllreduceKernel::kOneShot;
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
   // Refused here, before any rank publishes or launches anything, whichever path the call takes.

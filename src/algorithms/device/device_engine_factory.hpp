@@ -25,8 +25,8 @@ const char* allreduceKernelName(AllreduceKernel kernel);
 /// flags (0: its whole piece at once).
 struct DevicePolicy {
   std::function<bool(bool shared)> sharedPath;
-  std::function<AllreduceKernel(std::size_t bytes, bool nvlink, bool channel, bool shared)> allreduce;
-  std::function<std::string(std::size_t bytes, bool nvlink, bool channel, bool shared)> explain;
+  std::function<AllreduceKernel(std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes)> allreduce;
+  std::function<std::string(std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes)> explain;
   std::function<int(std::size_t windowBytes, int maxBlocks)> blocks;
   std::size_t chunkBytes = 0;
 };
