@@ -15,7 +15,7 @@ bench=$build/bin/braid-bench-device
 iters=${ITERS:-50}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-common=(--nranks 2 --collective allreduce -d float32 -f 8 -n "$iters" -w 5 --reps 3)
+common=(--nranks 2 --collective allreduce -d float32 -f 2 -n "$iters" -w 5 --reps 3)
 "$bench" "${common[@]}" --impl braid,memcpy -b 8 -e 64M --json "$tmp/processes.json"
 "$bench" "${common[@]}" --impl braid,memcpy -b 8 -e 64M --threads --json "$tmp/threads.json"
 BRAID_CUDA_SHARED_GPU=kernels "$bench" "${common[@]}" --impl braid -b 8 -e 64K --threads --json "$tmp/kernels.json"
