@@ -506,6 +506,12 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
       checkNccl(nccl, nccl.getVersion(&version), "ncclGetVersion");
       peers["nccl"] = ncclVersionText(version);
     }
+    if (std::find(impls.begin(), impls.end(), "memcpy") != impls.end()) {
+      int runtime = 0;
+      check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
+      peers["memcpy"] = "cudaMemcpyAsync, CUDA runtime " + std::to_string(runtime / 1000) + "." +
+                        std::to_string(runtime % 1000 / 10);
+    }
     // This rank is a child with its own CUDA context: asking the driver for the GPUs here is safe.
     nlohmann::json meta = braid::tools::provenanceMeta(command, started, braid::tools::machineInfo(),
                                                        deviceLink(*comm, n, gpus, !nccl.path.empty()), peers);

@@ -7,14 +7,15 @@
 #   kernels    2 threads on braid's collective kernels (BRAID_CUDA_SHARED_GPU=kernels), 8 B .. 64 KiB: the host's
 #              cost of issuing a kernel call against an empty kernel's launch (issue_us, empty_launch_us).
 # Usage: scripts/onegpu-bench.sh OUT.json   (BRAID_BUILD_DIR: where braid-bench-device was built; ITERS: calls per loop)
+# Each run's own file stays in OUT.parts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:?usage: scripts/onegpu-bench.sh OUT.json}
 build=${BRAID_BUILD_DIR:-build-gpu-check}
 bench=$build/bin/braid-bench-device
 iters=${ITERS:-50}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=${out%.json}.parts
+mkdir -p "$tmp"
 common=(--nranks 2 --collective allreduce -d float32 -f 2 -n "$iters" -w 5 --reps 3)
 "$bench" "${common[@]}" --impl braid,memcpy -b 8 -e 64M --json "$tmp/processes.json"
 "$bench" "${common[@]}" --impl braid,memcpy -b 8 -e 64M --threads --json "$tmp/threads.json"

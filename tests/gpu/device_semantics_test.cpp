@@ -377,7 +377,8 @@ TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
 
 // BRAID_CUDA_TIMELINE=1: a line per kernel, once it ended, with its GPU time (all of them by the communicator's end).
 // The timeline times braid's kernels: asked for where the ranks share a GPU (the shared-GPU path launches none of
-// them). Thread ranks on one GPU: the calls here are small enough for both ranks' kernels to be resident together.
+// them). Thread ranks on one GPU: the calls here are small enough (at most 120 KB, a few dozen blocks) for both
+// ranks' kernels to be resident together.
 TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
@@ -386,7 +387,7 @@ TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
   settings.logLevel = "info";  // every communicator applies its own level when created
   ::testing::internal::CaptureStderr();
   const auto results = runOnThreadRanks(settings, [](Communicator& c, cudaStream_t s) {
-    requireRampAllreduces(c, s, {3, 5000, 300007}, "timed");
+    requireRampAllreduces(c, s, {3, 5000, 30011}, "timed");
   });
   const std::string log = ::testing::internal::GetCapturedStderr();
   setLogLevel("warn");
