@@ -400,10 +400,13 @@ std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl
   std::string link = gpuLink(n, gpus);
   // Made by braid's first call on device memory: none when only NCCL ran.
   if (const braid::host::Engine* device = comm.impl().deviceEngine(); device != nullptr) {
-    const bool shared = device->allreduceAlgorithm(1 << 20) == "cuda_ipc/shared";
+    // The largest and the smallest call's path: processes sharing a GPU stage their small allreduces.
+    const bool shared = device->allreduceAlgorithm(std::size_t{1} << 30) == "cuda_ipc/shared";
+    const bool stagedSmall = device->allreduceAlgorithm(8).rfind("staged", 0) == 0;
     link += std::string("; braid: ") +
-            (shared ? "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared memory, "
-                      "local reductions)"
+            (shared ? std::string(stagedSmall ? "small allreduces staged through host memory, larger ones on " : "") +
+                          "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared memory, "
+                          "local reductions)"
              : std::string(device->transportName()) == "cuda_ipc"
                  ? "CUDA IPC (the GPUs read and write each other's memory)"
                  : "device buffers staged through host memory, " + braid::tools::braidLink(comm));
@@ -509,8 +512,8 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     if (std::find(impls.begin(), impls.end(), "memcpy") != impls.end()) {
       int runtime = 0;
       check(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
-      peers["memcpy"] = "cudaMemcpyAsync, CUDA runtime " + std::to_string(runtime / 1000) + "." +
-                        std::to_string(runtime % 1000 / 10);
+      peers["memcpy"] =
+          "cudaMemcpyAsync, CUDA runtime " + std::to_string(runtime / 1000) + "." + std::to_string(runtime % 1000 / 10);
     }
     // This rank is a child with its own CUDA context: asking the driver for the GPUs here is safe.
     nlohmann::json meta = braid::tools::provenanceMeta(command, started, braid::tools::machineInfo(),

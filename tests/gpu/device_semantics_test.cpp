@@ -377,8 +377,8 @@ TEST(DeviceSemantics, CallsRunOnTheBuffersGpuWhicheverThreadRunsThem) {
 
 // BRAID_CUDA_TIMELINE=1: a line per kernel, once it ended, with its GPU time (all of them by the communicator's end).
 // The timeline times braid's kernels: asked for where the ranks share a GPU (the shared-GPU path launches none of
-// them). Thread ranks on one GPU: the calls here are small enough (at most 120 KB, a few dozen blocks) for both
-// ranks' kernels to be resident together.
+// them). Process ranks, forked after the capture of stderr began, so their log lands in it; thread ranks would
+// depend on both ranks' kernels being resident on one GPU together, which CUDA does not promise.
 TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
@@ -386,7 +386,7 @@ TEST(DeviceSemantics, TheTimelineLogsEveryKernelsGpuTime) {
   settings.cudaTimeline = 1;
   settings.logLevel = "info";  // every communicator applies its own level when created
   ::testing::internal::CaptureStderr();
-  const auto results = runOnThreadRanks(settings, [](Communicator& c, cudaStream_t s) {
+  const auto results = runOnGpus(2, 1, settings, [](Communicator& c, cudaStream_t s) {
     requireRampAllreduces(c, s, {3, 5000, 30011}, "timed");
   });
   const std::string log = ::testing::internal::GetCapturedStderr();
