@@ -235,3 +235,28 @@ def rounds(run, impl, size, columns):
     rows.append(["median"] + [us(m) for m in medians])
     rows.append(["added"] + [""] + [f"{m - medians[0]:+.2f}" for m in medians[1:]])
     return table(header, rows)
+
+
+def shared_gpu(run, sizes):
+    """Ranks sharing one GPU (scripts/onegpu-bench.sh): time per call of 2 processes and of 2 threads, rank 0's
+    device-to-device copy of the same bytes in the same run, and each path's bandwidth over the copy's."""
+    header = ["size", "processes (us)", "threads (us)", "copy (us)", "processes / copy", "threads / copy"]
+    rows = []
+    for s in sizes:
+        p = run.row("braid", s, variant="processes")
+        t = run.row("braid+threads", s, variant="threads")
+        c = run.row("memcpy", s, variant="processes")
+        rows.append([size_text(parse_size(s)), us(p["time_us"]), us(t["time_us"]), us(c["time_us"]),
+                     x(p["algbw_gbs"] / c["algbw_gbs"]), x(t["algbw_gbs"] / c["algbw_gbs"])])
+    return table(header, rows)
+
+
+def issue_cost(run, sizes, impl="braid", variant=None):
+    """The host's time to issue one call against an empty kernel's launch timed in the same run."""
+    header = ["size", "issue (us)", "empty launch (us)", "issue / launch"]
+    rows = []
+    for s in sizes:
+        r = run.row(impl, s, variant=variant)
+        rows.append([size_text(parse_size(s)), us(r["issue_us"]), us(r["empty_launch_us"]),
+                     x(r["issue_us"] / r["empty_launch_us"])])
+    return table(header, rows)
