@@ -229,23 +229,33 @@ TEST(DeviceSemantics, CaptureOnTheSharedGpuPathIsRefusedByNameAndTheCommunicator
   EXPECT_EQ(testing::failures(results), "");
 }
 
+// A peer that dies is noticed within 2 s.
+void noticeDeathsQuickly(Settings& settings) {
+  settings.heartbeatIntervalSeconds = 0.2;
+  settings.heartbeatTimeoutSeconds = 2;
+}
+
+// One allreduce of n floats on buf, then rank 1 dies: the survivor's next call meets a dead peer.
+void allreduceThenRank1Dies(Communicator& c, cudaStream_t s, DeviceBytes& buf, std::size_t n) {
+  cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
+  c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+  cuda::checkCuda(cudaStreamSynchronize(s), "sync");
+  c.barrier();
+  if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
+}
+
 // braid's kernels, which spin on flags their peers raise: the watchdog makes them give up.
 TEST(DeviceSemantics, AKilledPeerBecomesPeerLostInsteadOfAHungGpu) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings();
   settings.cudaSharedGpu = "kernels";
-  settings.heartbeatIntervalSeconds = 0.2;
-  settings.heartbeatTimeoutSeconds = 2;
+  noticeDeathsQuickly(settings);
   const auto results = runOnGpus(
       2, 1, settings,
       [](Communicator& c, cudaStream_t s) {
         const std::size_t n = 1 << 20;
         DeviceBytes buf(n * 4);
-        cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
-        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-        cuda::checkCuda(cudaStreamSynchronize(s), "sync");
-        c.barrier();
-        if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
+        allreduceThenRank1Dies(c, s, buf, n);
         const auto start = std::chrono::steady_clock::now();
         c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
         cuda::checkCuda(cudaStreamSynchronize(s), "the stream of a kernel whose peer died");
@@ -295,18 +305,13 @@ TEST(DeviceSemantics, RanksInDifferentCallsOnTheSharedGpuPathGetMismatchNamingBo
 TEST(DeviceSemantics, AKilledPeerOnTheSharedGpuPathIsPeerLostWithinSeconds) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   Settings settings = deviceSettings("shared");
-  settings.heartbeatIntervalSeconds = 0.2;
-  settings.heartbeatTimeoutSeconds = 2;
+  noticeDeathsQuickly(settings);
   const auto results = runOnGpus(
       2, 1, settings,
       [](Communicator& c, cudaStream_t s) {
         const std::size_t n = 1 << 20;
         DeviceBytes buf(n * 4);
-        cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
-        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-        cuda::checkCuda(cudaStreamSynchronize(s), "sync");
-        c.barrier();
-        if (c.rank() == 1) ::kill(::getpid(), SIGKILL);
+        allreduceThenRank1Dies(c, s, buf, n);
         const auto start = std::chrono::steady_clock::now();
         try {
           c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
