@@ -100,16 +100,18 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   const bool enoughGpus = !t.gpus.empty();
   const bool channel = enoughGpus && t.allP2p();
   const bool nvlink = t.allNvlink();
+  // Rank r runs on GPU r % GPUs, as the launchers and braid's own tools place them.
+  const bool sharesGpu = enoughGpus && local > static_cast<int>(t.gpus.size());
+  const bool sharedPath = channel && tuning::chooseSharedGpuPath(sharesGpu, t.mpsServer, settings);
+  const std::string link = nvlink ? "NVLink" : "PCIe peer access";
   out << "  transport: "
-      << (channel
-              ? std::string("cuda_ipc (braid's kernels over ") + (nvlink ? "NVLink" : "PCIe peer access") + ")"
-              : std::string(enoughGpus ? "staging through pinned host memory: not every pair of GPUs has peer access"
-                                       : "none: this machine has no GPU"))
+      << (sharedPath ? "cuda_ipc workspaces (over " + link + " between GPUs), steps ordered by the host"
+          : channel  ? "cuda_ipc (braid's kernels over " + link + ")"
+                     : std::string(enoughGpus ? "staging through pinned host memory: not every pair of GPUs has peer "
+                                                 "access"
+                                              : "none: this machine has no GPU"))
       << "\n";
   if (!enoughGpus) return out.str();
-  // Rank r runs on GPU r % GPUs, as the launchers and braid's own tools place them.
-  const bool sharesGpu = local > static_cast<int>(t.gpus.size());
-  const bool sharedPath = channel && tuning::chooseSharedGpuPath(sharesGpu, t.mpsServer, settings);
   if (sharesGpu) {
     out << "  note: " << local << " ranks on " << t.gpus.size() << " GPU(s): several ranks share a GPU; "
         << (t.mpsServer ? "an MPS server runs, so their kernels run side by side"
