@@ -238,7 +238,8 @@ Topology detectHost(const std::string& root) {
 }
 
 bool mpsServerRunning(const std::string& root) {
-  const char* dir = std::getenv("CUDA_MPS_PIPE_DIRECTORY");  // CUDA's variable, not a braid knob
+  // CUDA's variable, not a braid knob; a fake tree (root set) is judged without this process's environment.
+  const char* dir = root.empty() ? std::getenv("CUDA_MPS_PIPE_DIRECTORY") : nullptr;
   const std::string path = root + (dir != nullptr && *dir != '\0' ? dir : "/tmp/nvidia-mps") + "/control";
   std::error_code ec;
   return fs::is_fifo(path, ec);
