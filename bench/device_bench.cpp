@@ -9,7 +9,6 @@
 // Usage: braid-bench-device [driver flags, see braid-bench-mpi --help] --nranks N [--impl braid,nccl] [--graph]
 //        [--register] [--threads]
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +30,7 @@
 #include "bench/driver_args.hpp"
 #include "bench/empty_launch.hpp"
 #include "bench/machine_info.hpp"
+#include "bench/nccl_loader.hpp"
 #include "bench/provenance.hpp"
 #include "braid/braid.hpp"
 #include "topology/topology.hpp"
@@ -38,6 +38,16 @@
 namespace {
 
 constexpr const char* kProgram = "braid-bench-device";
+using braid::bench::checkNccl;
+using braid::bench::loadNccl;
+using braid::bench::Nccl;
+using braid::bench::ncclComm_t;
+using braid::bench::ncclOp;
+using braid::bench::ncclResult_t;
+using braid::bench::ncclSettings;
+using braid::bench::ncclType;
+using braid::bench::ncclUniqueId;
+using braid::bench::ncclVersionText;
 using braid::tools::BenchOptions;
 using braid::tools::BenchRow;
 
@@ -45,97 +55,6 @@ void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
 }
 
-// ---- NCCL through dlopen: the few entry points the sweep calls, declared from NCCL's stable ABI (nccl.h, 2.x) so
-// that no NCCL header is needed to build.
-using ncclResult_t = int;
-constexpr ncclResult_t ncclSuccess = 0;
-struct ncclComm;
-using ncclComm_t = ncclComm*;
-struct ncclUniqueId {
-  char internal[128];
-};
-enum ncclDataType_t { ncclInt32 = 2, ncclFloat16 = 6, ncclFloat32 = 7, ncclFloat64 = 8, ncclBfloat16 = 9 };
-enum ncclRedOp_t { ncclSum = 0, ncclProd = 1, ncclMax = 2, ncclMin = 3 };
-
-struct Nccl {
-  ncclResult_t (*getUniqueId)(ncclUniqueId*) = nullptr;
-  ncclResult_t (*commInitRank)(ncclComm_t*, int, ncclUniqueId, int) = nullptr;
-  ncclResult_t (*commDestroy)(ncclComm_t) = nullptr;
-  ncclResult_t (*allReduce)(const void*, void*, std::size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                            cudaStream_t) = nullptr;
-  ncclResult_t (*allGather)(const void*, void*, std::size_t, ncclDataType_t, ncclComm_t, cudaStream_t) = nullptr;
-  ncclResult_t (*reduceScatter)(const void*, void*, std::size_t, ncclDataType_t, ncclRedOp_t, ncclComm_t,
-                                cudaStream_t) = nullptr;
-  ncclResult_t (*broadcast)(const void*, void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
-  ncclResult_t (*reduce)(const void*, void*, std::size_t, ncclDataType_t, ncclRedOp_t, int, ncclComm_t,
-                         cudaStream_t) = nullptr;
-  ncclResult_t (*send)(const void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
-  ncclResult_t (*recv)(void*, std::size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) = nullptr;
-  ncclResult_t (*groupStart)() = nullptr;
-  ncclResult_t (*groupEnd)() = nullptr;
-  const char* (*errorString)(ncclResult_t) = nullptr;
-  ncclResult_t (*getVersion)(int*) = nullptr;
-  ncclResult_t (*commRegister)(ncclComm_t, void*, std::size_t, void**) = nullptr;
-  ncclResult_t (*commDeregister)(ncclComm_t, void*) = nullptr;
-  std::string path;
-};
-
-Nccl loadNccl() {
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("BRAID_NCCL_LIBRARY")) candidates.emplace_back(env);
-  candidates.insert(candidates.end(), {"libnccl.so.2", "/usr/local/cuda/lib64/libnccl.so.2"});
-  for (const char* py : {"3.13", "3.12", "3.11", "3.10"}) {
-    for (const char* dir : {"/usr/local/lib/python", "/usr/lib/python"}) {
-      candidates.push_back(std::string(dir) + py + "/dist-packages/nvidia/nccl/lib/libnccl.so.2");
-    }
-  }
-  for (const auto& c : candidates) {
-    void* lib = ::dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!lib) continue;
-    Nccl n;
-    n.path = c;
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
-      if (!fn) throw std::runtime_error(c + " has no " + name);
-    };
-    get(n.getUniqueId, "ncclGetUniqueId");
-    get(n.commInitRank, "ncclCommInitRank");
-    get(n.commDestroy, "ncclCommDestroy");
-    get(n.allReduce, "ncclAllReduce");
-    get(n.allGather, "ncclAllGather");
-    get(n.reduceScatter, "ncclReduceScatter");
-    get(n.broadcast, "ncclBroadcast");
-    get(n.reduce, "ncclReduce");
-    get(n.send, "ncclSend");
-    get(n.recv, "ncclRecv");
-    get(n.groupStart, "ncclGroupStart");
-    get(n.groupEnd, "ncclGroupEnd");
-    get(n.errorString, "ncclGetErrorString");
-    get(n.getVersion, "ncclGetVersion");
-    get(n.commRegister, "ncclCommRegister");
-    get(n.commDeregister, "ncclCommDeregister");
-    return n;
-  }
-  throw std::runtime_error("no libnccl.so.2 found (set BRAID_NCCL_LIBRARY)");
-}
-
-void checkNccl(const Nccl& n, ncclResult_t r, const char* what) {
-  if (r != ncclSuccess) throw std::runtime_error(std::string(what) + ": " + n.errorString(r));
-}
-
-ncclDataType_t ncclType(const std::string& dtype) {
-  if (dtype == "float32") return ncclFloat32;
-  if (dtype == "bfloat16") return ncclBfloat16;
-  if (dtype == "float16") return ncclFloat16;
-  if (dtype == "float64") return ncclFloat64;
-  return ncclInt32;
-}
-ncclRedOp_t ncclOp(const std::string& op) {
-  if (op == "prod") return ncclProd;
-  if (op == "min") return ncclMin;
-  if (op == "max") return ncclMax;
-  return ncclSum;
-}
 braid::DataType braidType(const std::string& dtype) {
   if (dtype == "float32") return braid::DataType::kFloat32;
   if (dtype == "bfloat16") return braid::DataType::kBFloat16;
@@ -354,14 +273,6 @@ Timing timeCalls(const BenchOptions& o, const Call& call, cudaStream_t stream, b
   return {median.first, median.second};
 }
 
-// "2.28.3" from ncclGetVersion's 22803 (2.9 and later: major * 10000 + minor * 100 + patch; before: * 1000 + * 100).
-std::string ncclVersionText(int code) {
-  const int major = code >= 10000 ? code / 10000 : code / 1000;
-  const int minor = code >= 10000 ? code / 100 % 100 : code / 100 % 10;
-  const int patch = code % 100;
-  return "NCCL " + std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
-}
-
 // What joins the GPUs of ranks 0..n-1 (rank r on GPU r % gpus), from the driver: NVLink, PCIe peer to peer, or
 // neither; "one GPU" when every rank shares GPU 0.
 std::string gpuLink(int n, int gpus) {
@@ -382,16 +293,6 @@ std::string gpuLink(int n, int gpus) {
   std::string text = std::to_string(used) + " GPUs ";
   if (nvlink) return text + "joined by NVLink" + (links > 0 ? " (" + std::to_string(links) + " links)" : "");
   return text + (p2p ? "joined by PCIe, peer to peer" : "joined by PCIe through host memory (no peer access)");
-}
-
-// The NCCL_* settings that restrict NCCL's choice of transport, as this run had them.
-std::string ncclSettings() {
-  std::string out;
-  for (const char* name : {"NCCL_P2P_DISABLE", "NCCL_SHM_DISABLE", "NCCL_NVLS_ENABLE", "NCCL_NET", "NCCL_IB_DISABLE",
-                           "NCCL_SOCKET_IFNAME", "NCCL_P2P_LEVEL", "NCCL_ALGO", "NCCL_PROTO"}) {
-    if (const char* v = std::getenv(name)) out += (out.empty() ? "" : " ") + std::string(name) + "=" + v;
-  }
-  return out;
 }
 
 // What joined the ranks in this run: the GPUs' own link, braid's path as its device engine chose it, and NCCL's
