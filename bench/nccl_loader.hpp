@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <string>
 
-
 namespace braid::bench {
 
 using ncclResult_t = int;
