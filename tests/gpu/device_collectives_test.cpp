@@ -111,8 +111,10 @@ void everyTypeAndOp(const std::function<void(DataType, ReduceKind, std::size_t)>
 
 class DeviceReductions : public ::testing::TestWithParam<std::string> {};
 
-// "oneshot_4k": one-shot with 4 KiB chunks, so that even 1 MiB pipelines through many flags per block.
+// "oneshot_4k": one-shot with 4 KiB chunks, so that even 1 MiB pipelines through many flags per block; "threads":
+// ranks as threads of one process with the path braid chooses for them.
 Settings settingsFor(const std::string& param) {
+  if (param == "threads") return deviceSettings();
   if (param == "oneshot_4k") {
     Settings s = deviceSettings("oneshot");
     s.cudaChunkBytes = 4096;
@@ -124,7 +126,7 @@ Settings settingsFor(const std::string& param) {
 TEST_P(DeviceReductions, AllreduceEveryTypeOpAndSizeOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   const bool ll = GetParam() == "ll";
-  const auto results = runOnGpus(2, 1, settingsFor(GetParam()), [ll](Communicator& c, cudaStream_t s) {
+  const auto results = runOnRanks(GetParam(), 2, settingsFor(GetParam()), [ll](Communicator& c, cudaStream_t s) {
     everyTypeAndOp([&](DataType type, ReduceKind kind, std::size_t count) {
       for (bool inPlace : {false, true}) allreduceCase(c, s, type, kind, count, inPlace);
     });
@@ -142,7 +144,7 @@ TEST_P(DeviceReductions, AllreduceEveryTypeOpAndSizeOn2Ranks) {
 
 TEST_P(DeviceReductions, AllreduceOf64MiBOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
+  const auto results = runOnRanks(GetParam(), 2, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
     const std::size_t bytes = 64u << 20;
     for (DataType type : {DataType::kFloat32, DataType::kBFloat16}) {
       allreduceCase(c, s, type, ReduceKind::kSum, bytes / dataTypeSize(type), false);
@@ -156,7 +158,7 @@ TEST_P(DeviceReductions, AllreduceOf64MiBOn2Ranks) {
 // which run every access of every kernel through their own checks (scripts/gpu-check.sh sanitizer).
 TEST_P(DeviceReductions, AFewAllreducesForTheSanitizers) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
+  const auto results = runOnRanks(GetParam(), 2, settingsFor(GetParam()), [](Communicator& c, cudaStream_t s) {
     for (std::size_t count : {std::size_t{1}, std::size_t{4097}, std::size_t{(64u << 10) + 3}}) {
       allreduceCase(c, s, DataType::kFloat32, ReduceKind::kSum, count, false);
       allreduceCase(c, s, DataType::kBFloat16, ReduceKind::kMax, count, true);
@@ -171,7 +173,7 @@ TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   const std::size_t largest = (gpuIsShared() ? std::size_t{4} << 20 : std::size_t{16} << 20) + 3;
   for (int ranks : {3, 4}) {
-    const auto results = runOnGpus(ranks, 1, settingsFor(GetParam()), [&](Communicator& c, cudaStream_t s) {
+    const auto results = runOnRanks(GetParam(), ranks, settingsFor(GetParam()), [&](Communicator& c, cudaStream_t s) {
       for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
         for (std::size_t count : {std::size_t{1}, std::size_t{7}, megPlus3(type), largest}) {
           for (bool inPlace : {false, true}) allreduceCase(c, s, type, ReduceKind::kSum, count, inPlace);
@@ -186,14 +188,16 @@ TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
   }
 }
 
-// ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path.
+// ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path; shared: the
+// shared-GPU path of processes; threads: thread ranks (on one GPU the shared-GPU path of one context).
 INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions,
-                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged", "shared"),
+                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged", "shared", "threads"),
                          [](const auto& info) { return info.param; });
 
-// The collectives other than allreduce on both paths of ranks that share a GPU, wherever the test runs: braid's
-// kernels ("kernels": BRAID_CUDA_SHARED_GPU=kernels, the only path where every rank has a GPU of its own) and the
-// shared-GPU path ("shared": BRAID_ALGO=shared, which takes it for every collective).
+// The collectives other than allreduce on every path of ranks that share a GPU, wherever the test runs: braid's
+// kernels ("kernels": BRAID_CUDA_SHARED_GPU=kernels, the only path where every rank has a GPU of its own), the
+// shared-GPU path of processes ("shared": BRAID_ALGO=shared, which takes it for every collective), and thread ranks
+// with the path braid chooses ("threads": on one GPU the shared-GPU path of one context).
 class DeviceCollectives : public ::testing::TestWithParam<std::string> {
  protected:
   static Settings pathSettings() {
@@ -201,11 +205,14 @@ class DeviceCollectives : public ::testing::TestWithParam<std::string> {
     if (GetParam() == "kernels") s.cudaSharedGpu = "kernels";
     return s;
   }
+  static std::vector<std::string> run(int ranks, const std::function<void(Communicator&, cudaStream_t)>& body) {
+    return runOnRanks(GetParam(), ranks, pathSettings(), body);
+  }
 };
 
 TEST_P(DeviceCollectives, ReduceAndReduceScatterEveryTypeAndOpOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, pathSettings(), [](Communicator& c, cudaStream_t s) {
+  const auto results = run(2, [](Communicator& c, cudaStream_t s) {
     everyTypeAndOp([&](DataType type, ReduceKind kind, std::size_t count) {
       reduceCase(c, s, type, kind, count, false, 1);
       reduceCase(c, s, type, kind, count, true, 0);
@@ -278,7 +285,7 @@ TEST_P(DeviceCollectives, MovingCollectivesOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   // 64 MiB per rank; 16 MiB where the ranks share one GPU (still far past every chunk and staging size).
   const std::size_t largest = gpuIsShared() ? std::size_t{4} << 20 : std::size_t{16} << 20;
-  const auto results = runOnGpus(2, 1, pathSettings(), [&](Communicator& c, cudaStream_t s) {
+  const auto results = run(2, [&](Communicator& c, cudaStream_t s) {
     for (DataType type : {DataType::kUint8, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (std::size_t count : kMovingCounts) movingCases(c, s, count, type, count);
     }
@@ -290,7 +297,7 @@ TEST_P(DeviceCollectives, MovingCollectivesOn2Ranks) {
 TEST_P(DeviceCollectives, MovingCollectivesOn3And4Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   for (int ranks : {3, 4}) {
-    const auto results = runOnGpus(ranks, 1, pathSettings(), [](Communicator& c, cudaStream_t s) {
+    const auto results = run(ranks, [](Communicator& c, cudaStream_t s) {
       for (std::size_t count : kMovingCounts) movingCases(c, s, count, DataType::kFloat32, count);
       movingCases(c, s, (4u << 20) + 1, DataType::kUint8, 5);
     });
@@ -298,7 +305,7 @@ TEST_P(DeviceCollectives, MovingCollectivesOn3And4Ranks) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared"),
+INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared", "threads"),
                          [](const auto& info) { return info.param; });
 
 TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {

@@ -69,6 +69,36 @@ inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings
       timeoutSeconds);
 }
 
+/// Runs `body` on `ranks` threads of this process, rank r on GPU r % GPUs, each with a stream of its own. This
+/// process then holds a CUDA context, so a test that calls it forks no ranks afterwards. Where ranks share a GPU
+/// they take the shared-GPU path, on which no kernel waits for another rank's; a test that asks for braid's kernels
+/// there (BRAID_CUDA_SHARED_GPU=kernels) depends on the threads' kernels being resident at once, which CUDA does
+/// not promise: it must fail, not stall the run, so the communicator's timeout (its kernels spin under it too) is
+/// short, well inside the test's limit.
+inline std::vector<std::string> runOnGpuThreads(int ranks, Settings settings,
+                                                const std::function<void(Communicator&, cudaStream_t)>& body) {
+  const int gpus = gpusSeenByAChild();
+  if (gpus < 1) return {};
+  settings.timeoutSeconds = 30;
+  return testing::runThreads(
+      ranks,
+      [&](Communicator& c) {
+        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
+        cudaStream_t stream = nullptr;
+        cuda::checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+        body(c, stream);
+        cuda::checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+        (void)cudaStreamDestroy(stream);
+      },
+      settings);
+}
+
+/// runOnGpuThreads where `layout` is "threads", else runOnGpus (processes).
+inline std::vector<std::string> runOnRanks(const std::string& layout, int ranks, const Settings& settings,
+                                           const std::function<void(Communicator&, cudaStream_t)>& body) {
+  return layout == "threads" ? runOnGpuThreads(ranks, settings, body) : runOnGpus(ranks, 1, settings, body);
+}
+
 /// True where the ranks of a test share one GPU (process ranks are time-sliced on it: a few ms per call), so that
 /// tests scale their largest sizes down there.
 inline bool gpuIsShared() { return gpusSeenByAChild() < 2; }

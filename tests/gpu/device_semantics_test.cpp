@@ -57,27 +57,10 @@ void requireRampAllreduces(Communicator& c, cudaStream_t s, std::initializer_lis
   }
 }
 
-// Two ranks as threads of this process, rank r on GPU r % GPUs, each with a stream of its own. Threads: this test's
-// process uses CUDA itself, so it forks nothing after this.
-// Where there is one GPU both threads share it and take the shared-GPU path, on which no kernel waits for another
-// rank's. A test that asks for braid's kernels there (BRAID_CUDA_SHARED_GPU=kernels) depends on both threads'
-// kernels being resident at once, which CUDA does not promise: it must fail, not stall the run, so the
-// communicator's timeout, which its kernels also spin under, is short, well inside the test's limit.
-constexpr double kThreadRankTimeoutSeconds = 30;
-std::vector<std::string> runOnThreadRanks(Settings settings,
+// Two ranks as threads of this process (see runOnGpuThreads).
+std::vector<std::string> runOnThreadRanks(const Settings& settings,
                                           const std::function<void(Communicator&, cudaStream_t)>& body) {
-  const int gpus = cuda::deviceCount();
-  settings.timeoutSeconds = kThreadRankTimeoutSeconds;
-  return testing::runThreads(
-      2,
-      [&](Communicator& c) {
-        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
-        cudaStream_t s = nullptr;
-        cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
-        body(c, s);
-        (void)cudaStreamDestroy(s);
-      },
-      settings);
+  return runOnGpuThreads(2, settings, body);
 }
 
 TEST(DeviceSemantics, EveryMemoryKindWorksAndMixingHostWithGpuIsRefusedByName) {

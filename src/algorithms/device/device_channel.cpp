@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -40,10 +41,18 @@ struct Hello {
   Sharing sharing;
   std::uint32_t pad;
   std::uint64_t address;  // the workspace's address in its owner's process (cudaIpc ranks of one process use it)
+  std::uint64_t process;  // this process's token: pids repeat across containers, the token does not
   cuda::IpcHandle ipc;
   std::array<char, 16> uuid;
   std::array<char, 160> why;
 };
+
+// Drawn once per process: ranks with the same token are threads of one process and share its CUDA context.
+std::uint64_t processToken() {
+  static const std::uint64_t token =
+      std::random_device{}() | (static_cast<std::uint64_t>(std::random_device{}()) << 32) | 1u;
+  return token;
+}
 
 // The local ordinal of the GPU with this UUID, or -1 when it is not visible here.
 int ordinalOf(const std::array<char, 16>& uuid) {
@@ -102,6 +111,7 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   mine.ok = 1;
   mine.device = device;
   mine.pid = static_cast<std::int32_t>(::getpid());
+  mine.process = processToken();
   mine.fd = -1;
   mine.nonce = std::random_device{}() | (static_cast<std::uint64_t>(std::random_device{}()) << 32);
   if (size > kMaxDeviceRanks) failStep(mine, strCat(size, " ranks: a channel connects at most ", kMaxDeviceRanks));
@@ -223,9 +233,11 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   ch->sharing_ = sharingOf(all);
   for (std::size_t a = 0; a < all.size(); ++a) {
     for (std::size_t b = a + 1; b < all.size(); ++b) {
-      ch->processesShare_ |= all[a].uuid == all[b].uuid && all[a].pid != all[b].pid;
+      ch->processesShare_ |= all[a].uuid == all[b].uuid && all[a].process != all[b].process;
     }
   }
+  ch->oneContext_ = std::all_of(all.begin(), all.end(),
+                                [&](const Hello& h) { return h.process == all[0].process && h.uuid == all[0].uuid; });
 
   // 3. The probe: every rank writes each peer's probe word over the link and reads it back; after a barrier each
   // rank checks the words its peers wrote into its own memory.

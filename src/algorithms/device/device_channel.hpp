@@ -50,6 +50,9 @@ class DeviceChannel {
   const std::string& sharing() const { return sharing_; }
   /// Whether two ranks of different processes share a GPU (their work is time-sliced there without MPS).
   bool processesShareGpu() const { return processesShare_; }
+  /// Whether every rank is a thread of this process on this GPU: one CUDA context holds all their buffers, streams
+  /// and events.
+  bool oneContext() const { return oneContext_; }
   /// How this rank's workspace is shared: "cuMem" or "cudaIpc".
   const char* memoryName() const { return ownIpc_.data() != nullptr ? "cudaIpc" : "cuMem"; }
   /// What the kernels reported; code 0 while nothing failed. Read without synchronising.
@@ -64,6 +67,7 @@ class DeviceChannel {
   bool nvlink_ = false;
   std::string sharing_;
   bool processesShare_ = false;
+  bool oneContext_ = false;
   cuda::VmmAllocation own_;                 // the workspace, when shared through cuMem
   cuda::IpcAllocation ownIpc_;              // or through cudaIpc
   std::vector<cuda::VmmAllocation> peers_;  // the peers' cuMem workspaces, mapped here

@@ -197,10 +197,19 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
       try {
         channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
                                           &noChannelWhy_);
-        if (channel_) sharedPath_ = agreeOnSharedPath(env);
+        if (channel_) {
+          sharedPath_ = agreeOnSharedPath(env);
+          // Threads of one process on one GPU read each other's buffers in place; other layouts publish pieces.
+          if (sharedPath_ && channel_->oneContext()) {
+            shared_ = std::make_unique<OneContextCollectives>(host_, rank_, size_, env);
+          } else {
+            shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
+          }
+        }
       } catch (...) {
         // The call failed as a whole (a peer rejected it, a peer was lost): connect again at the next device call,
         // as every rank will; a rank that never got here makes its first attempt then.
+        shared_.reset();
         channel_.reset();
         tried_ = false;
         throw;
@@ -213,13 +222,13 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
                      channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots, ",
                      channel_->memoryName(), " workspace"));
       const bool shares = !channel_->sharing().empty();
-      shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
       if (shares) {
-        logLine(
-            LogLevel::kInfo, rank_,
-            strCat("cuda_ipc: ", channel_->sharing(),
-                   sharedPath_ ? ": the shared-GPU path, no kernel waits for another rank's"
-                               : ": braid's collective kernels (an MPS server, BRAID_CUDA_SHARED_GPU or BRAID_ALGO)"));
+        logLine(LogLevel::kInfo, rank_,
+                strCat("cuda_ipc: ", channel_->sharing(),
+                       sharedPath_
+                           ? strCat(": ", shared_->name(), ", no kernel waits for another rank's")
+                           : std::string(
+                                 ": braid's collective kernels (an MPS server, BRAID_CUDA_SHARED_GPU or BRAID_ALGO)")));
       }
       cudaEvent_t join = nullptr;
       checkCuda(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate(join)");

@@ -20,6 +20,7 @@
 #include "algorithms/device/buffer_registry.hpp"
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/device/kernel_timeline.hpp"
+#include "algorithms/device/one_context.hpp"
 #include "algorithms/device/shared_gpu.hpp"
 #include "algorithms/device/staging.hpp"
 #include "algorithms/host/engine.hpp"
@@ -72,6 +73,9 @@ class DeviceEngine final : public host::Engine {
   /// How many calls so far read their peers' registered buffers in place (the kernels count them). Waits for
   /// nothing: the caller synchronises with the calls it wants counted.
   std::uint64_t registeredCalls() const;
+  /// How many calls so far read their peers' buffers in place on the shared-GPU path of threads of one process
+  /// (every call there does, registered or not).
+  std::uint64_t oneContextCalls() const { return shared_ ? shared_->inPlaceCalls() : 0; }
   /// The device the communicator bound at its first device call (-1 before).
   int device() const { return device_; }
 
@@ -119,7 +123,7 @@ class DeviceEngine final : public host::Engine {
   std::unique_ptr<DeviceChannel> channel_;            // made and used by the thread running calls
   std::atomic<DeviceChannel*> channelView_{nullptr};  // the same, for abort() and asyncError() from any thread
 
-  std::unique_ptr<SharedGpuCollectives> shared_;  // with the channel
+  std::unique_ptr<CoLocatedCollectives> shared_;  // with the channel
   bool sharedPath_ = false;                       // every call takes it (DevicePolicy::sharedPath)
 
   std::unique_ptr<KernelTimeline> timeline_;  // BRAID_CUDA_TIMELINE=1 only

@@ -60,12 +60,7 @@ void SharedGpuCollectives::begin(DataType type, std::size_t count, int root, std
   // The previous call's last reads of the peers' areas must come before this call's next publication on any
   // stream: its meeting is what tells the peers those reads are done.
   if (doneRecorded_) checkCuda(cudaStreamWaitEvent(streamOf(env), done_, 0), "cudaStreamWaitEvent(shared GPU)");
-  shape_ = Shape{};
-  std::snprintf(shape_.op, sizeof shape_.op, "%s", env.context.op.c_str());
-  shape_.type = static_cast<std::uint32_t>(type);
-  shape_.root = root;
-  shape_.count = count;
-  shape_.kind = kind;
+  shape_ = callShape(env, type, count, root, kind);
 }
 
 void SharedGpuCollectives::end(const host::OpEnv& env) {
@@ -78,23 +73,8 @@ int SharedGpuCollectives::meet(std::size_t offset, const host::OpEnv& env) {
   waitForEvent(published_, env, "publishing this rank's piece");
   shape_.offset = offset;
   shape_.piece = pieces_;
-  host_.allgather(&shape_, shapes_.data(), sizeof(Shape), DataType::kUint8, env);
-  for (int r = 0; r < size_; ++r) {
-    const Shape& s = shapes_[static_cast<std::size_t>(r)];
-    if (std::memcmp(&s, &shapes_[0], sizeof(Shape)) == 0) continue;
-    auto text = [](const Shape& x) {
-      return strCat(x.op, " of ", x.count, " ", dataTypeName(static_cast<DataType>(x.type)),
-                    x.kind < static_cast<std::uint32_t>(kNumReduceKinds)
-                        ? strCat(" ", reduceKindName(static_cast<ReduceKind>(x.kind)))
-                        : std::string(),
-                    x.root >= 0 ? strCat(" (root ", x.root, ")") : std::string(), ", piece ", x.piece, " at element ",
-                    x.offset);
-    };
-    ErrorContext context = env.context;
-    context.peer = r;
-    fail(ErrorCode::kMismatch, context, "ranks that share a GPU are in different calls: rank 0 in ", text(shapes_[0]),
-         ", rank ", r, " in ", text(s));
-  }
+  host_.allgather(&shape_, shapes_.data(), sizeof(CallShape), DataType::kUint8, env);
+  requireSameCall(shapes_.data(), sizeof(CallShape), size_, env);
   // Moved on before the reads are queued: a rank whose reads fail stays in step with its peers.
   const int parity = parity_;
   parity_ ^= 1;

@@ -23,46 +23,38 @@
 #include <cstdint>
 #include <vector>
 
+#include "algorithms/device/call_shape.hpp"
+#include "algorithms/device/co_located.hpp"
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/host/engine.hpp"
 
 namespace braid::device {
 
-class SharedGpuCollectives {
+class SharedGpuCollectives final : public CoLocatedCollectives {
  public:
   /// `host` meets the ranks; `channel` maps every rank's workspace (whose data area this uses as two parities).
   /// Both outlive this.
   SharedGpuCollectives(host::Engine& host, const DeviceChannel& channel, int rank, int size);
-  ~SharedGpuCollectives();
+  ~SharedGpuCollectives() override;
   SharedGpuCollectives(const SharedGpuCollectives&) = delete;
   SharedGpuCollectives& operator=(const SharedGpuCollectives&) = delete;
 
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const host::OpEnv& env);
+  const char* name() const override { return "the shared-GPU path (pieces published in the workspaces)"; }
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const host::OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const host::OpEnv& env);
+              const host::OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const host::OpEnv& env);
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env);
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env);
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const host::OpEnv& env);
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const host::OpEnv& env);
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env);
+                     const host::OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+              const host::OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+               const host::OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
 
  private:
-  /// What a rank brings to a meeting: its call and the piece it is at (`piece` counts every piece this object met,
-  /// so ranks out of step by a piece fail as well). 64 bytes, no padding: compared with memcmp.
-  struct Shape {
-    char op[24];
-    std::uint32_t type;
-    std::int32_t root;
-    std::uint64_t count;
-    std::uint64_t offset;
-    std::uint32_t kind;  // the reduce op; kNumReduceKinds for collectives that do not reduce
-    std::uint32_t pad;
-    std::uint64_t piece;
-  };
-  static_assert(sizeof(Shape) == 64);
-
   /// `rank`'s area of `parity`.
   std::byte* area(int rank, int parity) const;
   /// Names the call for the meetings of its pieces and orders it after the previous call (every public method
@@ -99,8 +91,8 @@ class SharedGpuCollectives {
   cudaEvent_t done_ = nullptr;  // recorded after each call's last reads
   bool doneRecorded_ = false;
   std::vector<const void*> sources_;
-  Shape shape_{};
-  std::vector<Shape> shapes_;
+  CallShape shape_{};  // `piece` counts every piece this object met
+  std::vector<CallShape> shapes_;
 };
 
 }  // namespace braid::device

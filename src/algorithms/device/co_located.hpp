@@ -1,0 +1,37 @@
+// The collectives of ranks that share a GPU, behind one interface: DeviceEngine picks an implementation when it
+// connects (every rank the same one) and sends every call of those ranks to it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/host/op_env.hpp"
+#include "braid/types.hpp"
+
+namespace braid::device {
+
+class CoLocatedCollectives {
+ public:
+  virtual ~CoLocatedCollectives() = default;
+
+  /// What `BRAID_LOG=info` and explain call the path.
+  virtual const char* name() const = 0;
+  /// Calls that read the peers' buffers where they lie (instead of copies the peers published).
+  virtual std::uint64_t inPlaceCalls() const { return 0; }
+
+  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                         const host::OpEnv& env) = 0;
+  virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                      const host::OpEnv& env) = 0;
+  virtual void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                             const host::OpEnv& env) = 0;
+  virtual void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) = 0;
+  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) = 0;
+  virtual void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
+                      const host::OpEnv& env) = 0;
+  virtual void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
+                       const host::OpEnv& env) = 0;
+  virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) = 0;
+};
+
+}  // namespace braid::device
