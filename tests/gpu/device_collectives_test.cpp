@@ -305,6 +305,15 @@ TEST_P(DeviceCollectives, MovingCollectivesOn3And4Ranks) {
   }
 }
 
+// Every moving collective at a size that crosses a 16-byte tail, for compute-sanitizer's tools (gpu-check.sh).
+TEST_P(DeviceCollectives, AFewMovingCollectivesForTheSanitizers) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  const auto results = run(2, [](Communicator& c, cudaStream_t s) {
+    for (std::size_t count : {std::size_t{1}, std::size_t{4097}}) movingCases(c, s, count, DataType::kFloat32, count);
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared", "threads"),
                          [](const auto& info) { return info.param; });
 

@@ -198,6 +198,7 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
         channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
                                           &noChannelWhy_);
         if (channel_) {
+          staging_.useStreamWrites(channel_->processesShareGpu());
           sharedPath_ = agreeOnSharedPath(env);
           // Threads of one process on one GPU read each other's buffers in place; other layouts publish pieces.
           if (sharedPath_ && channel_->oneContext()) {

@@ -11,6 +11,7 @@
 #include "base/error.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
+#include "cuda/runtime/stream_writes.hpp"
 
 namespace braid::device {
 
@@ -32,6 +33,14 @@ void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEn
   if (bytes == 0) return;
   cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, streamOf(env)), "cudaMemcpyAsync(staging)");
   cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
+}
+
+void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env) {
+  if (streamWrites_ && cuda::writeByStreamOps(dst, src, bytes, streamOf(env))) {
+    cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
+    return;
+  }
+  copyAndWait(dst, src, bytes, env);
 }
 
 void waitForStream(const host::OpEnv& env) {
@@ -181,7 +190,7 @@ void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, D
   std::byte* out = send == recv ? in : buffer(1, bytes);
   copyAndWait(in, send, bytes, env);
   host_.allreduce(in, out, count, type, op, env);
-  copyAndWait(recv, out, bytes, env);
+  copyBack(recv, out, bytes, env);
 }
 
 void StagingEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
@@ -193,7 +202,7 @@ void StagingEngine::reduce(const void* send, void* recv, std::size_t count, Data
   std::byte* out = !isRoot ? nullptr : send == recv ? in : buffer(1, bytes);
   copyAndWait(in, send, bytes, env);
   host_.reduce(in, out, count, type, op, root, env);
-  if (isRoot) copyAndWait(recv, out, bytes, env);
+  if (isRoot) copyBack(recv, out, bytes, env);
 }
 
 void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
@@ -212,7 +221,7 @@ void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recv
   std::byte* out = inPlace ? in + offset : buffer(1, bytes);
   copyAndWait(in, send, bytes * size_, env);
   host_.reduceScatter(in, out, recvCount, type, op, env);
-  copyAndWait(recv, out, bytes, env);
+  copyBack(recv, out, bytes, env);
 }
 
 void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
@@ -220,7 +229,7 @@ void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int r
   std::byte* b = buffer(0, bytes);
   if (env.context.rank == root) copyAndWait(b, buf, bytes, env);
   host_.broadcast(b, count, type, root, env);
-  if (env.context.rank != root) copyAndWait(buf, b, bytes, env);
+  if (env.context.rank != root) copyBack(buf, b, bytes, env);
 }
 
 void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
@@ -236,7 +245,7 @@ void StagingEngine::allgather(const void* send, void* recv, std::size_t count, D
   std::byte* in = inPlace ? const_cast<std::byte*>(mine) : buffer(0, bytes);
   copyAndWait(in, send, bytes, env);
   host_.allgather(in, out, count, type, env);
-  copyAndWait(recv, out, total, env);
+  copyBack(recv, out, total, env);
 }
 
 void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
@@ -249,7 +258,7 @@ void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* re
   copyAndWait(in, send, bytes, env);
   copyAndWait(out, recv, total, env);  // elements outside every block stay as they were
   host_.allgatherv(in, sendCount, out, recvCounts, displs, type, env);
-  copyAndWait(recv, out, total, env);
+  copyBack(recv, out, total, env);
 }
 
 void StagingEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
@@ -261,7 +270,7 @@ void StagingEngine::gather(const void* send, void* recv, std::size_t count, Data
   std::byte* out = isRoot ? buffer(1, total) : nullptr;
   copyAndWait(in, send, bytes, env);
   host_.gather(in, out, count, type, root, env);
-  if (isRoot) copyAndWait(recv, out, total, env);
+  if (isRoot) copyBack(recv, out, total, env);
 }
 
 void StagingEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
@@ -273,7 +282,7 @@ void StagingEngine::scatter(const void* send, void* recv, std::size_t count, Dat
   std::byte* out = buffer(1, bytes);
   if (isRoot) copyAndWait(in, send, total, env);
   host_.scatter(in, out, count, type, root, env);
-  copyAndWait(recv, out, bytes, env);
+  copyBack(recv, out, bytes, env);
 }
 
 void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
@@ -282,7 +291,7 @@ void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, Da
   std::byte* out = send == recv ? in : buffer(1, total);
   copyAndWait(in, send, total, env);
   host_.alltoall(in, out, count, type, env);
-  copyAndWait(recv, out, total, env);
+  copyBack(recv, out, total, env);
 }
 
 void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
@@ -296,7 +305,7 @@ void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& 
   copyAndWait(in, send, inBytes, env);
   copyAndWait(out, recv, outBytes, env);
   host_.alltoallv(in, sendCounts, sendDispls, out, recvCounts, recvDispls, type, env);
-  copyAndWait(recv, out, outBytes, env);
+  copyBack(recv, out, outBytes, env);
 }
 
 void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) {
@@ -321,7 +330,7 @@ void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& 
   host_.pointToPoint(staged, unfed);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     if (ops[i].kind == P2pOp::Kind::kRecv) {
-      copyAndWait(ops[i].buffer, staged[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
+      copyBack(ops[i].buffer, staged[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
     }
   }
 }

@@ -57,7 +57,13 @@ class StagingEngine final : public host::Engine {
   void abort() override { host_.abort(); }
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
+  /// Small results go back to device memory by the stream's value writes (cuda/runtime/stream_writes.hpp), not by
+  /// copies: for processes that share a GPU, where a small copy waits for the GPU to switch contexts.
+  void useStreamWrites(bool on) { streamWrites_ = on; }
+
  private:
+  /// A result from pinned host memory back into device memory `dst`, waited for.
+  void copyBack(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env);
   /// Pinned host buffer `which` (0: inputs, 1: outputs, 2: what a windowed call receives) of at least `bytes`.
   std::byte* buffer(int which, std::size_t bytes);
   /// Whether `run` (the host engine's allreduceStaged, allgatherStaged, ...) ran the call window by window through
@@ -69,6 +75,7 @@ class StagingEngine final : public host::Engine {
   const std::size_t size_;
   const std::size_t windowBytes_;
   const bool reduceOnGpu_;
+  bool streamWrites_ = false;
   std::vector<CUevent_st*> events_;  // one per fetch of a windowed call, reused by the next
   std::byte* buffers_[3] = {nullptr, nullptr, nullptr};
   std::size_t capacity_[3] = {0, 0, 0};

@@ -12,7 +12,8 @@ namespace braid::cuda {
 
 namespace {
 
-// 12000: the ABI version of these entry points (every one of them exists unchanged since CUDA 10.2/11).
+// 12000: the ABI version of these entry points (every one of them exists unchanged since CUDA 10.2/11, except
+// cuStreamBatchMemOp, whose version 12000 is the _v2 of CUDA 11.7).
 constexpr unsigned kEntryPointVersion = 12000;
 
 template <typename Fn>
@@ -51,6 +52,7 @@ const DriverApi& driverApi() {
       fetch(api.memGetAddressRange, "cuMemGetAddressRange");
       fetch(api.getErrorString, "cuGetErrorString");
       fetch(api.launchKernel, "cuLaunchKernel");
+      fetch(api.streamBatchMemOp, "cuStreamBatchMemOp");
     } catch (const Error& e) {
       failure = e.what();
     }

@@ -22,6 +22,7 @@ struct DriverApi {
   decltype(&::cuMemGetAddressRange) memGetAddressRange = nullptr;
   decltype(&::cuGetErrorString) getErrorString = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
+  decltype(&::cuStreamBatchMemOp) streamBatchMemOp = nullptr;
 };
 
 /// The driver's entry points, fetched once. Throws braid::Error (kUnavailable) naming the first one missing.

@@ -1,0 +1,75 @@
+#include "cuda/runtime/stream_writes.hpp"
+
+#include <cuda.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "cuda/runtime/driver_api.hpp"
+
+namespace braid::cuda {
+
+namespace {
+
+// cuStreamBatchMemOp takes fewer than 256 operations per call.
+constexpr std::size_t kOpsPerBatch = 255;
+
+// Cleared at the first refusal of the driver (no stream memory operations here): every later call copies.
+std::atomic<bool> supported{true};
+
+CUstreamBatchMemOpParams writeOp(std::uintptr_t address, const std::byte* src, bool wide) {
+  CUstreamBatchMemOpParams op{};
+  op.writeValue.operation = wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op.writeValue.address = static_cast<CUdeviceptr>(address);
+  if (wide) {
+    std::memcpy(&op.writeValue.value64, src, 8);
+  } else {
+    std::memcpy(&op.writeValue.value, src, 4);
+  }
+  op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // ordered after earlier writes of the stream
+  return op;
+}
+
+}  // namespace
+
+bool writeByStreamOps(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  const auto at = reinterpret_cast<std::uintptr_t>(dst);
+  if (bytes == 0 || bytes > kStreamWriteMaxBytes || bytes % 4 != 0 || at % 4 != 0) return false;
+  if (!supported.load(std::memory_order_relaxed)) return false;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, dst) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  if (attr.type != cudaMemoryTypeDevice) return false;
+
+  // A 4-byte word first where dst is not 8-aligned, then 8-byte words, then a last 4-byte word: all built before
+  // anything is queued, so that a refusal leaves the stream untouched.
+  std::vector<CUstreamBatchMemOpParams> ops;
+  ops.reserve(bytes / 8 + 2);
+  const auto* from = static_cast<const std::byte*>(src);
+  std::size_t i = 0;
+  if (at % 8 != 0) {
+    ops.push_back(writeOp(at, from, false));
+    i = 4;
+  }
+  for (; i + 8 <= bytes; i += 8) ops.push_back(writeOp(at + i, from + i, true));
+  if (i < bytes) ops.push_back(writeOp(at + i, from + i, false));
+  const std::size_t n = ops.size();
+
+  const DriverApi& api = driverApi();
+  for (std::size_t first = 0; first < n; first += kOpsPerBatch) {
+    const auto count = static_cast<unsigned>(n - first < kOpsPerBatch ? n - first : kOpsPerBatch);
+    const CUresult status = api.streamBatchMemOp(reinterpret_cast<CUstream>(stream), count, ops.data() + first, 0);
+    if (status == CUDA_ERROR_NOT_SUPPORTED && first == 0) {
+      supported.store(false, std::memory_order_relaxed);
+      return false;
+    }
+    checkDriver(status, "cuStreamBatchMemOp(value writes of a staged result)");
+  }
+  return true;
+}
+
+}  // namespace braid::cuda
