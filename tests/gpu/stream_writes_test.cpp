@@ -34,8 +34,8 @@ TEST(StreamWrites, EveryByteLandsAndNothingAroundItChanges) {
   const std::size_t span = cuda::kStreamWriteMaxBytes + 2 * kGuard;
   DeviceBytes device(span);
   for (std::size_t offset : {std::size_t{0}, std::size_t{4}, std::size_t{8}, std::size_t{12}}) {
-    for (std::size_t bytes : {std::size_t{4}, std::size_t{8}, std::size_t{12}, std::size_t{20}, std::size_t{4096},
-                              std::size_t{4100}, cuda::kStreamWriteMaxBytes - 8}) {
+    for (std::size_t bytes : {std::size_t{4}, std::size_t{8}, std::size_t{12}, std::size_t{20}, std::size_t{100},
+                              cuda::kStreamWriteMaxBytes - 4, cuda::kStreamWriteMaxBytes}) {
       const std::string what = std::to_string(bytes) + " bytes at offset " + std::to_string(offset);
       // The guard pattern goes in by a copy on the same stream: the writes must follow it.
       const std::vector<std::byte> before = pattern(span, 7);

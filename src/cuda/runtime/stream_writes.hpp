@@ -1,7 +1,7 @@
 // Small host-to-device writes by the stream's own memory operations (cuStreamBatchMemOp's 64- and 32-bit value
 // writes, which the GPU's front end performs) instead of a copy. Where processes share a GPU without MPS, a small
 // cudaMemcpyAsync from host memory waits for the GPU to switch to the caller's context (about 200 us on an H200,
-// measured), while value writes do not (about 10 us): the staged path delivers small results this way there.
+// measured), while a value write does not (about 10 us): the staged path delivers small results this way there.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,8 +10,11 @@
 
 namespace braid::cuda {
 
-/// Largest write worth doing word by word: from 32 KiB on, a copy from pinned memory is as fast (measured).
-inline constexpr std::size_t kStreamWriteMaxBytes = 16 * 1024;
+/// Largest result written word by word. Each write carries a fence, about 1.4 us on the GPU's front end: measured
+/// for 2 processes on one H200 (bench/results/onegpu-h200-inplace-2026-12-03.json), a staged allreduce took 19.6 us
+/// at 8 B, 103 us at 512 B and 195 us at 1 KiB this way, against about 170 us by a copy up to 16 KiB. (A batch whose
+/// later writes skip the fence, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER, was refused there as an invalid argument.)
+inline constexpr std::size_t kStreamWriteMaxBytes = 512;
 
 /// Queues the writes of `bytes` bytes from host memory `src` to device memory `dst` on `stream` as value writes,
 /// in stream order; `src` is read before this returns. Returns false, having queued nothing, where that cannot be
