@@ -302,12 +302,16 @@ std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl
   // Made by braid's first call on device memory: none when only NCCL ran.
   if (const braid::host::Engine* device = comm.impl().deviceEngine(); device != nullptr) {
     // The largest and the smallest call's path: processes sharing a GPU stage their small allreduces.
-    const bool shared = device->allreduceAlgorithm(std::size_t{1} << 30) == "cuda_ipc/shared";
+    const std::string largest = device->allreduceAlgorithm(std::size_t{1} << 30);
+    const bool shared = largest.rfind("cuda_ipc/shared", 0) == 0;
     const bool stagedSmall = device->allreduceAlgorithm(8).rfind("staged", 0) == 0;
     link += std::string("; braid: ") +
             (shared ? std::string(stagedSmall ? "small allreduces staged through host memory, larger ones on " : "") +
-                          "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared memory, "
-                          "local reductions)"
+                          (largest == "cuda_ipc/shared_in_place"
+                               ? "the shared-GPU path of one context (each rank's buffers read in place, streams "
+                                 "ordered by events, host meetings over shared memory)"
+                               : "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared "
+                                 "memory, local reductions)")
              : std::string(device->transportName()) == "cuda_ipc"
                  ? "CUDA IPC (the GPUs read and write each other's memory)"
                  : "device buffers staged through host memory, " + braid::tools::braidLink(comm));

@@ -235,7 +235,7 @@ if wants torch; then
       log "braid_torch built against torch $(python3 -c 'import torch; print(torch.__version__)')"
       if [ "${TORCH_TESTS:-1}" = 0 ]; then
         log "torch tests not run (TORCH_TESTS=0)"
-      elif PYTHONPATH=$repo/python PATH=$build/bin:$PATH NCCL_NVLS_ENABLE=0 \
+      elif PYTHONPATH=$repo/python PATH=$build/bin:$PATH BRAID_CLI=$build/bin/braid NCCL_NVLS_ENABLE=0 \
           python3 -m pytest -q -p no:cacheprovider tests/torch >"$logs/torch-tests.log" 2>&1; then
         log "torch tests passed: $(tail -1 "$logs/torch-tests.log")"
       else

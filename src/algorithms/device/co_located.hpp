@@ -16,7 +16,9 @@ class CoLocatedCollectives {
 
   /// What `BRAID_LOG=info` and explain call the path.
   virtual const char* name() const = 0;
-  /// Calls that read the peers' buffers where they lie (instead of copies the peers published).
+  /// Whether calls read the peers' buffers where they lie (instead of copies the peers published), and how many
+  /// did so far.
+  virtual bool inPlace() const { return false; }
   virtual std::uint64_t inPlaceCalls() const { return 0; }
 
   virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,

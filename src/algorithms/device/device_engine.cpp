@@ -146,6 +146,8 @@ std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
   const AllreduceKernel kernel = policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr,
                                                    sharedPath_, channel_ && channel_->processesShareGpu());
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
+  // Thread ranks on one GPU read each other's buffers in place: a path of its own for whoever reads the name.
+  if (kernel == AllreduceKernel::kShared && shared_ && shared_->inPlace()) return "cuda_ipc/shared_in_place";
   return strCat("cuda_ipc/", allreduceKernelName(kernel));
 }
 

@@ -40,6 +40,7 @@ class OneContextCollectives final : public CoLocatedCollectives {
   OneContextCollectives& operator=(const OneContextCollectives&) = delete;
 
   const char* name() const override { return "the shared-GPU path (one context: buffers read in place)"; }
+  bool inPlace() const override { return true; }
   std::uint64_t inPlaceCalls() const override { return calls_; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
