@@ -162,6 +162,14 @@ NCCL_ALIAS(ncclGetErrorString)
 NCCL_EXPORT const char* ncclGetLastError(ncclComm_t /*comm*/) { return lastError(); }
 NCCL_ALIAS(ncclGetLastError)
 
+// Deprecated in nccl.h and declared there with that attribute, which its definition and alias would repeat.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+// braid reads its log level once per process, at its first log line: there is nothing to reload.
+NCCL_EXPORT void ncclResetDebugInit() {}
+NCCL_ALIAS(ncclResetDebugInit)
+#pragma GCC diagnostic pop
+
 NCCL_EXPORT ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
   return guarded("ncclGetUniqueId", [&] {
     if (uniqueId == nullptr) throw Error(ErrorCode::kInvalidArgument, "uniqueId is null");
