@@ -27,53 +27,50 @@ struct P2pBatch {
   CUstream_st* stream;
 };
 
-void runHere(std::vector<Deferred>& calls) {
-  std::vector<P2pBatch> batches;
+// Walks the deferred calls in order: each communicator's point-to-point calls go to `batch` together, before that
+// communicator's next collective or at the end; collectives go to `call`.
+template <typename Batch, typename Call>
+void inOrder(std::vector<Deferred>& calls, Batch&& batch, Call&& call) {
+  std::vector<P2pBatch> pending;
   auto flush = [&](ncclComm_t comm) {
-    for (auto it = batches.begin(); it != batches.end(); ++it) {
-      if (it->comm != comm) continue;
-      communicatorOf(comm).group(it->ops, {.stream = it->stream});
-      batches.erase(it);
-      return;
-    }
+    auto it = std::find_if(pending.begin(), pending.end(), [&](const P2pBatch& b) { return b.comm == comm; });
+    if (it == pending.end()) return;
+    P2pBatch ready = std::move(*it);
+    pending.erase(it);
+    batch(ready);
   };
-  for (Deferred& call : calls) {
-    if (call.p2p) {
-      auto it = std::find_if(batches.begin(), batches.end(), [&](const P2pBatch& b) { return b.comm == call.comm; });
-      if (it == batches.end()) it = batches.insert(batches.end(), P2pBatch{call.comm, {}, call.stream});
-      it->ops.push_back(*call.p2p);
+  for (Deferred& deferred : calls) {
+    if (deferred.p2p) {
+      auto it =
+          std::find_if(pending.begin(), pending.end(), [&](const P2pBatch& b) { return b.comm == deferred.comm; });
+      if (it == pending.end()) it = pending.insert(pending.end(), P2pBatch{deferred.comm, {}, deferred.stream});
+      it->ops.push_back(*deferred.p2p);
       continue;
     }
-    flush(call.comm);
-    call.run(communicatorOf(call.comm));
+    flush(deferred.comm);
+    call(deferred);
   }
-  while (!batches.empty()) flush(batches.front().comm);
+  while (!pending.empty()) flush(pending.front().comm);
 }
 
+// One communicator: every call on this thread, as the blocking calls they would have been.
+void runHere(std::vector<Deferred>& calls) {
+  inOrder(
+      calls, [](P2pBatch& b) { communicatorOf(b.comm).group(b.ops, {.stream = b.stream}); },
+      [](Deferred& d) { d.run(communicatorOf(d.comm)); });
+}
+
+// Several communicators: each call started on its communicator's own thread, then all waited for.
 void startEverywhere(std::vector<Deferred>& calls) {
   std::vector<Work> works;
   std::exception_ptr first;
-  std::vector<P2pBatch> batches;
-  auto flush = [&](ncclComm_t comm) {
-    for (auto it = batches.begin(); it != batches.end(); ++it) {
-      if (it->comm != comm) continue;
-      works.push_back(communicatorOf(comm).groupAsync(std::move(it->ops), {.stream = it->stream}));
-      batches.erase(it);
-      return;
-    }
-  };
   try {
-    for (Deferred& call : calls) {
-      if (call.p2p) {
-        auto it = std::find_if(batches.begin(), batches.end(), [&](const P2pBatch& b) { return b.comm == call.comm; });
-        if (it == batches.end()) it = batches.insert(batches.end(), P2pBatch{call.comm, {}, call.stream});
-        it->ops.push_back(*call.p2p);
-        continue;
-      }
-      flush(call.comm);
-      works.push_back(call.start(communicatorOf(call.comm)));
-    }
-    while (!batches.empty()) flush(batches.front().comm);
+    inOrder(
+        calls,
+        [&](P2pBatch& b) {
+          works.push_back(communicatorOf(b.comm).groupAsync(std::move(b.ops), {.stream = b.stream}));
+        },
+        [&](Deferred& d) { works.push_back(d.start(communicatorOf(d.comm))); });
   } catch (...) {
     first = std::current_exception();
   }
