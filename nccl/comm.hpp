@@ -39,6 +39,8 @@ struct ncclComm {
 
   std::mutex opsMu;
   std::vector<PremulOp> ops;
+
+  std::atomic<bool> suspended{false};  ///< between ncclCommSuspend and ncclCommResume: no calls
 };
 
 namespace braid::nccl {

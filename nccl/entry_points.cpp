@@ -13,24 +13,15 @@
 #include <vector>
 
 #include "comm.hpp"
+#include "entry.hpp"
 #include "errors.hpp"
 #include "group.hpp"
 #include "types.hpp"
-
-/// nccl.h's window handle points to this.
-struct ncclWindow_vidmem {
-  braid::BufferRegistration registration;
-};
 
 namespace braid::nccl {
 namespace {
 
 constexpr unsigned kSimInfoMagic = 0x74685283;
-
-ncclComm_t requireComm(ncclComm_t comm) {
-  if (comm == nullptr) throw Error(ErrorCode::kInvalidArgument, "the communicator is null");
-  return comm;
-}
 
 // NCCL's variables that have a braid meaning, for programs configured for NCCL: each sets braid's own only where the
 // job did not set that one. Read once, before the first communicator.
@@ -53,7 +44,7 @@ void adoptNcclEnvironment() {
 // asynchronous one (a group spanning several communicators starts each on its communicator's own thread).
 void collective(ncclComm_t comm, cudaStream_t stream, std::function<void(Communicator&, const CallOptions&)> run,
                 std::function<Work(Communicator&, const CallOptions&)> start) {
-  requireComm(comm);
+  requireUsable(comm);
   const CallOptions on{.stream = stream};
   if (grouping()) {
     defer({comm, [run, on](Communicator& c) { run(c, on); }, [start, on](Communicator& c) { return start(c, on); },
@@ -64,7 +55,7 @@ void collective(ncclComm_t comm, cudaStream_t stream, std::function<void(Communi
 }
 
 void pointToPoint(ncclComm_t comm, cudaStream_t stream, P2pOp op) {
-  requireComm(comm);
+  requireUsable(comm);
   if (op.peer < 0 || op.peer >= comm->size) {
     throw Error(ErrorCode::kInvalidArgument,
                 "peer " + std::to_string(op.peer) + " is not a rank of " + std::to_string(comm->size));
@@ -123,10 +114,6 @@ ncclResult_t createRank(const char* function, ncclComm_t* out, int nranks, const
 using namespace braid;        // NOLINT: the entry points below are all this file is
 using namespace braid::nccl;  // NOLINT
 
-#define NCCL_EXPORT extern "C" __attribute__((visibility("default")))
-// pncclX: the profiling-interface alias NCCL exports beside every ncclX.
-#define NCCL_ALIAS(name) NCCL_EXPORT __attribute__((alias(#name))) decltype(name) p##name;
-
 NCCL_EXPORT ncclResult_t ncclGetVersion(int* version) {
   return guarded("ncclGetVersion", [&] {
     if (version == nullptr) throw Error(ErrorCode::kInvalidArgument, "version is null");
@@ -162,7 +149,14 @@ NCCL_ALIAS(ncclGetErrorString)
 NCCL_EXPORT const char* ncclGetLastError(ncclComm_t /*comm*/) { return lastError(); }
 NCCL_ALIAS(ncclGetLastError)
 
-// Deprecated in nccl.h and declared there with that attribute, which its definition and alias would repeat.
+// Deprecated in nccl.h and declared there with that attribute, which its definition and alias would repeat. 2.30's
+// header makes it an empty macro unless NCCL_OS_LINUX is defined, but NCCL's Linux library still exports it.
+#ifdef ncclResetDebugInit
+#undef ncclResetDebugInit
+#undef pncclResetDebugInit
+extern "C" void ncclResetDebugInit();
+extern "C" void pncclResetDebugInit();
+#endif
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 // braid reads its log level once per process, at its first log line: there is nothing to reload.
@@ -433,6 +427,7 @@ NCCL_EXPORT ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void* buff, siz
     requireComm(comm);
     if (win == nullptr) throw Error(ErrorCode::kInvalidArgument, "win is null");
     auto window = std::make_unique<ncclWindow_vidmem>();
+    window->user = buff;
     window->registration = communicatorOf(comm).registerBuffer(buff, size);
     *win = window.release();
   });
@@ -650,14 +645,16 @@ NCCL_EXPORT ncclResult_t ncclGroupStart() {
 NCCL_ALIAS(ncclGroupStart)
 
 NCCL_EXPORT ncclResult_t ncclGroupEnd() {
-  if (!grouping()) return fail(ncclInvalidUsage, "ncclGroupEnd", "no ncclGroupStart to end");
-  return guarded("ncclGroupEnd", [] { groupEnd(false); });
+  return guarded("ncclGroupEnd", [] {
+    if (!grouping()) throw UsageError("no ncclGroupStart to end");
+    groupEnd(false);
+  });
 }
 NCCL_ALIAS(ncclGroupEnd)
 
 NCCL_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t* simInfo) {
-  if (!grouping()) return fail(ncclInvalidUsage, "ncclGroupSimulateEnd", "no ncclGroupStart to end");
   return guarded("ncclGroupSimulateEnd", [&] {
+    if (!grouping()) throw UsageError("no ncclGroupStart to end");
     if (simInfo != nullptr && (simInfo->magic != kSimInfoMagic || simInfo->size < sizeof(ncclSimInfo_t))) {
       throw Error(ErrorCode::kInvalidArgument, "the ncclSimInfo_t was not initialised with NCCL_SIM_INFO_INITIALIZER");
     }

@@ -6,11 +6,19 @@
 
 #include <exception>
 #include <new>
+#include <stdexcept>
 #include <string>
 
 #include "braid/types.hpp"
 
 namespace braid::nccl {
+
+/// A call NCCL's API forbids in the state it is made in (ncclGroupEnd outside a group, a suspended communicator,
+/// what braid does not serve): ncclInvalidUsage, with this message.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 /// InvalidArgument -> ncclInvalidArgument; Mismatch and Aborted -> ncclInvalidUsage (the ranks called differently,
 /// or the communicator was aborted here); PeerLost and Timeout -> ncclRemoteError (a peer failed or never came);
@@ -36,6 +44,8 @@ ncclResult_t guarded(const char* function, Body&& body) noexcept {
     }
   } catch (const Error& e) {
     return fail(resultOf(e.code()), function, e.what());
+  } catch (const UsageError& e) {
+    return fail(ncclInvalidUsage, function, e.what());
   } catch (const std::bad_alloc&) {
     return fail(ncclSystemError, function, "out of host memory");
   } catch (const std::exception& e) {

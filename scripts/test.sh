@@ -36,4 +36,6 @@ fi
 if [ -z "${BRAID_SKIP_TORCH:-}" ] && { [ -z "${BRAID_TEST_LABEL:-}" ] || [ "$BRAID_TEST_LABEL" = torch ]; }; then
   python=$(BRAID_BUILD_DIR=$build scripts/torch-env.sh | tail -1)
   (cd tests/torch && BRAID_BUILD_DIR=$build timeout 1200 "$python" -m pytest -q -p no:cacheprovider)
+  # braid's libnccl.so.2 against the NCCL that torch bundles (its nccl.h, libtorch_cuda.so's imports).
+  BRAID_BUILD_DIR=$build timeout 900 scripts/nccl-torch-check.sh "$python"
 fi
