@@ -33,6 +33,7 @@ python3 scripts/nccl-symbols.py --header "$header/nccl.h" --library "$work/build
   --importer "$importer"
 "$work/build/braid_nccl_api_test" 3
 "$work/build/braid_nccl_api_test" --one-thread 3
+"$work/build/braid_nccl_api_test" --grow 3
 # torch's own references to NCCL resolve to the first definition the loader finds: braid's, when preloaded. Its
 # error strings name BRAID_LOG where NCCL's name NCCL_DEBUG.
 LD_PRELOAD=$work/build/libnccl.so.2 "$python" - <<'PY'

@@ -1,7 +1,7 @@
 /* NCCL's C API on braid, as a program written for NCCL uses it: ranks are processes forked here, buffers are host
  * memory (what braid adds to NCCL, and what a machine without a GPU can run), every expected value is computed by
- * this program. Usage: nccl_api_test [RANKS] | --one-thread RANKS. Exit status 0 when every rank passed; each failure
- * is printed with its rank, its check and ncclGetLastError(). */
+ * this program. Usage: nccl_api_test [RANKS] | --one-thread RANKS | --grow RANKS (NCCL 2.30 headers). Exit status 0
+ * when every rank passed; each failure is printed with its rank, its check and ncclGetLastError(). */
 #include <nccl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -361,7 +361,67 @@ static int oneThread(int n) {
   return failures == 0 ? 0 : 1;
 }
 
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 0)
+/* NCCL 2.30's grow: N ranks add one. The existing root makes the id (ncclCommGetUniqueId) and hands it to the new
+ * rank out of band (a pipe here); the other existing ranks pass NULL and rank -1. Every rank of the grown
+ * communicator then allreduces its rank. */
+static int grow(int n) {
+  int idPipe[2], growPipe[2];
+  if (pipe(idPipe) != 0 || pipe(growPipe) != 0) return 2;
+  pid_t pids[9];
+  for (int r = 0; r <= n; ++r) {
+    pids[r] = fork();
+    if (pids[r] != 0) continue;
+    me = r;
+    alarm(120);
+    ncclComm_t grown = NULL;
+    if (r < n) {
+      ncclUniqueId id, gid;
+      if (read(idPipe[0], &id, sizeof id) != (ssize_t)sizeof id) _exit(1);
+      ncclComm_t comm = NULL;
+      OK(ncclCommInitRank(&comm, n, id, r));
+      if (r == 0) {
+        OK(ncclCommGetUniqueId(comm, &gid));
+        if (write(growPipe[1], &gid, sizeof gid) != (ssize_t)sizeof gid) _exit(1);
+      }
+      CHECK(ncclCommGrow(comm, n + 1, NULL, 0, &grown, NULL) == ncclInvalidArgument, "an existing rank passes rank -1");
+      OK(ncclCommGrow(comm, n + 1, r == 0 ? &gid : NULL, -1, &grown, NULL));
+      OK(ncclCommDestroy(comm));
+    } else {
+      ncclUniqueId gid;
+      if (read(growPipe[0], &gid, sizeof gid) != (ssize_t)sizeof gid) _exit(1);
+      OK(ncclCommGrow(NULL, n + 1, &gid, n, &grown, NULL));
+    }
+    int rank = -1, size = 0;
+    OK(ncclCommUserRank(grown, &rank));
+    OK(ncclCommCount(grown, &size));
+    CHECK(rank == r && size == n + 1, "grown: rank %d of %d, want %d of %d", rank, size, r, n + 1);
+    int64_t mine = r, total = 0;
+    OK(ncclAllReduce(&mine, &total, 1, ncclInt64, ncclSum, grown, NULL));
+    CHECK(total == (int64_t)n * (n + 1) / 2, "allreduce on the grown communicator: %lld", (long long)total);
+    OK(ncclCommDestroy(grown));
+    _exit(failures == 0 ? 0 : 1);
+  }
+  ncclUniqueId id;
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 1;
+  for (int r = 0; r < n; ++r) {
+    if (write(idPipe[1], &id, sizeof id) != (ssize_t)sizeof id) return 1;
+  }
+  int status = 0;
+  for (int r = 0; r <= n; ++r) {
+    int s = 0;
+    if (waitpid(pids[r], &s, 0) != pids[r] || !WIFEXITED(s) || WEXITSTATUS(s) != 0) status = 1;
+  }
+  if (status == 0) printf("nccl_api_test: %d ranks grew to %d\n", n, n + 1);
+  return status;
+}
+#endif
+
 int main(int argc, char** argv) {
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 0)
+  if (argc > 2 && strcmp(argv[1], "--grow") == 0)
+    return grow(atoi(argv[2]) < 1 || atoi(argv[2]) > 7 ? 2 : atoi(argv[2]));
+#endif
   if (argc > 2 && strcmp(argv[1], "--one-thread") == 0) {
     const int n = atoi(argv[2]);
     if (n < 1 || n > 8) return 2;
