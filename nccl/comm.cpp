@@ -2,8 +2,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstring>
+#include <thread>
 
 #include "errors.hpp"
 
@@ -99,8 +101,18 @@ ncclResult_t stateOf(ncclComm_t comm) {
 
 void destroy(ncclComm_t comm, bool abort) {
   if (comm == nullptr) return;
-  if (abort) comm->abort->abort();  // also ends a creation still running
+  if (abort) {
+    comm->abort->abort();  // also ends a creation still running
+    if (comm->created.load(std::memory_order_acquire) && comm->comm) comm->comm->abort();
+  }
   if (comm->creating.joinable()) comm->creating.join();
+  // Calls of other threads end within milliseconds of an abort; without one, destroying a communicator in use is
+  // the caller's error, as in NCCL, and this waits for it the same way.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (comm->running.load(std::memory_order_acquire) > 0) {
+    if (std::chrono::steady_clock::now() > deadline) return;  // leaked: freeing it would crash its callers
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   delete comm;
 }
 

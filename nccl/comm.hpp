@@ -41,6 +41,7 @@ struct ncclComm {
   std::vector<PremulOp> ops;
 
   std::atomic<bool> suspended{false};  ///< between ncclCommSuspend and ncclCommResume: no calls
+  std::atomic<int> running{0};         ///< calls inside braid now (see braid::nccl::Use)
 };
 
 namespace braid::nccl {
@@ -69,7 +70,21 @@ Communicator& communicatorOf(ncclComm_t comm);
 /// (ncclSuccess when there is none). Never blocks.
 ncclResult_t stateOf(ncclComm_t comm);
 
-/// Ends `comm`'s object: waits for its creation, aborts first when `abort`, frees it.
+/// Marks a call running on a communicator for its lifetime, so that an ncclCommAbort from another thread (a
+/// watchdog's) frees the object only after the call, which the abort ends, has left it.
+class Use {
+ public:
+  explicit Use(ncclComm_t comm) : comm_(comm) { comm_->running.fetch_add(1, std::memory_order_acq_rel); }
+  ~Use() { comm_->running.fetch_sub(1, std::memory_order_acq_rel); }
+  Use(const Use&) = delete;
+  Use& operator=(const Use&) = delete;
+
+ private:
+  ncclComm_t comm_;
+};
+
+/// Ends `comm`'s object: aborts first when `abort`, waits for its creation and for the calls running on it, frees
+/// it. An object whose calls have not left within 10 s after an abort is leaked rather than freed under them.
 void destroy(ncclComm_t comm, bool abort);
 
 }  // namespace braid::nccl

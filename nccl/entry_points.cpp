@@ -51,6 +51,7 @@ void collective(ncclComm_t comm, cudaStream_t stream, std::function<void(Communi
            std::nullopt, stream});
     return;
   }
+  const Use use(comm);
   run(communicatorOf(comm), on);
 }
 
@@ -64,6 +65,7 @@ void pointToPoint(ncclComm_t comm, cudaStream_t stream, P2pOp op) {
     defer({comm, nullptr, nullptr, op, stream});
     return;
   }
+  const Use use(comm);
   communicatorOf(comm).group({op}, {.stream = stream});
 }
 

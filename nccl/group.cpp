@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -112,6 +113,13 @@ void groupEnd(bool simulate) {
   }
   if (first) std::rethrow_exception(first);
   if (simulate || calls.empty()) return;
+  std::vector<std::unique_ptr<Use>> uses;  // every communicator of the group is in use until it ends
+  std::vector<ncclComm_t> used;
+  for (const Deferred& call : calls) {
+    if (std::find(used.begin(), used.end(), call.comm) != used.end()) continue;
+    used.push_back(call.comm);
+    uses.push_back(std::make_unique<Use>(call.comm));
+  }
   bool one = true;
   for (const Deferred& call : calls) one = one && call.comm == calls.front().comm;
   if (one) {

@@ -3,6 +3,7 @@
  * this program. Usage: nccl_api_test [RANKS] | --one-thread RANKS | --grow RANKS (NCCL 2.30 headers). Exit status 0
  * when every rank passed; each failure is printed with its rank, its check and ncclGetLastError(). */
 #include <nccl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -300,7 +301,46 @@ static void mismatch(ncclComm_t comm) {
   CHECK(strstr(ncclGetLastError(comm), "Mismatch") != NULL, "the message says Mismatch: %s", ncclGetLastError(comm));
 }
 
-enum { kIds = 3 };
+/* A watchdog's abort: rank 0 waits in a call its peers never make; another of its threads aborts the
+ * communicator, and the call returns an error within seconds (the object is freed only after the call left it). */
+struct Watchdog {
+  ncclComm_t comm;
+  double abortedAt;
+  ncclResult_t result;
+};
+
+static void* watchdog(void* arg) {
+  struct Watchdog* w = (struct Watchdog*)arg;
+  usleep(300 * 1000);
+  w->abortedAt = seconds();
+  w->result = ncclCommAbort(w->comm);
+  return NULL;
+}
+
+static void abortFromAnotherThread(const ncclUniqueId* id, int n) {
+  ncclComm_t comm = NULL;
+  OK(ncclCommInitRank(&comm, n, *id, me));
+  if (me != 0) {
+    usleep(2000 * 1000); /* never joins rank 0's call */
+    OK(ncclCommAbort(comm));
+    return;
+  }
+  struct Watchdog w = {comm, 0, ncclSuccess};
+  pthread_t thread;
+  if (pthread_create(&thread, NULL, watchdog, &w) != 0) {
+    CHECK(0, "pthread_create");
+    return;
+  }
+  int32_t one = 1, total = 0;
+  const ncclResult_t r = ncclAllReduce(&one, &total, 1, ncclInt32, ncclSum, comm, NULL);
+  const double returned = seconds();
+  pthread_join(thread, NULL);
+  CHECK(r != ncclSuccess, "the aborted call succeeded");
+  CHECK(w.result == ncclSuccess, "ncclCommAbort returned %d", (int)w.result);
+  CHECK(returned - w.abortedAt < 2, "the call returned %.1f s after the abort", returned - w.abortedAt);
+}
+
+enum { kIds = 4 };
 
 static int rankMain(int n, int idPipe) {
   ncclUniqueId ids[kIds];
@@ -320,6 +360,8 @@ static int rankMain(int n, int idPipe) {
   mismatch(comm);
   OK(ncclCommDestroy(comm));
   lostPeer(&ids[2], n);
+  /* The last rank left in lostPeer: the others, when they are two or more, abort from a watchdog. */
+  if (me != n - 1 && n - 1 >= 2) abortFromAnotherThread(&ids[3], n - 1);
   return failures == 0 ? 0 : 1;
 }
 
