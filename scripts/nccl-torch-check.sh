@@ -23,7 +23,7 @@ if [ ! -f "$header/nccl.h" ] || [ ! -f "$importer" ]; then
   exit 0
 fi
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then export PATH=/usr/local/cuda/bin:$PATH; fi
-work=$build/nccl-torch
+work=$(cd "$build" && pwd)/nccl-torch  # absolute: CMake reads a relative prefix path from its own build directory
 rm -rf "$work"
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 cmake -S nccl -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_PREFIX_PATH="$work/prefix" \
