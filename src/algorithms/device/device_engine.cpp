@@ -8,6 +8,7 @@
 #include <cmath>
 #include <tuple>
 
+#include "algorithms/device/call_stream.hpp"
 #include "base/data_type.hpp"
 #include "base/elementwise_op.hpp"
 #include "base/error.hpp"
@@ -26,8 +27,6 @@ using cuda::kernels::CollectiveKind;
 using cuda::kernels::CollectiveParams;
 using cuda::kernels::DeviceOp;
 using cuda::kernels::KernelFailure;
-
-cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
 
 // Makes `device` current for the scope of one call, when the calling thread has another one current.
 class DeviceScope {

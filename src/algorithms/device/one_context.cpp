@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "algorithms/device/call_stream.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "cuda/runtime/cuda_check.hpp"
@@ -12,13 +13,6 @@ namespace braid::device {
 namespace {
 
 using cuda::checkCuda;
-
-cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
-
-void copyOnStream(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
-  if (bytes == 0 || dst == src) return;
-  checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync(shared GPU)");
-}
 
 // Up to this size an out-of-place allreduce has every rank reduce all of it into its own output: the call is
 // bound by latency, and this saves the copies into the peers' outputs and a stream waiting for another's kernel.

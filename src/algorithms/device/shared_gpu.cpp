@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
-#include <cstring>
-#include <string>
 
+#include "algorithms/device/call_stream.hpp"
 #include "algorithms/device/event_wait.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
@@ -17,13 +15,6 @@ namespace braid::device {
 namespace {
 
 using cuda::checkCuda;
-
-cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
-
-void copyOnStream(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
-  if (bytes == 0 || dst == src) return;
-  checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream), "cudaMemcpyAsync(shared GPU)");
-}
 
 // Elements per piece: as many as `blocks` blocks of them fit in an area, a whole number of 16-byte packs so that
 // every block of the area stays aligned for the reduction kernels' vector loads.

@@ -6,6 +6,7 @@
 #include <bit>
 #include <functional>
 
+#include "algorithms/device/call_stream.hpp"
 #include "algorithms/device/event_wait.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
@@ -16,8 +17,6 @@
 namespace braid::device {
 
 namespace {
-
-cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
 
 std::size_t extentBytes(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, DataType type) {
   std::size_t end = 0;
