@@ -48,6 +48,16 @@ inline Settings deviceSettings(const std::string& algo = "") {
   return s;
 }
 
+/// One rank's part: its GPU (rank % GPUs) current, `body` on a stream of its own, then that stream drained.
+inline void onItsGpu(Communicator& comm, int gpus, const std::function<void(Communicator&, cudaStream_t)>& body) {
+  cuda::checkCuda(cudaSetDevice(comm.rank() % gpus), "cudaSetDevice");
+  cudaStream_t stream = nullptr;
+  cuda::checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+  body(comm, stream);
+  cuda::checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  (void)cudaStreamDestroy(stream);
+}
+
 /// Runs `body` on `ranks` processes, rank r on GPU r % GPUs (with one GPU every rank shares it); runs nothing when
 /// there are fewer than `minGpus` GPUs (the caller skips first, with BRAID_SKIP_WITHOUT_GPUS). Returns the per-rank
 /// failures (empty strings when all passed).
@@ -57,16 +67,7 @@ inline std::vector<std::string> runOnGpus(int ranks, int minGpus, const Settings
   const int gpus = gpusSeenByAChild();
   if (gpus < minGpus) return {};
   return testing::runProcessesWith(
-      ranks, settings,
-      [&](Communicator& comm) {
-        cuda::checkCuda(cudaSetDevice(comm.rank() % gpus), "cudaSetDevice");
-        cudaStream_t stream = nullptr;
-        cuda::checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-        body(comm, stream);
-        cuda::checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        (void)cudaStreamDestroy(stream);
-      },
-      timeoutSeconds);
+      ranks, settings, [&](Communicator& comm) { onItsGpu(comm, gpus, body); }, timeoutSeconds);
 }
 
 /// Runs `body` on `ranks` threads of this process, rank r on GPU r % GPUs, each with a stream of its own. This
@@ -81,16 +82,7 @@ inline std::vector<std::string> runOnGpuThreads(int ranks, Settings settings,
   if (gpus < 1) return {};
   settings.timeoutSeconds = 30;
   return testing::runThreads(
-      ranks,
-      [&](Communicator& c) {
-        cuda::checkCuda(cudaSetDevice(c.rank() % gpus), "cudaSetDevice");
-        cudaStream_t stream = nullptr;
-        cuda::checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-        body(c, stream);
-        cuda::checkCuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-        (void)cudaStreamDestroy(stream);
-      },
-      settings);
+      ranks, [&](Communicator& c) { onItsGpu(c, gpus, body); }, settings);
 }
 
 /// runOnGpuThreads where `layout` is "threads", else runOnGpus (processes).
