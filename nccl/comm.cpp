@@ -69,10 +69,14 @@ ncclResult_t startCreation(ncclComm_t* out, int rank, int size, const Creation& 
   ncclComm* comm = object.get();
   comm->creating = std::thread([comm, make = std::move(make), function] {
     if (comm->device >= 0) (void)cudaSetDevice(comm->device);
-    const ncclResult_t result = guarded(function, [&] { comm->comm = make(comm->abort); });
-    if (result != ncclSuccess) {
-      comm->failureResult = result;
-      comm->failure = lastError();
+    // The failure keeps braid's code, so that every later call reports it as the blocking creation would have.
+    try {
+      comm->comm = make(comm->abort);
+    } catch (const Error& e) {
+      comm->failureCode = e.code();
+      comm->failure = std::string(function) + ": " + e.what();
+    } catch (const std::exception& e) {
+      comm->failure = std::string(function) + ": " + e.what();
     }
     comm->created.store(true, std::memory_order_release);
   });
@@ -84,15 +88,14 @@ Communicator& communicatorOf(ncclComm_t comm) {
   if (comm == nullptr) throw Error(ErrorCode::kInvalidArgument, "the communicator is null");
   if (comm->creating.joinable()) comm->creating.join();
   if (comm->comm == nullptr) {
-    throw Error(comm->failureResult == ncclRemoteError ? ErrorCode::kPeerLost : ErrorCode::kInvalidArgument,
-                "the communicator was never made: " + comm->failure);
+    throw Error(comm->failureCode, "the communicator was never made: " + comm->failure);
   }
   return *comm->comm;
 }
 
 ncclResult_t stateOf(ncclComm_t comm) {
   if (!comm->created.load(std::memory_order_acquire)) return ncclInProgress;
-  if (comm->comm == nullptr) return fail(comm->failureResult, "ncclCommGetAsyncError", comm->failure);
+  if (comm->comm == nullptr) return fail(resultOf(comm->failureCode), "ncclCommGetAsyncError", comm->failure);
   if (std::optional<Error> error = comm->comm->asyncError()) {
     return fail(resultOf(error->code()), "ncclCommGetAsyncError", error->what());
   }

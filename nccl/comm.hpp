@@ -34,7 +34,7 @@ struct ncclComm {
   // Creation: `created` turns true when it ended, with `comm` set or `failure` saying why not.
   std::thread creating;
   std::atomic<bool> created{false};
-  ncclResult_t failureResult = ncclSuccess;
+  braid::ErrorCode failureCode = braid::ErrorCode::kInternal;
   std::string failure;
 
   std::mutex opsMu;
