@@ -6,7 +6,8 @@
 #   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
 #   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
-#   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors);
+#   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors), then braid's
+#      libnccl.so.2 under torch's own NCCL backend (scripts/nccl-torch-check.sh);
 #   7. torch-bench: dist.all_reduce through braid against NCCL (bench/torch_bench.py) and the DDP example's step;
 #      hardware: braid detect, doctor, env and tune --mem device;
 #      fault-matrix: scripts/fault-matrix.sh's random cases, several at once (FAULT_RUNS, FAULT_PROXY_RUNS, FAULT_JOBS);
@@ -139,6 +140,21 @@ run_ctest() {  # label, ctest arguments...
 if wants gpu; then
   run_ctest gpu -L gpu -j 4 -E '^DeviceResources\.' ${GPU_TESTS:+-R "$GPU_TESTS"}
   if [ -z "${GPU_TESTS:-}" ] || [[ DeviceResources =~ $GPU_TESTS ]]; then run_ctest gpu-alone -L gpu -R '^DeviceResources\.'; fi
+  # The NCCL API's device test, unchanged, against the real libnccl.so.2: its ranks share this machine's GPUs, so
+  # each takes its own host id (the real NCCL refuses two ranks on one GPU of one host). Passing the same expected
+  # values as braid's run of it (ctest's nccl_api_device_buffers*) is the two libraries agreeing.
+  real_nccl=$(python3 -c 'import glob, site; print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"))), ""))' 2>/dev/null)
+  [ -n "$real_nccl" ] || real_nccl=$(ls /usr/local/cuda/lib64/libnccl.so.2 2>/dev/null)
+  if [ -x "$build/tests/braid_nccl_device_test" ] && [ -n "$real_nccl" ]; then
+    if LD_LIBRARY_PATH=$(dirname "$real_nccl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} NCCL_NVLS_ENABLE=0 timeout 300 \
+        "$build/tests/braid_nccl_device_test" 2 --distinct-hosts >"$logs/nccl-device-real.log" 2>&1; then
+      log "the NCCL API device test passed on the real NCCL ($real_nccl): $(grep -m1 'NCCL version' "$logs/nccl-device-real.log")"
+    else
+      failed+=("nccl device test on the real NCCL")
+      log "the NCCL API device test FAILED on the real NCCL ($real_nccl):"
+      tail -20 "$logs/nccl-device-real.log"
+    fi
+  fi
 fi
 # The install test (label unit) packages rather than computes, and needs pkg-config: it runs on its own line of
 # the summary, and only where pkg-config exists.
@@ -242,6 +258,14 @@ if wants torch; then
         failed+=("torch tests")
         log "torch tests FAILED:"
         tail -30 "$logs/torch-tests.log"
+      fi
+      # braid's libnccl.so.2 under PyTorch's own NCCL backend, built against the nccl.h of this torch's NCCL.
+      if BRAID_BUILD_DIR=$build timeout 900 scripts/nccl-torch-check.sh python3 >"$logs/nccl-torch.log" 2>&1; then
+        log "nccl-torch-check passed: $(grep -E '^nccl-torch-check:|passed|skipped' "$logs/nccl-torch.log" | tail -3 | tr '\n' ' ')"
+      else
+        failed+=("nccl-torch-check")
+        log "nccl-torch-check FAILED:"
+        tail -40 "$logs/nccl-torch.log"
       fi
     else
       failed+=("torch build")

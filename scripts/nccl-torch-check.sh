@@ -3,7 +3,9 @@
 # (installed from the build into a scratch prefix) and the nccl.h of torch's nvidia-nccl wheel, then checks that
 #   - it exports every function of that header and every nccl* symbol torch's libtorch_cuda.so imports;
 #   - the C API test (tests/nccl/nccl_api_test.c, compiled against that header) passes on it;
-#   - torch loads with it preloaded, and NCCL's entry points it calls are braid's.
+#   - torch loads with it preloaded, and NCCL's entry points it calls are braid's;
+#   - where there is a GPU, PyTorch's own NCCL backend runs on it (tests/torch/test_nccl_library.py; skipped
+#     without one).
 # Usage: scripts/nccl-torch-check.sh PYTHON   (the torch venv's python: scripts/torch-env.sh prints it)
 #   BRAID_BUILD_DIR: the build it installs braid from (default build)
 set -euo pipefail
@@ -47,3 +49,6 @@ assert "BRAID_LOG" in answer, f"ncclGetErrorString is not braid's: {answer!r}"
 print(f"nccl-torch-check: torch {torch.__version__} loads braid's libnccl.so.2, NCCL "
       f"{'.'.join(map(str, torch.cuda.nccl.version()))} by its ABI")
 PY
+# PyTorch's backend="nccl" on braid: collectives against Gloo, DDP, a killed rank, the process group's timeout.
+BRAID_NCCL_PRELOAD=$work/build/libnccl.so.2 NCCL_NVLS_ENABLE=0 "$python" -m pytest -q -p no:cacheprovider \
+  tests/torch/test_nccl_library.py

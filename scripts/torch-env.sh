@@ -7,11 +7,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${BRAID_TORCH_VENV:-$HOME/.cache/braid/torch-venv}
+# The torch the tests pin: its libtorch_cuda.so's NCCL imports are what scripts/nccl-torch-check.sh holds braid's
+# libnccl.so.2 to, and a new torch may import more. Raise it on purpose, with that check passing.
+torch_version=2.15.0
 if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   mkdir -p "$(dirname "$venv")"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --upgrade pip
-  "$venv/bin/pip" install -q torch pytest ninja numpy setuptools >&2
+fi
+if [ "$("$venv/bin/python" -c 'import torch; print(torch.__version__.split("+")[0])' 2>/dev/null)" != "$torch_version" ]; then
+  "$venv/bin/pip" install -q "torch==$torch_version" pytest ninja numpy setuptools >&2
 fi
 "$venv/bin/python" -c "import pytest, ninja, setuptools" 2>/dev/null || "$venv/bin/pip" install -q pytest ninja numpy setuptools >&2
 # The extension is rebuilt every time: it must match this checkout's libbraid.
