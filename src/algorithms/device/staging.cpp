@@ -53,9 +53,10 @@ void waitForStream(const host::OpEnv& env) {
 class WindowedCopies final : public host::StagedBuffer {
  public:
   WindowedCopies(const void* send, void* recv, std::byte* slots[2], std::size_t windowBytes,
-                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu,
+                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu, bool streamWrites,
                  std::function<std::byte*(std::size_t)> pinned)
       : reduceOnGpu_(reduceOnGpu),
+        streamWrites_(streamWrites),
         pinned_(std::move(pinned)),
         send_(static_cast<const std::byte*>(send)),
         recv_(static_cast<std::byte*>(recv)),
@@ -80,6 +81,7 @@ class WindowedCopies final : public host::StagedBuffer {
   }
 
   void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) override {
+    if (streamWrites_ && cuda::writeByStreamOps(recv_ + offset, src, bytes, stream_)) return;
     cuda::checkCuda(cudaMemcpyAsync(recv_ + offset, src, bytes, cudaMemcpyHostToDevice, stream_),
                     "cudaMemcpyAsync(window out)");
   }
@@ -109,6 +111,7 @@ class WindowedCopies final : public host::StagedBuffer {
   }
 
   const bool reduceOnGpu_;
+  const bool streamWrites_;  // small windows go back by value writes (StagingEngine::useStreamWrites)
   std::function<std::byte*(std::size_t)> pinned_;
   const std::byte* send_;
   std::byte* recv_;
@@ -151,7 +154,9 @@ std::string StagingEngine::allreduceAlgorithm(std::size_t bytes) const {
 }
 
 std::string StagingEngine::explainAllreduce(std::size_t bytes) const {
-  return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes));
+  const bool byValue = streamWrites_ && bytes <= cuda::kStreamWriteMaxBytes;
+  return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes),
+                byValue ? "; the result goes back by stream value writes (another process uses this GPU)" : "");
 }
 
 void StagingEngine::barrier(const host::OpEnv& env) {
@@ -165,7 +170,7 @@ bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, con
                              const std::function<bool(host::StagedBuffer&)>& run) {
   if (windowBytes_ == 0) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
-  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu,
+  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu, streamWrites_,
                         [this](std::size_t bytes) { return buffer(2, bytes); });
   try {
     if (!run(copies)) return false;
