@@ -327,6 +327,7 @@ struct Modes {
   bool graphs = false;      // also rows replayed from a CUDA graph
   bool registered = false;  // buffers registered with both libraries
   bool threads = false;     // ranks are threads of one process
+  bool hostsApart = false;  // every rank its own host id: ranks sharing a GPU meet over TCP, NCCL's included
 };
 
 int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
@@ -428,6 +429,8 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     meta["impl"] = implList;
     meta["mem"] = "device";
     meta["ranks_are"] = modes.threads ? "threads of one process" : "processes";
+    if (modes.hostsApart)
+      meta["hosts_apart"] = "each rank its own BRAID_HOST_ID and NCCL_HOSTID (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)";
     if (!nccl.path.empty()) {
       meta["nccl_library"] = nccl.path;
       meta["nccl_version"] = version;
@@ -497,6 +500,8 @@ int main(int argc, char** argv) {
       modes.registered = true;
     } else if (a == "--threads") {
       modes.threads = true;
+    } else if (a == "--hosts-apart") {
+      modes.hostsApart = true;
     } else if (a == "--impl" && i + 1 < argc) {
       impls.clear();
       std::string list = argv[++i];
@@ -526,8 +531,8 @@ int main(int argc, char** argv) {
         "%s  plus --nranks N --impl braid,nccl --graph (rows of the same calls replayed from a CUDA graph) --register "
         "(both libraries register the buffers: registerBuffer, ncclCommRegister); --impl memcpy: rank 0's "
         "device-to-device cudaMemcpyAsync of each size, the reference on one GPU; --threads (the ranks are threads of "
-        "one "
-        "process, not processes)\n",
+        "one process, not processes); --hosts-apart (each rank its own host id, to braid and to NCCL: ranks that "
+        "share a GPU meet over TCP, which is how NCCL runs them)\n",
         braid::bench::driverUsage(kProgram).c_str());
     return 0;
   }
@@ -556,9 +561,15 @@ int main(int argc, char** argv) {
     }
   }
   const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();
-  if (withNccl && n > gpus) {
-    std::fprintf(stderr, "%s: NCCL refuses two ranks on one GPU (%d ranks, %d GPU(s)): --impl braid\n", kProgram, n,
-                 gpus);
+  if (withNccl && n > gpus && !modes.hostsApart) {
+    std::fprintf(
+        stderr,
+        "%s: NCCL refuses two ranks on one GPU of a host (%d ranks, %d GPU(s)): --impl braid, or --hosts-apart\n",
+        kProgram, n, gpus);
+    return 2;
+  }
+  if (modes.threads && modes.hostsApart) {
+    std::fprintf(stderr, "%s: --hosts-apart needs process ranks (a host id is a process's environment)\n", kProgram);
     return 2;
   }
   if (modes.threads) return runThreadRanks(n, gpus, args, impls, modes, command, started, withNccl);
@@ -578,6 +589,15 @@ int main(int argc, char** argv) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       int rc = 1;
+      if (modes.hostsApart) {
+        // Each rank a host of its own to both libraries. NCCL checks for duplicate GPUs among the ranks of one
+        // host only, so it then runs ranks that share a GPU, over its socket transport (no P2P, no shared memory).
+        const std::string host = "bench-host-" + std::to_string(r);
+        ::setenv("BRAID_HOST_ID", host.c_str(), 1);
+        ::setenv("NCCL_HOSTID", host.c_str(), 1);
+        ::setenv("NCCL_P2P_DISABLE", "1", 1);
+        ::setenv("NCCL_SHM_DISABLE", "1", 1);
+      }
       try {
         ncclUniqueId ncclId{};
         if (withNccl && r == 0) {

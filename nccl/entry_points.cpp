@@ -218,6 +218,7 @@ NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 NCCL_ALIAS(ncclCommAbort)
 
+#ifdef NCCL_REVOKE_DEFAULT  // an nccl.h that declares ncclCommRevoke defines it (2.28.3's has neither)
 NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return guarded("ncclCommRevoke", [&] {
     requireComm(comm);
@@ -229,6 +230,7 @@ NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   });
 }
 NCCL_ALIAS(ncclCommRevoke)
+#endif
 
 NCCL_EXPORT ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* newcomm, ncclConfig_t* config) {
   return guarded("ncclCommSplit", [&] {

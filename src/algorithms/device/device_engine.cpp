@@ -203,11 +203,11 @@ void DeviceEngine::compareGpus(const host::OpEnv& callEnv) {
     const char* theirs = all.data() + kUuidBytes * static_cast<std::size_t>(q);
     sharers += q != rank_ && std::memcmp(theirs, prop.uuid.bytes, kUuidBytes) == 0;
   }
-  staging_.useStreamWrites(sharers > 0);
+  staging_.shareGpuWithProcesses(sharers > 0);
   if (sharers > 0) {
     logLine(LogLevel::kInfo, rank_,
             strCat("GPU ", device_, " is shared with ", sharers,
-                   " rank(s) of other hosts: small staged results go back by stream value writes"));
+                   " rank(s) of other hosts: staged results go back by a copy engine"));
   }
 }
 
@@ -225,7 +225,7 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
         channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
                                           &noChannelWhy_);
         if (channel_) {
-          staging_.useStreamWrites(channel_->processesShareGpu());
+          staging_.shareGpuWithProcesses(channel_->processesShareGpu());
           sharedPath_ = agreeOnSharedPath(env);
           // Threads of one process on one GPU read each other's buffers in place; other layouts publish pieces.
           if (sharedPath_ && channel_->oneContext()) {

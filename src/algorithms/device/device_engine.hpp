@@ -112,7 +112,7 @@ class DeviceEngine final : public host::Engine {
   void watch();
   /// Ranks on separate hosts (no channel) may still share this GPU: containers on one machine, or a host id per
   /// rank. Their GPUs' identities, traded once at the first device collective, say whether small staged results
-  /// go back by value writes (StagingEngine::useStreamWrites).
+  /// go back by copies that need no context switch (StagingEngine::shareGpuWithProcesses).
   void compareGpus(const host::OpEnv& env);
 
   host::Engine& host_;
