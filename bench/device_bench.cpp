@@ -433,6 +433,7 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
       meta["hosts_apart"] = "each rank its own BRAID_HOST_ID and NCCL_HOSTID (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)";
     if (!nccl.path.empty()) {
       meta["nccl_library"] = nccl.path;
+      if (nccl.isBraid) meta["nccl_is_braid"] = "NCCL's API on braid (nccl/): the nccl rows are braid through it";
       meta["nccl_version"] = version;
     }
     braid::tools::writeResults(args.jsonPath, meta, rows);
@@ -561,7 +562,16 @@ int main(int argc, char** argv) {
     }
   }
   const bool withNccl = std::find(impls.begin(), impls.end(), "nccl") != impls.end();
-  if (withNccl && n > gpus && !modes.hostsApart) {
+  // braid's libnccl.so.2 (BRAID_NCCL_LIBRARY): NCCL's API on braid, which runs ranks that share a GPU; dlopen alone
+  // makes no CUDA context here.
+  const bool ncclIsBraid = withNccl && [] {
+    try {
+      return loadNccl().isBraid;
+    } catch (const std::exception&) {
+      return false;
+    }
+  }();
+  if (withNccl && n > gpus && !modes.hostsApart && !ncclIsBraid) {
     std::fprintf(
         stderr,
         "%s: NCCL refuses two ranks on one GPU of a host (%d ranks, %d GPU(s)): --impl braid, or --hosts-apart\n",

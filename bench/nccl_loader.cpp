@@ -43,6 +43,8 @@ Nccl loadNccl() {
     get(n.getVersion, "ncclGetVersion");
     get(n.commRegister, "ncclCommRegister");
     get(n.commDeregister, "ncclCommDeregister");
+    // braid's error strings send the reader to BRAID_LOG where NCCL's name NCCL_DEBUG.
+    n.isBraid = std::string(n.errorString(static_cast<ncclResult_t>(1))).find("BRAID_LOG") != std::string::npos;
     return n;
   }
   throw std::runtime_error("no libnccl.so.2 found (set BRAID_NCCL_LIBRARY)");

@@ -40,6 +40,7 @@ struct Nccl {
   ncclResult_t (*commRegister)(ncclComm_t, void*, std::size_t, void**) = nullptr;
   ncclResult_t (*commDeregister)(ncclComm_t, void*) = nullptr;
   std::string path;
+  bool isBraid = false;  // braid's own libnccl.so.2 (nccl/): NCCL's API on braid, which lets ranks share a GPU
 };
 
 /// libnccl.so.2 from BRAID_NCCL_LIBRARY, the loader's path, the CUDA toolkit or a torch wheel's nvidia-nccl; throws

@@ -5,7 +5,10 @@
 #   processes  2 processes on GPU 0 (the default path: shared-GPU where no MPS server runs);
 #   threads    2 threads of one process on GPU 0;
 #   kernels    2 threads on braid's collective kernels (BRAID_CUDA_SHARED_GPU=kernels), 8 B .. 64 KiB: the host's
-#              cost of issuing a kernel call against an empty kernel's launch (issue_us, empty_launch_us).
+#              cost of issuing a kernel call against an empty kernel's launch (issue_us, empty_launch_us), beside the
+#              same calls through NCCL's API on braid (nccl/'s libnccl.so.2: rows "nccl+threads"), where it is built;
+#   apart      2 processes on GPU 0, each its own host id (--hosts-apart): braid over TCP against NCCL's socket
+#              transport, which runs two ranks on one GPU only so (where a real libnccl.so.2 is found).
 # Usage: scripts/onegpu-bench.sh OUT.json   (BRAID_BUILD_DIR: where braid-bench-device was built; ITERS: calls per loop)
 # Each run's own file stays in OUT.parts/.
 set -euo pipefail
@@ -19,10 +22,20 @@ mkdir -p "$tmp"
 common=(--nranks 2 --collective allreduce -d float32 -f 2 -n "$iters" -w 5 --reps 3)
 "$bench" "${common[@]}" --impl braid,memcpy -b 8 -e 64M --json "$tmp/processes.json"
 "$bench" "${common[@]}" --impl braid,memcpy -b 8 -e 64M --threads --json "$tmp/threads.json"
-BRAID_CUDA_SHARED_GPU=kernels "$bench" "${common[@]}" --impl braid -b 8 -e 64K --threads --json "$tmp/kernels.json"
-python3 scripts/merge-results.py "$out" \
-  --command "scripts/onegpu-bench.sh $(basename "$out")" \
-  --variant processes "$tmp/processes.json" \
-  --variant threads "$tmp/threads.json" \
-  --variant "threads, BRAID_CUDA_SHARED_GPU=kernels" "$tmp/kernels.json"
+api=$build/nccl/libnccl.so.2
+if [ -e "$api" ]; then
+  BRAID_NCCL_LIBRARY=$(realpath "$api") BRAID_CUDA_SHARED_GPU=kernels "$bench" "${common[@]}" --impl braid,nccl -b 8 \
+    -e 64K --threads --json "$tmp/kernels.json"
+else
+  BRAID_CUDA_SHARED_GPU=kernels "$bench" "${common[@]}" --impl braid -b 8 -e 64K --threads --json "$tmp/kernels.json"
+fi
+variants=(--variant processes "$tmp/processes.json" --variant threads "$tmp/threads.json"
+          --variant "threads, BRAID_CUDA_SHARED_GPU=kernels" "$tmp/kernels.json")
+# The real NCCL: BRAID_NCCL_LIBRARY, else the one a Python package bundles (torch's nvidia-nccl), else the loader's.
+real=${BRAID_NCCL_LIBRARY:-$(python3 -c 'import glob, site; print(next(iter(sorted(p for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/nccl/lib/libnccl.so.2"))), ""))' 2>/dev/null || true)}
+if env ${real:+BRAID_NCCL_LIBRARY=$real} "$bench" "${common[@]}" --impl braid,nccl -b 8 -e 64M -f 4 --hosts-apart \
+    --json "$tmp/apart.json"; then
+  variants+=(--variant "processes, hosts apart" "$tmp/apart.json")
+fi
+python3 scripts/merge-results.py "$out" --command "scripts/onegpu-bench.sh $(basename "$out")" "${variants[@]}"
 python3 scripts/bench_meta.py check "$out"
