@@ -21,12 +21,6 @@ using cuda::checkCuda;
 
 constexpr std::size_t kGuard = 64;
 
-std::vector<std::byte> pattern(std::size_t bytes, std::uint8_t salt) {
-  std::vector<std::byte> v(bytes);
-  for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::byte>((i * 131 + salt) & 0xff);
-  return v;
-}
-
 TEST(CopyEngine, EveryByteLandsAfterTheStreamsEarlierWork) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   cudaStream_t s = nullptr;
@@ -39,9 +33,9 @@ TEST(CopyEngine, EveryByteLandsAfterTheStreamsEarlierWork) {
   for (std::size_t bytes : {std::size_t{1}, std::size_t{8}, std::size_t{1000}, std::size_t{16384}, most}) {
     const std::string what = std::to_string(bytes) + " bytes";
     // The guard pattern goes in by a copy on the same stream: the engine's copy must follow it.
-    const std::vector<std::byte> before = pattern(span, 3);
+    const std::vector<std::byte> before = bytePattern(span, 3);
     checkCuda(cudaMemcpyAsync(device.get(), before.data(), span, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-    const std::vector<std::byte> data = pattern(bytes, static_cast<std::uint8_t>(bytes));
+    const std::vector<std::byte> data = bytePattern(bytes, static_cast<std::uint8_t>(bytes));
     std::copy(data.begin(), data.end(), pinned);
     ASSERT_TRUE(cuda::copyOnCopyEngine(device.get() + kGuard + 1, pinned, bytes, s)) << what;
     std::vector<std::byte> got(span);

@@ -114,6 +114,13 @@ inline void requireSameBytes(const void* got, const void* want, std::size_t byte
                            std::to_string(first / elemSize));
 }
 
+/// `bytes` bytes that differ from their neighbours and, with another `salt`, from another pattern's.
+inline std::vector<std::byte> bytePattern(std::size_t bytes, std::uint8_t salt) {
+  std::vector<std::byte> v(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::byte>((i * 131 + salt) & 0xff);
+  return v;
+}
+
 /// Device memory for a test rank (cudaMalloc, or cudaMallocManaged when managed).
 class DeviceBytes {
  public:

@@ -21,12 +21,6 @@ using cuda::checkCuda;
 
 constexpr std::size_t kGuard = 64;
 
-std::vector<std::byte> pattern(std::size_t bytes, std::uint8_t salt) {
-  std::vector<std::byte> v(bytes);
-  for (std::size_t i = 0; i < bytes; ++i) v[i] = static_cast<std::byte>((i * 131 + salt) & 0xff);
-  return v;
-}
-
 TEST(StreamWrites, EveryByteLandsAndNothingAroundItChanges) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   cudaStream_t s = nullptr;
@@ -38,16 +32,16 @@ TEST(StreamWrites, EveryByteLandsAndNothingAroundItChanges) {
                               cuda::kStreamWriteMaxBytes - 4, cuda::kStreamWriteMaxBytes}) {
       const std::string what = std::to_string(bytes) + " bytes at offset " + std::to_string(offset);
       // The guard pattern goes in by a copy on the same stream: the writes must follow it.
-      const std::vector<std::byte> before = pattern(span, 7);
+      const std::vector<std::byte> before = bytePattern(span, 7);
       checkCuda(cudaMemcpyAsync(device.get(), before.data(), span, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
-      std::vector<std::byte> data = pattern(bytes, static_cast<std::uint8_t>(bytes + offset));
+      std::vector<std::byte> data = bytePattern(bytes, static_cast<std::uint8_t>(bytes + offset));
       ASSERT_TRUE(cuda::writeByStreamOps(device.get() + kGuard + offset, data.data(), bytes, s)) << what;
       data.assign(bytes, std::byte{0});  // the source may change once the call returned
       std::vector<std::byte> got(span);
       checkCuda(cudaMemcpyAsync(got.data(), device.get(), span, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
       checkCuda(cudaStreamSynchronize(s), "cudaStreamSynchronize");
       std::vector<std::byte> want = before;
-      const std::vector<std::byte> written = pattern(bytes, static_cast<std::uint8_t>(bytes + offset));
+      const std::vector<std::byte> written = bytePattern(bytes, static_cast<std::uint8_t>(bytes + offset));
       std::copy(written.begin(), written.end(), want.begin() + static_cast<std::ptrdiff_t>(kGuard + offset));
       ASSERT_NO_THROW(requireSameBytes(got.data(), want.data(), span, 1, what));
     }
@@ -61,7 +55,7 @@ TEST(StreamWrites, WhatCannotGoWordByWordIsRefusedWithNothingQueued) {
   checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
   DeviceBytes device(cuda::kStreamWriteMaxBytes + 64);
   checkCuda(cudaMemsetAsync(device.get(), 0, cuda::kStreamWriteMaxBytes + 64, s), "cudaMemsetAsync");
-  const std::vector<std::byte> data = pattern(cuda::kStreamWriteMaxBytes + 8, 3);
+  const std::vector<std::byte> data = bytePattern(cuda::kStreamWriteMaxBytes + 8, 3);
   EXPECT_FALSE(cuda::writeByStreamOps(device.get() + 2, data.data(), 8, s)) << "a destination not 4-byte aligned";
   EXPECT_FALSE(cuda::writeByStreamOps(device.get(), data.data(), 6, s)) << "a size not a multiple of 4";
   EXPECT_FALSE(cuda::writeByStreamOps(device.get(), data.data(), cuda::kStreamWriteMaxBytes + 8, s)) << "too large";

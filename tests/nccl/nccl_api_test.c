@@ -16,26 +16,7 @@
 static int me = -1;
 static int failures = 0;
 
-#define CHECK(cond, ...)                                           \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      fprintf(stderr, "rank %d: %s:%d: ", me, __FILE__, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                                \
-      fprintf(stderr, "\n");                                       \
-      ++failures;                                                  \
-    }                                                              \
-  } while (0)
-
-/* A call that must succeed; on failure the rank stops here (later checks would only repeat it). */
-#define OK(call)                                                                                           \
-  do {                                                                                                     \
-    ncclResult_t r_ = (call);                                                                              \
-    if (r_ != ncclSuccess) {                                                                               \
-      fprintf(stderr, "rank %d: %s:%d: %s returned %d (%s): %s\n", me, __FILE__, __LINE__, #call, (int)r_, \
-              ncclGetErrorString(r_), ncclGetLastError(NULL));                                             \
-      exit(1);                                                                                             \
-    }                                                                                                      \
-  } while (0)
+#include "nccl_checks.h"
 
 /* rank r's element i of input `salt`: small integers, so every sum and product is exact in every type. */
 static int64_t value(int r, size_t i, int salt) { return (int64_t)((i * 7 + (size_t)r * 3 + (size_t)salt) % 11) - 3; }

@@ -22,25 +22,7 @@
 static int me = -1;
 static int failures = 0;
 
-#define CHECK(cond, ...)                                   \
-  do {                                                     \
-    if (!(cond)) {                                         \
-      fprintf(stderr, "rank %d: line %d: ", me, __LINE__); \
-      fprintf(stderr, __VA_ARGS__);                        \
-      fprintf(stderr, "\n");                               \
-      ++failures;                                          \
-    }                                                      \
-  } while (0)
-
-#define OK(call)                                                                                             \
-  do {                                                                                                       \
-    ncclResult_t r_ = (call);                                                                                \
-    if (r_ != ncclSuccess) {                                                                                 \
-      fprintf(stderr, "rank %d: line %d: %s returned %s: %s\n", me, __LINE__, #call, ncclGetErrorString(r_), \
-              ncclGetLastError(NULL));                                                                       \
-      _exit(1);                                                                                              \
-    }                                                                                                        \
-  } while (0)
+#include "nccl_checks.h"
 
 #define CUDA(call)                                                                                \
   do {                                                                                            \
