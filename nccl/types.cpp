@@ -28,6 +28,19 @@ double bfloat16ToDouble(std::uint16_t bits) {
   return f;
 }
 
+// float8 bit patterns as doubles: e4m3 (bias 7, no infinities, S.1111.111 its only NaN) and e5m2 (the top byte of a
+// float16).
+double float8E4M3ToDouble(std::uint8_t bits) {
+  const int sign = (bits >> 7) != 0 ? -1 : 1;
+  const int exponent = (bits >> 3) & 0xf;
+  const int mantissa = bits & 0x7;
+  if (exponent == 0xf && mantissa == 0x7) return NAN;
+  if (exponent == 0) return sign * std::ldexp(mantissa, -9);
+  return sign * std::ldexp(mantissa + 8, exponent - 10);
+}
+
+double float8E5M2ToDouble(std::uint8_t bits) { return halfToDouble(static_cast<std::uint16_t>(bits << 8)); }
+
 template <typename T>
 double read(const void* p) {
   T v;
@@ -60,10 +73,9 @@ DataType dataTypeOf(ncclDataType_t type) {
     case ncclBfloat16:
       return DataType::kBFloat16;
     case ncclFloat8e4m3:
+      return DataType::kFloat8E4M3;
     case ncclFloat8e5m2:
-      throw Error(ErrorCode::kUnavailable, std::string("data type ") +
-                                               (type == ncclFloat8e4m3 ? "ncclFloat8e4m3" : "ncclFloat8e5m2") +
-                                               " is not supported by braid yet");
+      return DataType::kFloat8E5M2;
     default:
       break;
   }
@@ -93,6 +105,10 @@ double scalarValue(const void* scalar, ncclDataType_t type) {
       return read<float>(scalar);
     case ncclFloat64:
       return read<double>(scalar);
+    case ncclFloat8e4m3:
+      return float8E4M3ToDouble(static_cast<std::uint8_t>(read<std::uint8_t>(scalar)));
+    case ncclFloat8e5m2:
+      return float8E5M2ToDouble(static_cast<std::uint8_t>(read<std::uint8_t>(scalar)));
     default:
       (void)dataTypeOf(type);  // throws, naming the type
       return 0;

@@ -8,8 +8,8 @@
 
 namespace braid::nccl {
 
-/// braid's type for `type`. Throws InvalidArgument for a value nccl.h does not define, and Unavailable for the
-/// float8 types (not in braid yet).
+/// braid's type for `type` (ncclFloat8e4m3 and ncclFloat8e5m2 included). Throws InvalidArgument for a value nccl.h
+/// does not define.
 DataType dataTypeOf(ncclDataType_t type);
 
 /// braid's operator for `op` on `comm`: a built-in one, or a premul_sum made by ncclRedOpCreatePreMulSum whose

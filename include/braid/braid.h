@@ -42,7 +42,9 @@ typedef enum braid_datatype {
   BRAID_BFLOAT16 = 8,
   BRAID_FLOAT32 = 9,
   BRAID_FLOAT64 = 10,
-  BRAID_NUM_DATATYPES = 11,              ///< not a type: the number of types
+  BRAID_FLOAT8_E4M3 = 11,                ///< OCP FP8 E4M3 "fn" (no infinities, max 448); reductions as types.hpp says
+  BRAID_FLOAT8_E5M2 = 12,                ///< FP8 E5M2 (IEEE-like, max finite 57344)
+  BRAID_NUM_DATATYPES = 13,              ///< not a type: the number of types
   BRAID_DATATYPE_ENUM_MAX_ = 0x7fffffff  ///< not a type: keeps the enum int-sized with every compiler
 } braid_datatype_t;
 

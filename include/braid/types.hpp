@@ -26,8 +26,10 @@ enum class DataType : std::uint8_t {
   kBFloat16 = 8,
   kFloat32 = 9,
   kFloat64 = 10,
+  kFloat8E4M3 = 11,  ///< OCP FP8 E4M3 "fn": bias 7, no infinities, NaN = S.1111.111, max finite 448
+  kFloat8E5M2 = 12,  ///< FP8 E5M2: IEEE-like, bias 15, infinities, max finite 57344
 };
-inline constexpr int kNumDataTypes = 11;
+inline constexpr int kNumDataTypes = 13;
 
 /// Reduction operators. Semantics per type:
 /// - kSum, kProd on integers wrap modulo 2^bits (two's complement), as in C++ unsigned arithmetic;
@@ -38,6 +40,13 @@ inline constexpr int kNumDataTypes = 11;
 /// - kBand, kBor, kBxor are bitwise and accept integers and bool only;
 /// - on bool, kSum and kMax are logical or, kProd and kMin logical and; kAvg and kPremulSum are refused.
 /// float16 and bfloat16 accumulate in float32 and round once per result.
+/// float8_e4m3 and float8_e5m2 do the same: every reduction widens its sources to float32, combines them in source
+/// order in IEEE float32 and rounds once per stored result (kAvg divides the float32 sum by the rank count first;
+/// kPremulSum rounds the exact product of each input and its scale, rounded to float32, once to the type). The
+/// rounding is to nearest, ties to even, with subnormals kept; a magnitude beyond the largest finite value,
+/// infinities included, saturates to +-448 (e4m3) or +-57344 (e5m2), as CUDA's __NV_SATFINITE conversion does; NaN
+/// becomes the type's canonical NaN (e4m3 0x7f, e5m2 0x7e, both positive); zero keeps its sign. A reduction over
+/// several steps (a ring, a tree) rounds its partial results too, as for every float type.
 enum class ReduceKind : std::uint8_t {
   kSum = 0,
   kProd = 1,

@@ -77,7 +77,8 @@ const std::vector<KnobRow>& rows() {
       // Off: compression trades accuracy (about n * 2^-9 of the magnitudes summed) for bytes, the caller's choice.
       {{"BRAID_COMPRESS", KnobType::kString, "",
         "bf16: allreduces of float32 sums and averages between hosts carry bfloat16 on the wire (accumulated in "
-        "float32; half the bytes, about 3 significant digits); empty: off"},
+        "float32; half the bytes, about 3 significant digits; other types, float16 and float8 included, travel as "
+        "they are); empty: off"},
        &Settings::compress},
       // 16 MiB: at 10 Gbit/s a window takes ~13 ms around a two-rank ring against ~0.7 ms to copy it in from the
       // GPU, so the copies hide behind the transfers, and the pinned memory stays at 32 MiB per communicator.

@@ -19,10 +19,19 @@ struct TypeRow {
 
 // Index = numeric value of DataType.
 constexpr TypeRow kTypes[kNumDataTypes] = {
-    {DataType::kBool, "bool", 1},       {DataType::kInt8, "int8", 1},       {DataType::kUint8, "uint8", 1},
-    {DataType::kInt32, "int32", 4},     {DataType::kUint32, "uint32", 4},   {DataType::kInt64, "int64", 8},
-    {DataType::kUint64, "uint64", 8},   {DataType::kFloat16, "float16", 2}, {DataType::kBFloat16, "bfloat16", 2},
-    {DataType::kFloat32, "float32", 4}, {DataType::kFloat64, "float64", 8},
+    {DataType::kBool, "bool", 1},
+    {DataType::kInt8, "int8", 1},
+    {DataType::kUint8, "uint8", 1},
+    {DataType::kInt32, "int32", 4},
+    {DataType::kUint32, "uint32", 4},
+    {DataType::kInt64, "int64", 8},
+    {DataType::kUint64, "uint64", 8},
+    {DataType::kFloat16, "float16", 2},
+    {DataType::kBFloat16, "bfloat16", 2},
+    {DataType::kFloat32, "float32", 4},
+    {DataType::kFloat64, "float64", 8},
+    {DataType::kFloat8E4M3, "float8_e4m3", 1},
+    {DataType::kFloat8E5M2, "float8_e5m2", 1},
 };
 
 constexpr const char* kReduceNames[kNumReduceKinds] = {"sum",        "prod", "min", "max", "avg",
@@ -53,7 +62,7 @@ const char* reduceKindName(ReduceKind kind) noexcept {
 
 bool isFloating(DataType type) noexcept {
   return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
-         type == DataType::kFloat64;
+         type == DataType::kFloat64 || type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
 }
 
 bool isInteger(DataType type) noexcept { return isValid(type) && type != DataType::kBool && !isFloating(type); }
@@ -67,17 +76,22 @@ std::optional<DataType> parseDataType(std::string_view name) {
   for (const auto& row : kTypes) {
     if (n == row.name) return row.type;
   }
-  // nccl-tests' spellings and common aliases.
+  // nccl-tests' spellings and common aliases. PyTorch's float8_e4m3fn is braid's float8_e4m3: "fn" (finite, NaN only
+  // at S.1111.111) is the only e4m3 braid has.
   struct Alias {
     const char* name;
     DataType type;
   };
   static constexpr Alias kAliases[] = {
-      {"float", DataType::kFloat32}, {"half", DataType::kFloat16}, {"double", DataType::kFloat64},
-      {"int", DataType::kInt32},     {"uint", DataType::kUint32},  {"char", DataType::kInt8},
-      {"fp32", DataType::kFloat32},  {"fp16", DataType::kFloat16}, {"bf16", DataType::kBFloat16},
-      {"fp64", DataType::kFloat64},  {"long", DataType::kInt64},   {"ulong", DataType::kUint64},
-      {"byte", DataType::kUint8},
+      {"float", DataType::kFloat32},       {"half", DataType::kFloat16},
+      {"double", DataType::kFloat64},      {"int", DataType::kInt32},
+      {"uint", DataType::kUint32},         {"char", DataType::kInt8},
+      {"fp32", DataType::kFloat32},        {"fp16", DataType::kFloat16},
+      {"bf16", DataType::kBFloat16},       {"fp64", DataType::kFloat64},
+      {"long", DataType::kInt64},          {"ulong", DataType::kUint64},
+      {"byte", DataType::kUint8},          {"fp8_e4m3", DataType::kFloat8E4M3},
+      {"e4m3", DataType::kFloat8E4M3},     {"float8_e4m3fn", DataType::kFloat8E4M3},
+      {"fp8_e5m2", DataType::kFloat8E5M2}, {"e5m2", DataType::kFloat8E5M2},
   };
   for (const auto& alias : kAliases) {
     if (n == alias.name) return alias.type;

@@ -15,7 +15,8 @@ bool isInteger(DataType type) noexcept;  // bool excluded
 bool isSigned(DataType type) noexcept;
 
 /// Accepts braid's names (float32, float16, bfloat16, int32, ...) and nccl-tests' (float, half, double,
-/// int, uint8, bfloat16, ...). Case-insensitive.
+/// int, uint8, bfloat16, ...), and for the 8-bit floats fp8_e4m3, e4m3, float8_e4m3fn (PyTorch's name), fp8_e5m2
+/// and e5m2. Case-insensitive.
 std::optional<DataType> parseDataType(std::string_view name);
 /// sum, prod, min, max, avg, premul_sum, band, bor, bxor.
 std::optional<ReduceKind> parseReduceKind(std::string_view name);

@@ -1,5 +1,5 @@
 // One element of any DataType read or written through double: exact for integers up to 2^53 and for every value
-// of the 16- and 32-bit float types. Integers are stored modulo 2^bits (C++20 conversions are modular), as braid's
+// of the 8-, 16- and 32-bit float types. Integers are stored modulo 2^bits (C++20 conversions are modular), as braid's
 // wrapping arithmetic produces. For tests, benchmarks' input generation and checks: not for hot paths.
 #pragma once
 
@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "base/data_type.hpp"
+#include "base/float8.hpp"
 #include "base/half.hpp"
 
 namespace braid {
@@ -42,6 +43,10 @@ inline double loadElement(const void* buf, std::size_t i, DataType t) {
       return get(float{});
     case DataType::kFloat64:
       return get(double{});
+    case DataType::kFloat8E4M3:
+      return float8E4M3ToFloat(get(std::uint8_t{}));
+    case DataType::kFloat8E5M2:
+      return float8E5M2ToFloat(get(std::uint8_t{}));
   }
   return 0;
 }
@@ -83,6 +88,12 @@ inline void storeElement(void* buf, std::size_t i, DataType t, double v) {
       break;
     case DataType::kFloat64:
       put(v);
+      break;
+    case DataType::kFloat8E4M3:
+      put(floatToFloat8E4M3(static_cast<float>(v)));
+      break;
+    case DataType::kFloat8E5M2:
+      put(floatToFloat8E5M2(static_cast<float>(v)));
       break;
   }
 }

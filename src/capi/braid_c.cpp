@@ -35,6 +35,8 @@ static_assert(BRAID_FLOAT16 == static_cast<int>(braid::DataType::kFloat16));
 static_assert(BRAID_BFLOAT16 == static_cast<int>(braid::DataType::kBFloat16));
 static_assert(BRAID_FLOAT32 == static_cast<int>(braid::DataType::kFloat32));
 static_assert(BRAID_FLOAT64 == static_cast<int>(braid::DataType::kFloat64));
+static_assert(BRAID_FLOAT8_E4M3 == static_cast<int>(braid::DataType::kFloat8E4M3));
+static_assert(BRAID_FLOAT8_E5M2 == static_cast<int>(braid::DataType::kFloat8E5M2));
 static_assert(BRAID_NUM_DATATYPES == braid::kNumDataTypes);
 
 static_assert(BRAID_SUM == static_cast<int>(braid::ReduceKind::kSum));
@@ -140,7 +142,8 @@ bool isType(const braid_datatype_t& type) { return rawValue(type) >= 0 && rawVal
 
 std::string notAType(const braid_datatype_t& type) {
   return "datatype " + std::to_string(rawValue(type)) +
-         " is not a braid_datatype_t (BRAID_BOOL=0 .. BRAID_FLOAT64=" + std::to_string(braid::kNumDataTypes - 1) + ")";
+         " is not a braid_datatype_t (BRAID_BOOL=0 .. BRAID_FLOAT8_E5M2=" + std::to_string(braid::kNumDataTypes - 1) +
+         ")";
 }
 
 // A type value the C++ layer refuses in its argument checks (it accepts 0 .. kNumDataTypes-1 only).

@@ -37,8 +37,9 @@ void soak(Communicator& comm, int calls, unsigned seed) {
   std::mt19937 rng(seed);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   const std::vector<Coll>& colls = allColls();
-  const DataType types[] = {DataType::kFloat32,  DataType::kFloat64, DataType::kInt32, DataType::kInt64,
-                            DataType::kBFloat16, DataType::kFloat16, DataType::kUint8, DataType::kBool};
+  const DataType types[] = {DataType::kFloat32,    DataType::kFloat64,   DataType::kInt32, DataType::kInt64,
+                            DataType::kBFloat16,   DataType::kFloat16,   DataType::kUint8, DataType::kBool,
+                            DataType::kFloat8E4M3, DataType::kFloat8E5M2};
   const std::size_t counts[] = {1, 3, 64, 1000, 4099, 65537, 300007};
   // Large messages one call in eight: most calls are the small ones a training step makes many of.
   auto drawCount = [&] { return counts[pick(8) == 0 ? std::size(counts) - 1 - pick(2) : pick(std::size(counts) - 2)]; };
@@ -48,7 +49,8 @@ void soak(Communicator& comm, int calls, unsigned seed) {
     if (pick(4) == 0) {
       RandomCase rc;
       rc.coll = static_cast<RandomColl>(pick(3));
-      const DataType floats[] = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16, DataType::kBFloat16};
+      const DataType floats[] = {DataType::kFloat32,  DataType::kFloat64,    DataType::kFloat16,
+                                 DataType::kBFloat16, DataType::kFloat8E4M3, DataType::kFloat8E5M2};
       rc.type = floats[pick(std::size(floats))];
       const ReduceKind floatOps[] = {ReduceKind::kSum, ReduceKind::kAvg, ReduceKind::kProd, ReduceKind::kMin,
                                      ReduceKind::kMax};

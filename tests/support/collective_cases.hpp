@@ -1,5 +1,7 @@
 // One collective call with inputs whose exact result is known (nccl-tests' method): small integers chosen so
-// that every sum, product, min and max is exactly representable in every type, including float16/bfloat16.
+// that every sum, product, min and max is exactly representable in every type, including float16/bfloat16. float8
+// rounds some inputs (min and max stay exact: rounding keeps the order) and some sums of 3 or more ranks, which are
+// checked against the type's bound instead.
 // runCase() makes the inputs from (rank, index), runs the call, and checks every output element, throwing
 // std::runtime_error that names the first wrong element.
 #pragma once

@@ -41,6 +41,10 @@ double unitRoundoff(DataType t) {
       return 0x1.0p-11;
     case DataType::kBFloat16:
       return 0x1.0p-8;
+    case DataType::kFloat8E4M3:
+      return 0x1.0p-4;
+    case DataType::kFloat8E5M2:
+      return 0x1.0p-3;
     default:
       return 0x1.0p-24;
   }
@@ -74,7 +78,12 @@ const char* collName(RandomColl c) {
 
 double allowedError(DataType type, ReduceKind op, int n, double sumOfMagnitudes, double reference) {
   const double u = unitRoundoff(type);
-  const double tiny = type == DataType::kFloat16 ? n * 0x1.0p-24 : 0;  // float16's subnormal spacing, per addition
+  // The subnormal spacing, per addition: below the smallest normal, roundings are absolute, not relative.
+  const double spacing = type == DataType::kFloat16      ? 0x1.0p-24
+                         : type == DataType::kFloat8E4M3 ? 0x1.0p-9
+                         : type == DataType::kFloat8E5M2 ? 0x1.0p-16
+                                                         : 0;
+  const double tiny = n * spacing;
   switch (op) {
     case ReduceKind::kMin:
     case ReduceKind::kMax:

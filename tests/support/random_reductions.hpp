@@ -16,7 +16,7 @@ enum class RandomColl { kAllreduce, kReduce, kReduceScatter };
 
 struct RandomCase {
   RandomColl coll = RandomColl::kAllreduce;
-  DataType type = DataType::kFloat32;  // float32, float64, float16 or bfloat16
+  DataType type = DataType::kFloat32;  // float32, float64, float16, bfloat16, float8_e4m3 or float8_e5m2
   ReduceKind op = ReduceKind::kSum;    // sum, avg, prod, min or max
   std::size_t count = 0;               // elements of the result (reduce_scatter: of each rank's block)
   bool inPlace = false;

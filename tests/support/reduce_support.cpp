@@ -12,18 +12,20 @@ struct SupportRow {
 // Bitwise ops only on integers and bool; avg and premul_sum on every type but bool.
 // clang-format off
 constexpr SupportRow kSupport[kNumDataTypes] = {
-    //                     sum  prod  min  max  avg  premul_sum  band  bor  bxor
-    {DataType::kBool,     {1,   1,    1,   1,   0,   0,          1,    1,   1}},
-    {DataType::kInt8,     {1,   1,    1,   1,   1,   1,          1,    1,   1}},
-    {DataType::kUint8,    {1,   1,    1,   1,   1,   1,          1,    1,   1}},
-    {DataType::kInt32,    {1,   1,    1,   1,   1,   1,          1,    1,   1}},
-    {DataType::kUint32,   {1,   1,    1,   1,   1,   1,          1,    1,   1}},
-    {DataType::kInt64,    {1,   1,    1,   1,   1,   1,          1,    1,   1}},
-    {DataType::kUint64,   {1,   1,    1,   1,   1,   1,          1,    1,   1}},
-    {DataType::kFloat16,  {1,   1,    1,   1,   1,   1,          0,    0,   0}},
-    {DataType::kBFloat16, {1,   1,    1,   1,   1,   1,          0,    0,   0}},
-    {DataType::kFloat32,  {1,   1,    1,   1,   1,   1,          0,    0,   0}},
-    {DataType::kFloat64,  {1,   1,    1,   1,   1,   1,          0,    0,   0}},
+    //                       sum  prod  min  max  avg  premul_sum  band  bor  bxor
+    {DataType::kBool,       {1,   1,    1,   1,   0,   0,          1,    1,   1}},
+    {DataType::kInt8,       {1,   1,    1,   1,   1,   1,          1,    1,   1}},
+    {DataType::kUint8,      {1,   1,    1,   1,   1,   1,          1,    1,   1}},
+    {DataType::kInt32,      {1,   1,    1,   1,   1,   1,          1,    1,   1}},
+    {DataType::kUint32,     {1,   1,    1,   1,   1,   1,          1,    1,   1}},
+    {DataType::kInt64,      {1,   1,    1,   1,   1,   1,          1,    1,   1}},
+    {DataType::kUint64,     {1,   1,    1,   1,   1,   1,          1,    1,   1}},
+    {DataType::kFloat16,    {1,   1,    1,   1,   1,   1,          0,    0,   0}},
+    {DataType::kBFloat16,   {1,   1,    1,   1,   1,   1,          0,    0,   0}},
+    {DataType::kFloat32,    {1,   1,    1,   1,   1,   1,          0,    0,   0}},
+    {DataType::kFloat64,    {1,   1,    1,   1,   1,   1,          0,    0,   0}},
+    {DataType::kFloat8E4M3, {1,   1,    1,   1,   1,   1,          0,    0,   0}},
+    {DataType::kFloat8E5M2, {1,   1,    1,   1,   1,   1,          0,    0,   0}},
 };
 // clang-format on
 
@@ -40,7 +42,7 @@ constexpr bool rowsInEnumOrder() {
   }
   return true;
 }
-static_assert(rowsInEnumOrder() && kNumDataTypes == 11);
+static_assert(rowsInEnumOrder() && kNumDataTypes == 13);
 
 }  // namespace
 

@@ -249,6 +249,30 @@ TEST_F(CAbiSingle, BadDatatypeAndOpValuesAreRefusedByNumber) {
   EXPECT_EQ(braid_allreduce(&x, &x, 1, BRAID_FLOAT32, BRAID_SUM, comm_), BRAID_SUCCESS) << braid_last_error();
 }
 
+// The float8 types go through the C API like the others: reduced in float32 and rounded once, bitwise ops refused,
+// the first value past them refused by number.
+TEST_F(CAbiSingle, Float8Types) {
+  EXPECT_EQ(BRAID_FLOAT8_E4M3, 11);
+  EXPECT_EQ(BRAID_FLOAT8_E5M2, 12);
+  EXPECT_EQ(BRAID_NUM_DATATYPES, 13);
+  std::uint8_t e4m3[3] = {0x38, 0xbc, 0x7e};  // 1.0, -1.5, 448 (the largest)
+  EXPECT_EQ(braid_allreduce_premul(e4m3, e4m3, 3, BRAID_FLOAT8_E4M3, 2.0, comm_), BRAID_SUCCESS) << braid_last_error();
+  EXPECT_EQ(e4m3[0], 0x40);             // 2.0
+  EXPECT_EQ(e4m3[1], 0xc4);             // -3.0
+  EXPECT_EQ(e4m3[2], 0x7e);             // 896 saturates to 448
+  std::uint8_t e5m2[2] = {0x3c, 0x7c};  // 1.0, +inf
+  std::uint8_t out[2] = {};
+  EXPECT_EQ(braid_allreduce(e5m2, out, 2, BRAID_FLOAT8_E5M2, BRAID_MAX, comm_), BRAID_SUCCESS) << braid_last_error();
+  EXPECT_EQ(out[0], 0x3c);
+  EXPECT_EQ(braid_broadcast(e5m2, 2, BRAID_FLOAT8_E5M2, 0, comm_), BRAID_SUCCESS);  // moved, not rounded
+  EXPECT_EQ(e5m2[1], 0x7c);
+  EXPECT_EQ(braid_allreduce(e5m2, e5m2, 2, BRAID_FLOAT8_E5M2, BRAID_BXOR, comm_), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(braid_last_error(), "float8_e5m2"), nullptr) << braid_last_error();
+  EXPECT_EQ(braid_allreduce(e5m2, e5m2, 2, static_cast<braid_datatype_t>(13), BRAID_SUM, comm_),
+            BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(braid_last_error(), "datatype 13"), nullptr) << braid_last_error();
+}
+
 TEST_F(CAbiSingle, PremulSumNeedsTheScaledCall) {
   double x = 3.0;
   EXPECT_EQ(braid_allreduce(&x, &x, 1, BRAID_FLOAT64, BRAID_PREMUL_SUM, comm_), BRAID_ERR_INVALID_ARGUMENT);

@@ -16,6 +16,7 @@ int braid_c_header_smoke(braid_unique_id_t* id) {
   int in[4] = {1, 2, 3, 4};
   int out[4] = {0, 0, 0, 0};
   double values[2] = {1.5, -2.0};
+  unsigned char e4m3[2] = {0x38, 0xbc}; /* 1.0 and -1.5 in float8 e4m3 */
   braid_p2p_op_t ops[1];
   size_t i;
   int failed = 0;
@@ -30,6 +31,8 @@ int braid_c_header_smoke(braid_unique_id_t* id) {
   }
   if (!failed && braid_allreduce_premul(values, values, 2, BRAID_FLOAT64, 4.0, comm) != BRAID_SUCCESS) failed = 7;
   if (!failed && (values[0] != 6.0 || values[1] != -8.0)) failed = 8;
+  if (!failed && braid_allreduce_premul(e4m3, e4m3, 2, BRAID_FLOAT8_E4M3, 2.0, comm) != BRAID_SUCCESS) failed = 14;
+  if (!failed && (e4m3[0] != 0x40 || e4m3[1] != 0xc4)) failed = 15; /* 2.0 and -3.0 */
   /* A group of zero operations, then one whose datatype is no braid_datatype_t. */
   if (!failed && braid_group(comm, NULL, 0) != BRAID_SUCCESS) failed = 9;
   memset(ops, 0, sizeof ops);

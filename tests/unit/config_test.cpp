@@ -109,6 +109,17 @@ TEST(DataTypes, NamesRoundTripAndNcclTestsAliases) {
   EXPECT_EQ(parseDataType("half"), DataType::kFloat16);
   EXPECT_EQ(parseDataType("double"), DataType::kFloat64);
   EXPECT_EQ(parseDataType("int32"), DataType::kInt32);
+  EXPECT_EQ(parseDataType("float8_e4m3"), DataType::kFloat8E4M3);
+  EXPECT_EQ(parseDataType("FP8_E4M3"), DataType::kFloat8E4M3);
+  EXPECT_EQ(parseDataType("e4m3"), DataType::kFloat8E4M3);
+  EXPECT_EQ(parseDataType("float8_e4m3fn"), DataType::kFloat8E4M3);  // PyTorch's name of the same type
+  EXPECT_EQ(parseDataType("float8_e5m2"), DataType::kFloat8E5M2);
+  EXPECT_EQ(parseDataType("fp8_e5m2"), DataType::kFloat8E5M2);
+  EXPECT_EQ(parseDataType("E5M2"), DataType::kFloat8E5M2);
+  EXPECT_EQ(dataTypeSize(DataType::kFloat8E4M3), 1u);
+  EXPECT_EQ(dataTypeSize(DataType::kFloat8E5M2), 1u);
+  EXPECT_FALSE(parseDataType("fp8"));              // which of the two: not guessed
+  EXPECT_FALSE(parseDataType("float8_e4m3fnuz"));  // another type (no negative zero, NaN at 0x80)
   EXPECT_FALSE(parseDataType("complex64"));
   for (int i = 0; i < kNumReduceKinds; ++i) {
     const auto k = static_cast<ReduceKind>(i);
@@ -122,6 +133,9 @@ TEST(DataTypes, UnsupportedReductionsAreRefusedWithNames) {
   EXPECT_THROW(checkReduceSupported(DataType::kInt32, ReduceOp::premulSum(0.5), "allreduce"), Error);
   EXPECT_NO_THROW(checkReduceSupported(DataType::kInt32, ReduceOp::premulSum(3), "allreduce"));
   EXPECT_NO_THROW(checkReduceSupported(DataType::kUint8, ReduceKind::kBand, "allreduce"));
+  EXPECT_THROW(checkReduceSupported(DataType::kFloat8E4M3, ReduceKind::kBand, "allreduce"), Error);
+  EXPECT_THROW(checkReduceSupported(DataType::kFloat8E5M2, ReduceKind::kBxor, "allreduce"), Error);
+  EXPECT_NO_THROW(checkReduceSupported(DataType::kFloat8E5M2, ReduceOp::premulSum(0.5), "allreduce"));
   try {
     checkReduceSupported(DataType::kFloat16, ReduceKind::kBor, "reduce");
     ADD_FAILURE() << "bor on float16 was accepted";

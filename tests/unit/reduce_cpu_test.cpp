@@ -1,7 +1,7 @@
 // The CPU reduction kernels, run under every kernel set this CPU supports. References are computed here from
 // scratch, in float64 / 64-bit integers, with float16 rounding by the compiler's _Float16 (or a portable rounding
-// where it has none) and bfloat16 rounding by roundToFormat below, so neither the kernels' conversions nor
-// base/half.hpp check themselves.
+// where it has none), bfloat16 rounding by roundToFormat below and float8 by support/float8_reference.hpp, so neither
+// the kernels' conversions nor base/half.hpp and base/float8.hpp check themselves.
 #include "algorithms/host/reduce_cpu.hpp"
 
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "base/data_type.hpp"
 #include "base/half.hpp"
 #include "braid/braid.hpp"
+#include "support/float8_reference.hpp"
 #include "support/isa_levels.hpp"
 #include "support/reduce_support.hpp"
 
@@ -27,10 +28,13 @@ namespace braid::host {
 namespace {
 
 using braid::testing::isaLevels;
+namespace fp8 = braid::testing::fp8;
 
-constexpr DataType kAllTypes[] = {DataType::kBool,     DataType::kInt8,    DataType::kUint8,  DataType::kInt32,
-                                  DataType::kUint32,   DataType::kInt64,   DataType::kUint64, DataType::kFloat16,
-                                  DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+constexpr DataType kAllTypes[] = {DataType::kBool,      DataType::kInt8,    DataType::kUint8,   DataType::kInt32,
+                                  DataType::kUint32,    DataType::kInt64,   DataType::kUint64,  DataType::kFloat16,
+                                  DataType::kBFloat16,  DataType::kFloat32, DataType::kFloat64, DataType::kFloat8E4M3,
+                                  DataType::kFloat8E5M2};
+constexpr DataType kFloat8Types[] = {DataType::kFloat8E4M3, DataType::kFloat8E5M2};
 constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum,  ReduceKind::kProd, ReduceKind::kMin,
                                     ReduceKind::kMax,  ReduceKind::kAvg,  ReduceKind::kPremulSum,
                                     ReduceKind::kBand, ReduceKind::kBor,  ReduceKind::kBxor};
@@ -114,6 +118,9 @@ struct Buffer {
         return bf16Value(get<std::uint16_t>(i));
       case DataType::kFloat32:
         return get<float>(i);
+      case DataType::kFloat8E4M3:
+      case DataType::kFloat8E5M2:
+        return fp8::decode(fp8::formatOf(type), get<std::uint8_t>(i));
       default:
         return get<double>(i);
     }
@@ -127,6 +134,9 @@ struct Buffer {
         return put<std::uint16_t>(i, bf16BitsOf(v));
       case DataType::kFloat32:
         return put<float>(i, static_cast<float>(v));
+      case DataType::kFloat8E4M3:
+      case DataType::kFloat8E5M2:
+        return put<std::uint8_t>(i, fp8::encode(fp8::formatOf(type), v));
       default:
         return put<double>(i, v);
     }
@@ -275,6 +285,9 @@ void putReference(Buffer& out, std::size_t i, const std::vector<Buffer>& srcs, i
           return out.put<std::uint16_t>(i, 0x7fc0);
         case DataType::kFloat32:
           return out.put<std::uint32_t>(i, 0x7fc00000u);
+        case DataType::kFloat8E4M3:
+        case DataType::kFloat8E5M2:
+          return out.put<std::uint8_t>(i, fp8::formatOf(out.type).nan);
         default:
           return out.put<std::uint64_t>(i, 0x7ff8000000000000ull);
       }
@@ -310,11 +323,14 @@ void fillExact(Buffer& b, ReduceKind kind, std::mt19937_64& rng) {
   }
 }
 
-// Random values including specials (NaN, inf, subnormals, signed zeros), for the cross-ISA comparison.
+// Random values including specials (NaN, inf, subnormals, signed zeros), for the cross-ISA comparison. The tiny and
+// huge ones reach the type's subnormals and overflow its sums.
 void fillWild(Buffer& b, std::mt19937_64& rng) {
   std::uniform_int_distribution<std::uint64_t> bits;
   std::uniform_real_distribution<double> uni(-4, 4);
   std::uniform_int_distribution<int> pick(0, 31);
+  const double tiny = b.type == DataType::kFloat8E4M3 ? 0x1p-8 : b.type == DataType::kFloat8E5M2 ? 0x1p-15 : 1e-7;
+  const double huge = b.type == DataType::kFloat8E4M3 ? 150 : b.type == DataType::kFloat8E5M2 ? 20000 : 16000;
   for (std::size_t i = 0; i < b.count(); ++i) {
     if (!isFloating(b.type)) {
       b.putI(i, bits(rng));
@@ -334,10 +350,10 @@ void fillWild(Buffer& b, std::mt19937_64& rng) {
         b.putI(i, bits(rng));
         break;
       case 4:
-        b.putF(i, uni(rng) * 1e-7);  // float16 subnormals
+        b.putF(i, uni(rng) * tiny);  // subnormals
         break;
       case 5:
-        b.putF(i, uni(rng) * 16000);  // float16 overflow in sums
+        b.putF(i, uni(rng) * huge);  // overflow in sums
         break;
       default:
         b.putF(i, uni(rng));
@@ -417,15 +433,19 @@ TEST_F(ReduceCpu, RandomFloatsWithinBounds) {
   const std::size_t count = 4099;
   for (const auto& isa : isaLevels()) {
     setReduceIsaCap(isa);
-    for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+    for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
+                          DataType::kFloat8E4M3, DataType::kFloat8E5M2}) {
       for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kProd, ReduceKind::kAvg}) {
         for (int nsrcs : {1, 2, 3, 4, 8, 13}) {
           SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind) + " nsrcs=" + std::to_string(nsrcs));
           std::vector<Buffer> srcs;
           for (int s = 0; s < nsrcs; ++s) {
             srcs.emplace_back(type, count);
-            for (std::size_t i = 0; i < count; ++i)
-              srcs.back().putF(i, kind == ReduceKind::kProd ? positive(rng) : uni(rng));
+            for (std::size_t i = 0; i < count; ++i) {
+              // float8 products stay within [0.8, 1.25] per factor: 13 of them neither overflow e4m3 nor underflow.
+              const double factor = fp8::isFloat8(type) ? 0.8 + (positive(rng) - 0.5) * 0.3 : positive(rng);
+              srcs.back().putF(i, kind == ReduceKind::kProd ? factor : uni(rng));
+            }
           }
           Buffer got(type, count);
           const auto ptrs = pointers(srcs, nsrcs);
@@ -451,13 +471,18 @@ TEST_F(ReduceCpu, RandomFloatsWithinBounds) {
                 bound = 1e-15 * nsrcs * magnitude;
                 break;
               default: {
-                // One ulp of the 16-bit result, plus float32 accumulation error (2^-24 per source).
-                const double rounded =
-                    type == DataType::kFloat16 ? halfValue(halfBitsOf(ref)) : bf16Value(bf16BitsOf(ref));
+                // One ulp of the 8- or 16-bit result, plus float32 accumulation error (2^-24 per source).
+                Buffer one(type, 1);
+                one.putF(0, ref);
+                const double rounded = one.getF(0);
                 int e = 0;
                 std::frexp(rounded == 0 ? ref : rounded, &e);
-                const int precision = type == DataType::kFloat16 ? 11 : 8;
-                const int minExp = type == DataType::kFloat16 ? -14 : -126;
+                const int precision = type == DataType::kFloat16    ? 11
+                                      : type == DataType::kBFloat16 ? 8
+                                                                    : fp8::formatOf(type).mantBits + 1;
+                const int minExp = type == DataType::kFloat16    ? -14
+                                   : type == DataType::kBFloat16 ? -126
+                                                                 : 1 - fp8::formatOf(type).bias;
                 const double ulp = std::ldexp(1.0, (e - 1 > minExp ? e - 1 : minExp) - (precision - 1));
                 bound = ulp + std::ldexp(magnitude * nsrcs, -24);
               }
@@ -769,6 +794,123 @@ TEST_F(ReduceCpu, ScaleCopyRoundsOnceAtEdges) {
           const std::uint16_t want = type == DataType::kFloat16 ? halfBitsOf(s) : bf16BitsOf(s);
           ASSERT_EQ(out.get<std::uint16_t>(0), want)
               << isa << " " << dataTypeName(type) << " scale bits 0x" << std::hex << std::bit_cast<std::uint32_t>(s);
+        }
+      }
+    }
+  }
+}
+
+// ---- float8: every op on every code, against the definition: each source widened to float32 (exactly), combined
+// in source order in float32 (min and max by the NaN rule), avg divided once by the divisor in float32, the result
+// rounded once to the type (support/float8_reference.hpp).
+
+std::uint8_t float8Reference(DataType type, ReduceKind kind, const std::vector<std::uint8_t>& codes, int avgDivisor) {
+  const fp8::Format& f = fp8::formatOf(type);
+  auto widen = [&f](std::uint8_t c) { return static_cast<float>(fp8::decode(f, c)); };
+  float acc = widen(codes[0]);
+  for (std::size_t s = 1; s < codes.size(); ++s) {
+    const float x = widen(codes[s]);
+    switch (kind) {
+      case ReduceKind::kProd:
+        acc = acc * x;
+        break;
+      case ReduceKind::kMin:
+        acc = (acc < x || std::isnan(acc)) ? acc : x;
+        break;
+      case ReduceKind::kMax:
+        acc = (acc > x || std::isnan(acc)) ? acc : x;
+        break;
+      default:  // sum, avg, premul_sum (its scaling is scaleCopy's)
+        acc = acc + x;
+    }
+  }
+  if (kind == ReduceKind::kAvg) acc = acc / static_cast<float>(avgDivisor);
+  return fp8::encode(f, acc);
+}
+
+// Runs reduceSources on the sources' codes and compares every element with float8Reference.
+void expectFloat8Reduction(DataType type, ReduceKind kind, const std::vector<std::vector<std::uint8_t>>& srcs,
+                           int avgDivisor) {
+  const std::size_t count = srcs[0].size();
+  std::vector<const void*> ptrs;
+  for (const auto& s : srcs) ptrs.push_back(s.data());
+  std::vector<std::uint8_t> got(count + 1, 0xa5);
+  reduceSources(got.data(), ptrs.data(), static_cast<int>(srcs.size()), count, type, kind, avgDivisor);
+  int failures = 0;
+  std::vector<std::uint8_t> codes(srcs.size());
+  for (std::size_t i = 0; i < count && failures < 5; ++i) {
+    for (std::size_t s = 0; s < srcs.size(); ++s) codes[s] = srcs[s][i];
+    const std::uint8_t want = float8Reference(type, kind, codes, avgDivisor);
+    if (got[i] != want) {
+      ++failures;
+      std::string inputs;
+      for (std::uint8_t c : codes) inputs += " " + std::to_string(c);
+      ADD_FAILURE() << "element " << i << ": got " << int{got[i]} << " want " << int{want} << "; codes" << inputs;
+    }
+  }
+  EXPECT_EQ(got[count], 0xa5) << "wrote past the end";
+}
+
+TEST_F(ReduceCpu, Float8FollowsTheDefinitionOnEveryCode) {
+  std::mt19937_64 rng(10);
+  for (const auto& isa : isaLevels()) {
+    setReduceIsaCap(isa);
+    for (DataType type : kFloat8Types) {
+      for (ReduceKind kind : kAllKinds) {
+        if (!supported(type, kind)) continue;
+        SCOPED_TRACE(isa + " " + dataTypeName(type) + " " + reduceKindName(kind));
+        // Every code alone and every ordered pair of codes: NaNs, infinities, subnormals, signed zeros, overflow.
+        std::vector<std::uint8_t> first(65536), second(65536);
+        for (std::size_t i = 0; i < first.size(); ++i) {
+          first[i] = static_cast<std::uint8_t>(i >> 8);
+          second[i] = static_cast<std::uint8_t>(i);
+        }
+        expectFloat8Reduction(type, kind, {first}, 1);
+        expectFloat8Reduction(type, kind, {first, second}, 2);
+        if (kind == ReduceKind::kAvg) expectFloat8Reduction(type, kind, {first, second}, 7);
+        // Three to thirteen sources of random codes (counts past whole chunks and tiles: tails too).
+        for (int nsrcs : {3, 4, 5, 8, 13}) {
+          std::vector<std::vector<std::uint8_t>> srcs(static_cast<std::size_t>(nsrcs), std::vector<std::uint8_t>(9001));
+          for (auto& src : srcs) {
+            for (auto& c : src) c = static_cast<std::uint8_t>(rng());
+          }
+          expectFloat8Reduction(type, kind, srcs, nsrcs);
+        }
+        // Small values whose sums the type holds, with a few that are not: the common case.
+        for (int nsrcs : {2, 3, 8}) {
+          std::vector<std::vector<std::uint8_t>> srcs(static_cast<std::size_t>(nsrcs), std::vector<std::uint8_t>(1000));
+          for (auto& src : srcs) {
+            for (auto& c : src) c = fp8::encode(fp8::formatOf(type), static_cast<double>(rng() % 9) - 4);
+          }
+          expectFloat8Reduction(type, kind, srcs, nsrcs);
+        }
+      }
+    }
+  }
+}
+
+// scaleCopy of ones by f rounds f itself once: every rounding boundary of both types, from the float64 product.
+TEST_F(ReduceCpu, Float8ScaleCopyRoundsOnceAtEdges) {
+  for (const auto& isa : isaLevels()) {
+    setReduceIsaCap(isa);
+    for (DataType type : kFloat8Types) {
+      const fp8::Format& f = fp8::formatOf(type);
+      const std::vector<float> scales = fp8::roundingBoundaries(f);
+      std::vector<std::uint8_t> ones(scales.size(), fp8::encode(f, 1.0)), out(scales.size());
+      for (std::size_t i = 0; i < scales.size(); ++i) {
+        scaleCopy(out.data() + i, ones.data() + i, 1, type, scales[i]);
+        ASSERT_EQ(out[i], fp8::encode(f, scales[i])) << isa << " " << dataTypeName(type) << " scale bits 0x" << std::hex
+                                                     << std::bit_cast<std::uint32_t>(scales[i]);
+      }
+      // Every code times scales that leave it exact, move it onto a boundary, or past the largest value.
+      for (double scale : {1.0, -1.0, 0.5, 3.0, 1.0 / 3.0, 0x1p-9, 1e5, 0.0, -0.0, 1e-30}) {
+        std::vector<std::uint8_t> all(256), scaled(256);
+        for (int c = 0; c < 256; ++c) all[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c);
+        scaleCopy(scaled.data(), all.data(), 256, type, scale);
+        for (int c = 0; c < 256; ++c) {
+          const double product = fp8::decode(f, static_cast<std::uint8_t>(c)) * static_cast<float>(scale);  // exact
+          ASSERT_EQ(scaled[static_cast<std::size_t>(c)], fp8::encode(f, product))
+              << isa << " " << dataTypeName(type) << " code " << c << " scale " << scale;
         }
       }
     }

@@ -53,13 +53,14 @@ TEST(ReduceSupport, LibraryAgreesWithTheTableOnEveryTypeAndOp) {
       }
     }
   }
-  // 11 types x 9 ops, less bitwise on the 4 float types and avg/premul_sum on bool.
-  EXPECT_EQ(accepted, 99 - 12 - 2);
+  // 13 types x 9 ops, less bitwise on the 6 float types and avg/premul_sum on bool.
+  EXPECT_EQ(accepted, 117 - 18 - 2);
 }
 
 // premul_sum's scale: any finite one on float types, integral ones only on integer types.
 TEST(ReduceSupport, PremulSumScaleRules) {
-  for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+  for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
+                        DataType::kFloat8E4M3, DataType::kFloat8E5M2}) {
     SCOPED_TRACE(dataTypeName(type));
     EXPECT_NO_THROW(checkReduceSupported(type, ReduceOp::premulSum(0.5), "allreduce"));
     EXPECT_THROW(checkReduceSupported(type, ReduceOp::premulSum(HUGE_VAL), "allreduce"), Error);

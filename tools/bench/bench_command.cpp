@@ -314,7 +314,8 @@ void addBenchCommand(CLI::App& app) {
                   "rank's result per size, so every row must count 1 wrong element and braid bench exit 3")
       ->capture_default_str();
   cmd->add_option("-o,--op", o.op, "reduce op: sum, prod, min, max, avg")->capture_default_str();
-  cmd->add_option("-d,--datatype", o.dtype, "float, half, bfloat16, double, int32, ... or braid's names")
+  cmd->add_option("-d,--datatype", o.dtype,
+                  "float, half, bfloat16, double, int32, float8_e4m3, float8_e5m2, ... or braid's names")
       ->capture_default_str();
   cmd->add_option("-r,--root", o.root, "root rank")->capture_default_str();
   cmd->add_flag("--inplace", o.inplace, "in-place operation");

@@ -36,10 +36,15 @@ inline braid::DataType dataTypeOf(const at::Tensor& t) {
       return braid::DataType::kUint32;
     case at::kUInt64:
       return braid::DataType::kUint64;
+    // The fnuz float8 variants (another bias, NaN at 0x80, no negative zero) are not braid's types.
+    case at::kFloat8_e4m3fn:
+      return braid::DataType::kFloat8E4M3;
+    case at::kFloat8_e5m2:
+      return braid::DataType::kFloat8E5M2;
     default:
-      TORCH_CHECK(
-          false, "braid: tensors of dtype ", t.scalar_type(),
-          " are not supported (float32, float64, float16, bfloat16, int8, uint8, int32, uint32, int64, uint64, bool)");
+      TORCH_CHECK(false, "braid: tensors of dtype ", t.scalar_type(),
+                  " are not supported (float32, float64, float16, bfloat16, float8_e4m3fn, float8_e5m2, int8, uint8, "
+                  "int32, uint32, int64, uint64, bool)");
   }
 }
 

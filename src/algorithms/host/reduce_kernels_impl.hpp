@@ -8,9 +8,9 @@
 // older CPU (or the AVX-512 kernels silently run the slow copy). So:
 // - all kernel code has internal linkage (anonymous namespace), hence one private copy per ISA unit;
 // - the kernels call no inline function from elsewhere: not std::min/std::max/std::bit_cast (each a template
-//   emitted out of line at -O0), not braid::halfToFloat from base/half.hpp (its conversions are duplicated
-//   below, and the tests check both against each other bit for bit); compiler builtins and intrinsics are fine,
-//   being always inlined;
+//   emitted out of line at -O0), not braid::halfToFloat from base/half.hpp nor base/float8.hpp's conversions
+//   (they are duplicated below, and the tests check both copies against each other bit for bit); compiler builtins
+//   and intrinsics are fine, being always inlined;
 // - nothing here needs dynamic initialisation: the AVX-512 unit's static initialisers would run at load time
 //   on every CPU (the tables are constinit).
 //
@@ -137,8 +137,97 @@ inline std::uint16_t doubleToBfloat16K(double d) {
   return static_cast<std::uint16_t>(select(nan, std::uint64_t{0}, sign) | magnitude);
 }
 
-// ---- Element types. T: storage; A: the accumulator (float for float16/bfloat16); U: the unsigned type integer
-// arithmetic wraps in.
+// ---- float8 conversions: the same bits as base/float8.hpp (see the ODR note above), branch-free as above. Narrowing
+// rounds to nearest even and saturates beyond the largest finite value (infinity included) to +-max finite, as CUDA's
+// __NV_SATFINITE conversion does on the GPU; NaN becomes the canonical positive NaN (e4m3 0x7f, e5m2 0x7e).
+
+// Zero and subnormals widen as mantissa * 2^-9 (e4m3) or 2^-16 (e5m2), normal floats both, so a process that set
+// the CPU to treat subnormal operands as zero (DAZ) still gets them right.
+inline float float8E4M3ToFloatK(std::uint8_t b) {
+  const std::uint32_t em = b & 0x7fu;  // exponent and mantissa
+  const std::uint32_t normal = (em << 20) + (120u << 23);
+  const std::uint32_t sub = bitCast<std::uint32_t>(static_cast<float>(em) * 0x1p-9f);
+  const std::uint32_t sign = static_cast<std::uint32_t>(b & 0x80u) << 24;
+  // S.1111.111 is e4m3's only NaN; it has no infinities.
+  return bitCast<float>(sign | select(em == 0x7f, 0x7fc00000u, select(em >= 0x08, normal, sub)));
+}
+
+inline float float8E5M2ToFloatK(std::uint8_t b) {
+  const std::uint32_t em = b & 0x7fu;
+  const std::uint32_t normal = (em << 21) + (112u << 23);
+  const std::uint32_t infNan = (em << 21) | 0x7f800000u;
+  const std::uint32_t sub = bitCast<std::uint32_t>(static_cast<float>(em) * 0x1p-16f);
+  const std::uint32_t sign = static_cast<std::uint32_t>(b & 0x80u) << 24;
+  return bitCast<float>(sign | select(em >= 0x7c, infNan, select(em >= 0x04, normal, sub)));
+}
+
+inline std::uint8_t floatToFloat8E4M3K(float f) {
+  const std::uint32_t x = bitCast<std::uint32_t>(f);
+  const std::uint32_t sign = (x >> 24) & 0x80u;
+  const std::uint32_t absx = x & 0x7fffffffu;
+  const auto sabs = static_cast<std::int32_t>(absx);
+  // Below 2^-6 the result is subnormal or zero: adding 2^14 makes the FPU round at 2^-9, e4m3's last place.
+  const std::uint32_t sub = bitCast<std::uint32_t>(bitCast<float>(absx) + 16384.0f) - 0x46800000u;
+  // Normal: rebias the exponent (-120 << 23) and round the 20 dropped mantissa bits to nearest even.
+  const std::uint32_t normal = (absx - (120u << 23) + 0x7ffffu + ((absx >> 20) & 1u)) >> 20;
+  const bool nan = sabs > 0x7f800000;
+  const std::uint32_t magnitude = select(nan, std::uint32_t{0x7f},
+                                         select(sabs >= 0x43e00000, std::uint32_t{0x7e},  // >= 448: saturate
+                                                select(sabs < 0x3c800000, sub, normal)));
+  return static_cast<std::uint8_t>(select(nan, 0u, sign) | magnitude);
+}
+
+inline std::uint8_t floatToFloat8E5M2K(float f) {
+  const std::uint32_t x = bitCast<std::uint32_t>(f);
+  const std::uint32_t sign = (x >> 24) & 0x80u;
+  const std::uint32_t absx = x & 0x7fffffffu;
+  const auto sabs = static_cast<std::int32_t>(absx);
+  // Below 2^-14: adding 2^7 rounds at 2^-16, e5m2's last place.
+  const std::uint32_t sub = bitCast<std::uint32_t>(bitCast<float>(absx) + 128.0f) - 0x43000000u;
+  // Normal: rebias (-112 << 23) and round the 21 dropped mantissa bits to nearest even.
+  const std::uint32_t normal = (absx - (112u << 23) + 0xfffffu + ((absx >> 21) & 1u)) >> 21;
+  const bool nan = sabs > 0x7f800000;
+  const std::uint32_t magnitude = select(nan, std::uint32_t{0x7e},
+                                         select(sabs >= 0x47600000, std::uint32_t{0x7b},  // >= 57344: saturate
+                                                select(sabs < 0x38800000, sub, normal)));
+  return static_cast<std::uint8_t>(select(nan, 0u, sign) | magnitude);
+}
+
+// float64 -> float8 with a single rounding (scaleCopy's exact float64 products), same scheme on float64's layout.
+inline std::uint8_t doubleToFloat8E4M3K(double d) {
+  const std::uint64_t x = bitCast<std::uint64_t>(d);
+  const std::uint64_t sign = (x >> 56) & 0x80u;
+  const std::uint64_t absx = x & 0x7fffffffffffffffull;
+  // 2^43 has its last place at 2^-9.
+  const std::uint64_t sub = bitCast<std::uint64_t>(bitCast<double>(absx) + 0x1p43) - 0x42a0000000000000ull;
+  // Rebias (1023 - 7 = 1016) and round the 49 dropped mantissa bits to nearest even.
+  const std::uint64_t normal = (absx - (1016ull << 52) + 0xffffffffffffull + ((absx >> 49) & 1u)) >> 49;
+  const auto sabs = static_cast<std::int64_t>(absx);
+  const bool nan = sabs > 0x7ff0000000000000;
+  const std::uint64_t magnitude = select(nan, std::uint64_t{0x7f},
+                                         select(sabs >= 0x407c000000000000,  // >= 448: saturate
+                                                std::uint64_t{0x7e}, select(sabs < 0x3f90000000000000, sub, normal)));
+  return static_cast<std::uint8_t>(select(nan, std::uint64_t{0}, sign) | magnitude);
+}
+
+inline std::uint8_t doubleToFloat8E5M2K(double d) {
+  const std::uint64_t x = bitCast<std::uint64_t>(d);
+  const std::uint64_t sign = (x >> 56) & 0x80u;
+  const std::uint64_t absx = x & 0x7fffffffffffffffull;
+  // 2^36 has its last place at 2^-16.
+  const std::uint64_t sub = bitCast<std::uint64_t>(bitCast<double>(absx) + 0x1p36) - 0x4230000000000000ull;
+  // Rebias (1023 - 15 = 1008) and round the 50 dropped mantissa bits to nearest even.
+  const std::uint64_t normal = (absx - (1008ull << 52) + 0x1ffffffffffffull + ((absx >> 50) & 1u)) >> 50;
+  const auto sabs = static_cast<std::int64_t>(absx);
+  const bool nan = sabs > 0x7ff0000000000000;
+  const std::uint64_t magnitude = select(nan, std::uint64_t{0x7e},
+                                         select(sabs >= 0x40ec000000000000,  // >= 57344: saturate
+                                                std::uint64_t{0x7b}, select(sabs < 0x3f10000000000000, sub, normal)));
+  return static_cast<std::uint8_t>(select(nan, std::uint64_t{0}, sign) | magnitude);
+}
+
+// ---- Element types. T: storage; A: the accumulator (float for float16/bfloat16/float8); U: the unsigned type
+// integer arithmetic wraps in.
 
 template <typename Int, typename UInt>
 struct IntTraits {
@@ -182,6 +271,25 @@ struct Float16Traits {
   static constexpr bool kFloat = true;
   static A widen(T x) { return halfToFloatK(x); }
   static T narrow(A a) { return floatToHalfK(a); }
+};
+
+// float8: fromDouble rounds scaleCopy's exact float64 product once.
+struct Float8E4M3Traits {
+  using T = std::uint8_t;
+  using A = float;
+  static constexpr bool kFloat = true;
+  static A widen(T x) { return float8E4M3ToFloatK(x); }
+  static T narrow(A a) { return floatToFloat8E4M3K(a); }
+  static T fromDouble(double d) { return doubleToFloat8E4M3K(d); }
+};
+
+struct Float8E5M2Traits {
+  using T = std::uint8_t;
+  using A = float;
+  static constexpr bool kFloat = true;
+  static A widen(T x) { return float8E5M2ToFloatK(x); }
+  static T narrow(A a) { return floatToFloat8E5M2K(a); }
+  static T fromDouble(double d) { return doubleToFloat8E5M2K(d); }
 };
 
 // ---- Lanes: how the chunk loops load (widen) and store (narrow) elements, kWidth at a time. V holds kWidth
@@ -568,6 +676,10 @@ void reduceEntry(void* dst, const void* const* srcs, int nsrcs, std::size_t coun
       return reduceType<FloatTraits<float>>(dst, srcs, nsrcs, count, op, avgDivisor);
     case DataType::kFloat64:
       return reduceType<FloatTraits<double>>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kFloat8E4M3:
+      return reduceType<Float8E4M3Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+    case DataType::kFloat8E5M2:
+      return reduceType<Float8E5M2Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
   }
 }
 
@@ -597,6 +709,9 @@ struct ScaleChunk {
       for (std::size_t j = 0; j < kChunk; ++j) {
         dst[j] = doubleToBfloat16K(static_cast<double>(Tr::widen(src[j])) * scale);
       }
+    } else if constexpr (Tr::kFloat && sizeof(T) == 1) {  // float8: likewise (4 + 24 significant bits)
+      const double scale = s.f;
+      for (std::size_t j = 0; j < kChunk; ++j) dst[j] = Tr::fromDouble(static_cast<double>(Tr::widen(src[j])) * scale);
     } else if constexpr (Tr::kFloat) {
       const T scale = sizeof(T) == 4 ? static_cast<T>(s.f) : static_cast<T>(s.d);
       for (std::size_t j = 0; j < kChunk; ++j) dst[j] = canonical<Tr>(src[j] * scale);
@@ -662,6 +777,10 @@ void scaleEntry(void* dst, const void* src, std::size_t count, DataType type, fl
       return scaleTyped<FloatTraits<float>>(dst, src, count, s);
     case DataType::kFloat64:
       return scaleTyped<FloatTraits<double>>(dst, src, count, s);
+    case DataType::kFloat8E4M3:
+      return scaleTyped<Float8E4M3Traits>(dst, src, count, s);
+    case DataType::kFloat8E5M2:
+      return scaleTyped<Float8E5M2Traits>(dst, src, count, s);
   }
 }
 

@@ -2,6 +2,9 @@
 // Every (type, op) gives the same bits as braid::host::reduceSources for the same sources in the same order:
 // - integers wrap (arithmetic in the unsigned type of the same width), avg truncates toward zero;
 // - float16/bfloat16 accumulate in float32 and round once, to nearest even, when stored;
+// - float8 (e4m3, e5m2) likewise: widened exactly to float32, rounded once to nearest even when stored, saturating
+//   beyond the largest finite value (infinity included) to +-448 / +-57344 (__nv_cvt_float_to_fp8 with
+//   __NV_SATFINITE: cvt.rn.satfinite on sm_89+, CUDA's exact emulation before), the host's base/float8.hpp rule;
 // - float arithmetic is IEEE round-to-nearest whatever nvcc's flags say: float32 add/mul/div/compare are inline
 //   PTX without .ftz (nvcc's -ftz=true, implied by -use_fast_math, would flush subnormal operands and results of
 //   the instructions it generates; -prec-div=false would make `/` approximate), float64 goes through the
@@ -9,14 +12,15 @@
 //   host build uses -ffp-contract=off for the same reason);
 // - float min/max propagate NaN (`acc = (acc < x || acc != acc) ? acc : x`, max with `>`): between -0 and +0 the
 //   later source wins;
-// - every NaN stored is the canonical quiet NaN (positive, zero payload): GPU arithmetic makes its own NaN bits
-//   (0x7fffffff), x86 others, and the bits must not depend on where a reduction ran;
+// - every NaN stored is the canonical quiet NaN (positive, zero payload; float8: e4m3 0x7f, e5m2 0x7e): GPU
+//   arithmetic makes its own NaN bits (0x7fffffff), x86 others, and the bits must not depend on where a reduction ran;
 // - bool is one byte: any non-zero byte reads as true, results are written as 0 or 1.
 // Device code only: this header includes nothing from braid's host side.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -27,7 +31,7 @@ namespace braid::cuda::device {
 struct Bool8 {};
 
 /// The premul-sum pre-multiplier in the forms the element types use: the scale rounded to float32 (float32,
-/// float16, bfloat16 data), as float64 (float64 data), and modulo 2^64 (integers; bool uses intScale != 0).
+/// float16, bfloat16, float8 data), as float64 (float64 data), and modulo 2^64 (integers; bool uses intScale != 0).
 /// The host computes all three once, exactly as braid::host::scaleCopy does.
 struct ScaleFactors {
   float floatScale;
@@ -39,6 +43,8 @@ inline constexpr std::uint32_t kCanonicalFloatNaN = 0x7fc00000u;
 inline constexpr std::uint64_t kCanonicalDoubleNaN = 0x7ff8000000000000ull;
 inline constexpr std::uint16_t kCanonicalHalfNaN = 0x7e00u;
 inline constexpr std::uint16_t kCanonicalBfloat16NaN = 0x7fc0u;
+inline constexpr std::uint8_t kCanonicalE4M3NaN = 0x7fu;
+inline constexpr std::uint8_t kCanonicalE5M2NaN = 0x7eu;
 
 // ---- Float32 arithmetic as inline PTX, immune to -ftz / -prec-div / -fmad (see the top of this file).
 
@@ -181,6 +187,41 @@ struct Elem<__nv_bfloat16> {
     return product != product ? kCanonicalBfloat16NaN : __bfloat16_as_ushort(__double2bfloat16(product));
   }
 };
+
+// float8: T is CUDA's __nv_fp8_e4m3 / __nv_fp8_e5m2, used as a tag (the bits travel as uint8_t). Widening is exact;
+// narrowing takes the NaN case first because CUDA's conversions do not write braid's canonical NaN (their e5m2 NaN is
+// 0x7f, and the hardware conversion need not clear a NaN's sign).
+template <__nv_fp8_interpretation_t kKind, std::uint8_t kNaN>
+struct Float8Elem {
+  using Bits = std::uint8_t;
+  using Acc = float;
+  __device__ __forceinline__ static Acc load(Bits b) {
+    if constexpr (kKind == __NV_E5M2) {
+      return __half2float(__ushort_as_half(static_cast<unsigned short>(b << 8)));  // e5m2 is float16's top byte
+    } else {
+      // As the host's reduce_kernels_impl.hpp: S.1111.111 is the only NaN, subnormals are mantissa * 2^-9.
+      const std::uint32_t em = b & 0x7fu;
+      const std::uint32_t sign = static_cast<std::uint32_t>(b & 0x80u) << 24;
+      const std::uint32_t magnitude = em == 0x7fu   ? kCanonicalFloatNaN
+                                      : em >= 0x08u ? (em << 20) + (120u << 23)
+                                                    : __float_as_uint(mulF32(static_cast<float>(em), 0x1p-9f));
+      return __uint_as_float(sign | magnitude);
+    }
+  }
+  __device__ __forceinline__ static Bits store(Acc a) {
+    return a != a ? kNaN : static_cast<Bits>(__nv_cvt_float_to_fp8(a, __NV_SATFINITE, kKind));
+  }
+  // float8 times float32 is exact in float64 (4 + 24 significant bits); __nv_cvt_double_to_fp8 rounds it once.
+  __device__ __forceinline__ static Bits scale(Bits b, const ScaleFactors& s) {
+    const double product = __dmul_rn(f32ToF64(load(b)), f32ToF64(s.floatScale));
+    return product != product ? kNaN : static_cast<Bits>(__nv_cvt_double_to_fp8(product, __NV_SATFINITE, kKind));
+  }
+};
+
+template <>
+struct Elem<__nv_fp8_e4m3> : Float8Elem<__NV_E4M3, kCanonicalE4M3NaN> {};
+template <>
+struct Elem<__nv_fp8_e5m2> : Float8Elem<__NV_E5M2, kCanonicalE5M2NaN> {};
 
 // ---- Arithmetic on accumulators.
 

@@ -160,6 +160,10 @@ const void* reducingCollectiveKernel(DataType type, DeviceOp op, bool ll) {
       return reducingKernelForType<float>(op, ll);
     case DataType::kFloat64:
       return reducingKernelForType<double>(op, ll);
+    case DataType::kFloat8E4M3:
+      return reducingKernelForType<__nv_fp8_e4m3>(op, ll);
+    case DataType::kFloat8E5M2:
+      return reducingKernelForType<__nv_fp8_e5m2>(op, ll);
   }
   return nullptr;
 }

@@ -553,5 +553,7 @@ extern template const void* reducingKernelForType<__half>(DeviceOp, bool);
 extern template const void* reducingKernelForType<__nv_bfloat16>(DeviceOp, bool);
 extern template const void* reducingKernelForType<float>(DeviceOp, bool);
 extern template const void* reducingKernelForType<double>(DeviceOp, bool);
+extern template const void* reducingKernelForType<__nv_fp8_e4m3>(DeviceOp, bool);
+extern template const void* reducingKernelForType<__nv_fp8_e5m2>(DeviceOp, bool);
 
 }  // namespace braid::cuda::kernels::detail

@@ -40,6 +40,10 @@ const void* reduceKernelFor(DataType type, DeviceOp op, int nsrcs) {
       return reduceKernelForType<float>(op, nsrcs);
     case DataType::kFloat64:
       return reduceKernelForType<double>(op, nsrcs);
+    case DataType::kFloat8E4M3:
+      return reduceKernelForType<__nv_fp8_e4m3>(op, nsrcs);
+    case DataType::kFloat8E5M2:
+      return reduceKernelForType<__nv_fp8_e5m2>(op, nsrcs);
   }
   return nullptr;
 }
@@ -68,6 +72,10 @@ const void* scaleKernelFor(DataType type) {
       return scaleKernelAddress<float>();
     case DataType::kFloat64:
       return scaleKernelAddress<double>();
+    case DataType::kFloat8E4M3:
+      return scaleKernelAddress<__nv_fp8_e4m3>();
+    case DataType::kFloat8E5M2:
+      return scaleKernelAddress<__nv_fp8_e5m2>();
   }
   return nullptr;
 }

@@ -227,5 +227,7 @@ extern template const void* reduceKernelForType<__half>(DeviceOp, int);
 extern template const void* reduceKernelForType<__nv_bfloat16>(DeviceOp, int);
 extern template const void* reduceKernelForType<float>(DeviceOp, int);
 extern template const void* reduceKernelForType<double>(DeviceOp, int);
+extern template const void* reduceKernelForType<__nv_fp8_e4m3>(DeviceOp, int);
+extern template const void* reduceKernelForType<__nv_fp8_e5m2>(DeviceOp, int);
 
 }  // namespace braid::cuda::kernels::detail

@@ -56,7 +56,7 @@ struct ScaleParams {
   std::size_t count;
   std::size_t head;
   std::size_t packs;
-  float floatScale;        ///< the scale rounded to float32: float32, float16, bfloat16 data
+  float floatScale;        ///< the scale rounded to float32: float32, float16, bfloat16, float8 data
   double doubleScale;      ///< float64 data
   std::uint64_t intScale;  ///< the integral scale modulo 2^64: integers; bool uses intScale != 0
 };
