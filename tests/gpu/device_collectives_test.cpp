@@ -132,7 +132,8 @@ TEST_P(DeviceReductions, AllreduceEveryTypeOpAndSizeOn2Ranks) {
     });
     // LL's largest sizes: more lines than threads, so a thread carries several.
     if (ll) {
-      for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt8, DataType::kFloat64}) {
+      for (DataType type :
+           {DataType::kFloat32, DataType::kBFloat16, DataType::kInt8, DataType::kFloat64, DataType::kFloat8E4M3}) {
         const std::size_t count = ((384u << 10) + 5) / dataTypeSize(type) | 1u;
         allreduceCase(c, s, type, ReduceKind::kSum, count, false);
         allreduceCase(c, s, type, ReduceKind::kMax, (512u << 10) / dataTypeSize(type), true);
@@ -180,6 +181,9 @@ TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
         }
       }
       allreduceCase(c, s, DataType::kFloat16, ReduceKind::kAvg, 4097, false);
+      allreduceCase(c, s, DataType::kFloat8E4M3, ReduceKind::kSum, 4097, true);
+      allreduceCase(c, s, DataType::kFloat8E5M2, ReduceKind::kAvg, 4097, false);
+      allreduceCase(c, s, DataType::kFloat8E4M3, ReduceKind::kPremulSum, megPlus3(DataType::kFloat8E4M3), false);
       allreduceCase(c, s, DataType::kInt32, ReduceKind::kAvg, 4097, false);
       allreduceCase(c, s, DataType::kUint8, ReduceKind::kMin, 4097, true);
       allreduceCase(c, s, DataType::kFloat32, ReduceKind::kPremulSum, 4097, true);
@@ -286,7 +290,8 @@ TEST_P(DeviceCollectives, MovingCollectivesOn2Ranks) {
   // 64 MiB per rank; 16 MiB where the ranks share one GPU (still far past every chunk and staging size).
   const std::size_t largest = gpuIsShared() ? std::size_t{4} << 20 : std::size_t{16} << 20;
   const auto results = run(2, [&](Communicator& c, cudaStream_t s) {
-    for (DataType type : {DataType::kUint8, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+    for (DataType type :
+         {DataType::kUint8, DataType::kFloat8E5M2, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
       for (std::size_t count : kMovingCounts) movingCases(c, s, count, type, count);
     }
     movingCases(c, s, largest, DataType::kFloat32, 99);

@@ -1,5 +1,5 @@
 // The GPU reduction kernels against the test's own fold of the sources (gpu/reference_values.hpp: ref::foldAt, the
-// documented element-wise rules written out here, with the tests' own float16/bfloat16 rounding; not braid's CPU
+// documented element-wise rules written out here, with the tests' own float16/bfloat16/float8 rounding; not braid's CPU
 // kernels, so a rule both paths got wrong still shows): same sources, same order, same bits, for every type x op x
 // source count x size, on random inputs with every special value and on exact-sum inputs, with pointers aligned, all
 // shifted by one element (packed after a lone head) and shifted differently (the one-element fallback).
@@ -308,6 +308,34 @@ TEST_P(DeviceReduceHalf, EveryBitPattern) {
   }
 }
 
+// float8: every ordered pair of the 256 codes (NaNs, infinities, subnormals, signed zeros, sums past the largest
+// value), as sources 0 and 1, with a shuffled copy as source 2, through every op.
+class DeviceReduceFloat8 : public DeviceReduce {};
+
+TEST_P(DeviceReduceFloat8, EveryPairOfCodes) {
+  const DataType type = GetParam();
+  constexpr std::size_t kCount = 65536;
+  SourcePool pool(type, 3, kCount);
+  Runner runner(type, kCount, stream());
+  std::vector<std::uint8_t> codes(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) codes[i] = static_cast<std::uint8_t>(i >> 8);
+  std::memcpy(pool.hostRegion(0), codes.data(), kCount);
+  for (std::size_t i = 0; i < kCount; ++i) codes[i] = static_cast<std::uint8_t>(i);
+  std::memcpy(pool.hostRegion(1), codes.data(), kCount);
+  std::mt19937_64 rng(6);
+  std::shuffle(codes.begin(), codes.end(), rng);
+  std::memcpy(pool.hostRegion(2), codes.data(), kCount);
+  pool.upload(stream());
+  for (ReduceKind kind : kindsOf(type)) {
+    for (int nsrcs : {1, 2, 3}) {
+      for (Placement p : kAllPlacements) {
+        ASSERT_TRUE(runner.run(pool, kind, nsrcs, kCount, p, nsrcs))
+            << caseName(type, kind, nsrcs, kCount, p, "all code pairs");
+      }
+    }
+  }
+}
+
 std::vector<DataType> typesWith(ReduceKind kind) {
   std::vector<DataType> types;
   for (DataType t : kAllTypes) {
@@ -322,6 +350,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, DeviceReduce, ::testing::ValuesIn(kAllTypes),
 INSTANTIATE_TEST_SUITE_P(AvgTypes, DeviceReduceAverage, ::testing::ValuesIn(typesWith(ReduceKind::kAvg)), kTypeName);
 INSTANTIATE_TEST_SUITE_P(HalfTypes, DeviceReduceHalf, ::testing::Values(DataType::kFloat16, DataType::kBFloat16),
                          kTypeName);
+INSTANTIATE_TEST_SUITE_P(Float8Types, DeviceReduceFloat8,
+                         ::testing::Values(DataType::kFloat8E4M3, DataType::kFloat8E5M2), kTypeName);
 
 }  // namespace
 }  // namespace braid::gputest

@@ -1,5 +1,5 @@
 // scaleCopyOnDevice (premul_sum's pre-scaling) against the test's own scaling of each element (ref::scaleAt in
-// gpu/reference_values.hpp: the documented rule with the tests' own float16/bfloat16 rounding, not braid's CPU
+// gpu/reference_values.hpp: the documented rule with the tests' own float16/bfloat16/float8 rounding, not braid's CPU
 // scaleCopy), argument checks of both device entry points, and the CUDA error mapping.
 #include <gtest/gtest.h>
 
@@ -127,9 +127,44 @@ TEST_P(DeviceScaleHalf, RoundsOnceAtEdges) {
   }
 }
 
+// float8: ones times every rounding boundary of the type (midpoints and their neighbours, the largest value and
+// past it, the subnormals, infinities, NaNs), and every code times scales that round, saturate or underflow.
+class DeviceScaleFloat8 : public DeviceScale {};
+
+TEST_P(DeviceScaleFloat8, RoundsOnceAtEdges) {
+  const DataType type = GetParam();
+  const std::vector<float> scales = testing::fp8::roundingBoundaries(testing::fp8::formatOf(type));
+  std::vector<std::byte> one(1), got(1), want(1);
+  putBits(one.data(), 0, 1, floatBits(type, 1.0));
+  DeviceBuffer dsrc(1), ddst(1);
+  toDevice(dsrc.data(), one.data(), 1, stream());
+  for (float s : scales) {
+    cuda::scaleCopyOnDevice(ddst.data(), dsrc.data(), 1, type, s, stream().get());
+    toHost(got.data(), ddst.data(), 1, stream());
+    referenceScale(want.data(), one.data(), 1, type, s);
+    stream().sync();
+    ASSERT_TRUE(sameScaled(got.data(), want.data(), 1, type))
+        << dataTypeName(type) << " scale bits " << hex(std::bit_cast<std::uint32_t>(s), 4);
+  }
+  std::vector<std::byte> all(256), allGot(256), allWant(256);
+  for (int c = 0; c < 256; ++c) all[static_cast<std::size_t>(c)] = static_cast<std::byte>(c);
+  DeviceBuffer dall(256), dout(256);
+  toDevice(dall.data(), all.data(), 256, stream());
+  for (double scale : {1.0, -1.0, 0.5, 3.0, 1.0 / 3.0, 0x1p-9, 1e5, 0.0, -0.0, 1e-30}) {
+    cuda::scaleCopyOnDevice(dout.data(), dall.data(), 256, type, scale, stream().get());
+    toHost(allGot.data(), dout.data(), 256, stream());
+    referenceScale(allWant.data(), all.data(), 256, type, scale);
+    stream().sync();
+    ASSERT_TRUE(sameScaled(allGot.data(), allWant.data(), 256, type)) << dataTypeName(type) << " scale " << scale;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, DeviceScale, ::testing::ValuesIn(kAllTypes),
                          [](const ::testing::TestParamInfo<DataType>& param) { return dataTypeName(param.param); });
 INSTANTIATE_TEST_SUITE_P(HalfTypes, DeviceScaleHalf, ::testing::Values(DataType::kFloat16, DataType::kBFloat16),
+                         [](const ::testing::TestParamInfo<DataType>& param) { return dataTypeName(param.param); });
+INSTANTIATE_TEST_SUITE_P(Float8Types, DeviceScaleFloat8,
+                         ::testing::Values(DataType::kFloat8E4M3, DataType::kFloat8E5M2),
                          [](const ::testing::TestParamInfo<DataType>& param) { return dataTypeName(param.param); });
 
 class DeviceReduceErrors : public GpuTest {};
@@ -154,6 +189,8 @@ TEST_F(DeviceReduceErrors, RefusesWhatTheCpuRefuses) {
   };
   EXPECT_EQ(reduce(DataType::kFloat32, ReduceKind::kBand), ErrorCode::kInvalidArgument);
   EXPECT_EQ(reduce(DataType::kFloat16, ReduceKind::kBxor), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kFloat8E4M3, ReduceKind::kBand), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(reduce(DataType::kFloat8E5M2, ReduceKind::kBor), ErrorCode::kInvalidArgument);
   EXPECT_EQ(reduce(DataType::kBool, ReduceKind::kAvg), ErrorCode::kInvalidArgument);
   EXPECT_EQ(reduce(DataType::kBool, ReduceKind::kPremulSum), ErrorCode::kInvalidArgument);
   EXPECT_EQ(reduce(static_cast<DataType>(42), ReduceKind::kSum), ErrorCode::kInvalidArgument);

@@ -26,9 +26,10 @@
 
 namespace braid::gputest {
 
-inline constexpr DataType kAllTypes[] = {DataType::kBool,     DataType::kInt8,    DataType::kUint8,  DataType::kInt32,
-                                         DataType::kUint32,   DataType::kInt64,   DataType::kUint64, DataType::kFloat16,
-                                         DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+inline constexpr DataType kAllTypes[] = {
+    DataType::kBool,    DataType::kInt8,       DataType::kUint8,     DataType::kInt32,    DataType::kUint32,
+    DataType::kInt64,   DataType::kUint64,     DataType::kFloat16,   DataType::kBFloat16, DataType::kFloat32,
+    DataType::kFloat64, DataType::kFloat8E4M3, DataType::kFloat8E5M2};
 inline constexpr ReduceKind kAllKinds[] = {ReduceKind::kSum,  ReduceKind::kProd, ReduceKind::kMin,
                                            ReduceKind::kMax,  ReduceKind::kAvg,  ReduceKind::kPremulSum,
                                            ReduceKind::kBand, ReduceKind::kBor,  ReduceKind::kBxor};
@@ -123,6 +124,10 @@ inline bool isNaNBits(DataType type, std::uint64_t bits) {
       return (bits & 0x7fffffffu) > 0x7f800000u;
     case DataType::kFloat64:
       return (bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
+    case DataType::kFloat8E4M3:
+      return (bits & 0x7fu) == 0x7fu;
+    case DataType::kFloat8E5M2:
+      return (bits & 0x7fu) > 0x7cu;
     default:
       return false;
   }
@@ -136,6 +141,10 @@ inline std::uint64_t canonicalNaNBits(DataType type) {
       return 0x7fc0u;
     case DataType::kFloat32:
       return 0x7fc00000u;
+    case DataType::kFloat8E4M3:
+      return 0x7fu;
+    case DataType::kFloat8E5M2:
+      return 0x7eu;
     default:
       return 0x7ff8000000000000ull;
   }
@@ -152,6 +161,10 @@ inline std::uint64_t nanBits(DataType type, std::uint64_t r) {
       return (negative ? 0x8000u : 0u) | 0x7f80u | (payload & 0x7fu);
     case DataType::kFloat32:
       return (negative ? 0x80000000u : 0u) | 0x7f800000u | (payload & 0x7fffffu);
+    case DataType::kFloat8E4M3:
+      return (negative ? 0x80u : 0u) | 0x7fu;  // e4m3 has one NaN per sign
+    case DataType::kFloat8E5M2:
+      return (negative ? 0x80u : 0u) | 0x7cu | (payload & 0x3u);  // payload is odd: never an infinity
     default:
       return (negative ? 0x8000000000000000ull : 0u) | 0x7ff0000000000000ull | (payload & 0xfffffffffffffull);
   }
@@ -164,11 +177,14 @@ inline std::string hex(std::uint64_t bits, std::size_t size) {
 }
 
 /// Random values of every kind, specials included: NaN with any sign and payload, infinities, signed zeros,
-/// subnormals, values that overflow float16 when summed, raw bit patterns; integers as raw bits; bool as bytes
-/// 0, 1 and other non-zero values.
+/// subnormals, values that overflow float16 (float8: the type itself) when summed, raw bit patterns; integers as raw
+/// bits; bool as bytes 0, 1 and other non-zero values.
 inline void fillWild(std::byte* base, std::size_t count, DataType type, std::mt19937_64& rng) {
   const std::size_t size = dataTypeSize(type);
   std::uniform_real_distribution<double> uni(-4, 4);
+  // float8's own subnormal and overflow scales; float16's for the others.
+  const double tiny = type == DataType::kFloat8E4M3 ? 0x1p-8 : type == DataType::kFloat8E5M2 ? 0x1p-15 : 1e-7;
+  const double huge = type == DataType::kFloat8E4M3 ? 150 : type == DataType::kFloat8E5M2 ? 20000 : 16000;
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint64_t r = rng();
     if (type == DataType::kBool) {
@@ -197,10 +213,10 @@ inline void fillWild(std::byte* base, std::size_t count, DataType type, std::mt1
         putBits(base, i, size, rng());  // arbitrary bits: subnormals, huge values, NaNs
         continue;
       case 5:
-        v = u * 1e-7;  // float16 subnormals
+        v = u * tiny;  // subnormals
         break;
       case 6:
-        v = u * 16000;  // float16 overflow in sums
+        v = u * huge;  // overflow in sums
         break;
       case 7:
         v = u * 1e37;  // bfloat16 / float32 overflow in sums and products
@@ -216,7 +232,8 @@ inline void fillWild(std::byte* base, std::size_t count, DataType type, std::mt1
 }
 
 /// Exact-sum inputs (nccl-tests' method): every sum, product, average and min/max of them is exact in every
-/// type; bitwise and integer min/max over the full range.
+/// type; bitwise and integer min/max over the full range. float8_e5m2 takes -0.5, 0 and 0.5 only, so that its sums
+/// over 4 ranks (and premul_sum's doubled ones) stay exact too, whatever the order of the additions.
 inline void fillExact(std::byte* base, std::size_t count, DataType type, ReduceKind kind, std::mt19937_64& rng) {
   const std::size_t size = dataTypeSize(type);
   const bool bitwise = kind == ReduceKind::kBand || kind == ReduceKind::kBor || kind == ReduceKind::kBxor;
@@ -231,6 +248,8 @@ inline void fillExact(std::byte* base, std::size_t count, DataType type, ReduceK
     } else if (kind == ReduceKind::kProd) {
       const int p = kProdValues[r % 3];
       putBits(base, i, size, isFloating(type) ? floatBits(type, p) : static_cast<std::uint64_t>(p));
+    } else if (type == DataType::kFloat8E5M2) {
+      putBits(base, i, size, floatBits(type, (static_cast<int>(r % 3) - 1) * 0.5));
     } else if (isFloating(type)) {
       putBits(base, i, size, floatBits(type, small * 0.5));
     } else if (kind == ReduceKind::kMin || kind == ReduceKind::kMax) {

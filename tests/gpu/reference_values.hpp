@@ -1,7 +1,9 @@
 // Expected results of the GPU tests, computed here and not by braid: float16/bfloat16 conversions written out
-// (round to nearest even, not base/half.hpp), and the element-wise reduction of exact-sum inputs over ranks in
-// float64 / 64-bit integers, rounded once to the type. A bug that braid's host and device paths share (an op mapped
-// to the wrong one, an average not divided, a premul scale dropped, a type's rounding) therefore shows here.
+// (round to nearest even, not base/half.hpp), float8 from its definition (support/float8_reference.hpp, not
+// base/float8.hpp: nearest even, saturating at the largest finite value), and the element-wise reduction of exact-sum
+// inputs over ranks in float64 / 64-bit integers, rounded once to the type. A bug that braid's host and device paths
+// share (an op mapped to the wrong one, an average not divided, a premul scale dropped, a type's rounding) therefore
+// shows here.
 #pragma once
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
+#include "support/float8_reference.hpp"
 #include "support/reduce_support.hpp"
 
 namespace braid::gputest::ref {
@@ -24,6 +27,8 @@ inline std::size_t sizeOf(DataType t) {
     case DataType::kBool:
     case DataType::kInt8:
     case DataType::kUint8:
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2:
       return 1;
     case DataType::kFloat16:
     case DataType::kBFloat16:
@@ -37,7 +42,8 @@ inline std::size_t sizeOf(DataType t) {
   }
 }
 inline bool floatType(DataType t) {
-  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 || t == DataType::kFloat64;
+  return t == DataType::kFloat16 || t == DataType::kBFloat16 || t == DataType::kFloat32 || t == DataType::kFloat64 ||
+         testing::fp8::isFloat8(t);
 }
 inline bool signedType(DataType t) { return t == DataType::kInt8 || t == DataType::kInt32 || t == DataType::kInt64; }
 
@@ -138,18 +144,24 @@ inline double floatAt(const std::byte* p, std::size_t i, DataType t) {
       return bf16BitsToFloat(static_cast<std::uint16_t>(b));
     case DataType::kFloat32:
       return std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2:
+      return testing::fp8::decode(testing::fp8::formatOf(t), static_cast<std::uint8_t>(b));
     default:
       return std::bit_cast<double>(b);
   }
 }
 
-/// The bits of v rounded once (to nearest even) to the float type.
+/// The bits of v rounded once (to nearest even) to the float type; float8 saturates, and a NaN is canonical.
 inline std::uint64_t floatBitsOf(DataType t, double v) {
   switch (t) {
     case DataType::kFloat16:
       return doubleToHalfBits(v);
     case DataType::kBFloat16:
       return doubleToBf16Bits(v);
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2:
+      return testing::fp8::encode(testing::fp8::formatOf(t), v);
     case DataType::kFloat32:
       return std::bit_cast<std::uint32_t>(static_cast<float>(v));
     default:
@@ -158,9 +170,10 @@ inline std::uint64_t floatBitsOf(DataType t, double v) {
 }
 
 /// The (type, op) pairs braid must accept, from the tests' own table (support/reduce_support.hpp).
-inline constexpr DataType kTypes[] = {DataType::kBool,     DataType::kInt8,    DataType::kUint8,  DataType::kInt32,
-                                      DataType::kUint32,   DataType::kInt64,   DataType::kUint64, DataType::kFloat16,
-                                      DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64};
+inline constexpr DataType kTypes[] = {
+    DataType::kBool,    DataType::kInt8,       DataType::kUint8,     DataType::kInt32,    DataType::kUint32,
+    DataType::kInt64,   DataType::kUint64,     DataType::kFloat16,   DataType::kBFloat16, DataType::kFloat32,
+    DataType::kFloat64, DataType::kFloat8E4M3, DataType::kFloat8E5M2};
 inline constexpr ReduceKind kKinds[] = {ReduceKind::kSum,  ReduceKind::kProd, ReduceKind::kMin,
                                         ReduceKind::kMax,  ReduceKind::kAvg,  ReduceKind::kPremulSum,
                                         ReduceKind::kBand, ReduceKind::kBor,  ReduceKind::kBxor};
@@ -239,8 +252,8 @@ inline std::uint64_t reduceAt(const std::vector<const std::byte*>& inputs, std::
 }
 
 /// True when got may stand for want: equal bits, or, for a float average, within one unit in the last place of the
-/// type (float16/bfloat16 averages divide in float32 and round again; a float32 quotient may be formed as a product
-/// with 1/n). Anything else, a wrong op or an undivided sum included, is off by far more.
+/// type (float16/bfloat16/float8 averages divide in float32 and round again; a float32 quotient may be formed as a
+/// product with 1/n). Anything else, a wrong op or an undivided sum included, is off by far more.
 inline bool matches(DataType t, ReduceKind kind, std::uint64_t got, std::uint64_t want) {
   if (got == want) return true;
   if (kind != ReduceKind::kAvg || !floatType(t)) return false;
@@ -248,7 +261,11 @@ inline bool matches(DataType t, ReduceKind kind, std::uint64_t got, std::uint64_
   std::memcpy(g, &got, 8);
   std::memcpy(w, &want, 8);
   const double gv = floatAt(g, 0, t), wv = floatAt(w, 0, t);
-  const int bits = t == DataType::kFloat16 ? 11 : t == DataType::kBFloat16 ? 8 : t == DataType::kFloat32 ? 24 : 53;
+  const int bits = t == DataType::kFloat16     ? 11
+                   : t == DataType::kBFloat16  ? 8
+                   : t == DataType::kFloat32   ? 24
+                   : testing::fp8::isFloat8(t) ? testing::fp8::formatOf(t).mantBits + 1
+                                               : 53;
   int e = 0;
   (void)std::frexp(wv == 0 ? 1.0 : wv, &e);
   return std::fabs(gv - wv) <= std::ldexp(1.0, e - bits);
@@ -256,12 +273,13 @@ inline bool matches(DataType t, ReduceKind kind, std::uint64_t got, std::uint64_
 
 /// Element i of the sources folded in order, source 0 first, as braid documents its element-wise reductions: bool
 /// and integers as reduceAt (avg divides by `avgDivisor`, after the sum wrapped in the type); floats accumulate in
-/// float (float16, bfloat16 and float32: each operation rounded to nearest even in float32) or double (float64), avg
-/// divides the accumulated sum once by the divisor (converted to the accumulator type), min and max keep a NaN from
-/// either side and otherwise the first operand only when strictly smaller (larger), so a tie of signed zeros takes
-/// the later source; the result rounds once to the type and every NaN is written as the type's canonical quiet NaN.
-/// premul_sum reduces as a sum (its scaling happens before). Written for arbitrary inputs (NaN, infinities,
-/// subnormals, overflow), for the device reduction tests that feed every special value.
+/// float (float16, bfloat16, float8 and float32: each operation rounded to nearest even in float32) or double
+/// (float64), avg divides the accumulated sum once by the divisor (converted to the accumulator type), min and max
+/// keep a NaN from either side and otherwise the first operand only when strictly smaller (larger), so a tie of
+/// signed zeros takes the later source; the result rounds once to the type (float8 saturating at its largest finite
+/// value, infinities included) and every NaN is written as the type's canonical quiet NaN. premul_sum reduces as a
+/// sum (its scaling happens before). Written for arbitrary inputs (NaN, infinities, subnormals, overflow), for the
+/// device reduction tests that feed every special value.
 inline std::uint64_t foldAt(const std::vector<const std::byte*>& srcs, std::size_t i, DataType t, ReduceKind kind,
                             int avgDivisor) {
   if (kind == ReduceKind::kPremulSum) kind = ReduceKind::kSum;
@@ -308,6 +326,9 @@ inline std::uint64_t foldAt(const std::vector<const std::byte*>& srcs, std::size
       return r != r ? 0x7e00u : doubleToHalfBits(r);
     case DataType::kBFloat16:
       return r != r ? 0x7fc0u : doubleToBf16Bits(r);
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2:
+      return testing::fp8::encode(testing::fp8::formatOf(t), r);  // a NaN comes out canonical
     default:
       return r != r ? 0x7fc00000u : std::bit_cast<std::uint32_t>(r);
   }
@@ -321,8 +342,8 @@ inline std::uint64_t wrappedScale(double scale) {
 
 /// premul_sum's pre-scaling of one element, as braid documents it: bool stays true when the scale is non-zero;
 /// integers multiply by the integral scale with wrap-around; float32 multiplies by the scale rounded to float (one
-/// rounding of the exact product); float64 multiplies in double; float16/bfloat16 form the exact product of the
-/// value and the float scale and round it once to the type. NaNs come out canonical.
+/// rounding of the exact product); float64 multiplies in double; float16/bfloat16/float8 form the exact product of
+/// the value and the float scale and round it once to the type (float8 saturating). NaNs come out canonical.
 inline std::uint64_t scaleAt(std::uint64_t bits, DataType t, double scale) {
   const std::uint64_t mask = sizeOf(t) == 8 ? ~std::uint64_t{0} : (std::uint64_t{1} << (8 * sizeOf(t))) - 1;
   if (t == DataType::kBool) return (bits & 0xff) != 0 && scale != 0 ? 1 : 0;
@@ -340,6 +361,9 @@ inline std::uint64_t scaleAt(std::uint64_t bits, DataType t, double scale) {
       return product != product ? 0x7e00u : doubleToHalfBits(product);
     case DataType::kBFloat16:
       return product != product ? 0x7fc0u : doubleToBf16Bits(product);
+    case DataType::kFloat8E4M3:
+    case DataType::kFloat8E5M2:
+      return testing::fp8::encode(testing::fp8::formatOf(t), product);
     default: {
       const float r = static_cast<float>(product);
       return r != r ? 0x7fc00000u : std::bit_cast<std::uint32_t>(r);

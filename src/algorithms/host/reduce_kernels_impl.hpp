@@ -1,6 +1,7 @@
 // The CPU reduction kernels, written once and compiled three times: reduce_cpu_generic.cpp, reduce_cpu_avx2.cpp
 // and reduce_cpu_avx512.cpp include this file under different -m flags, and each exports one ReduceKernels table.
-// Include it from those translation units only, and nothing after it but wire_kernels_impl.hpp and the table.
+// Include it from those translation units only, and nothing after it but wire_kernels_impl.hpp and the table (the
+// one other includer, tests/unit/float8_test.cpp, checks its conversions: internal linkage keeps that copy its own).
 //
 // ODR hazard, and why everything below sits in an anonymous namespace: an inline or template function used by
 // several translation units is emitted in each of them as a weak (COMDAT) copy, and the linker keeps one copy for
