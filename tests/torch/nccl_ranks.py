@@ -88,6 +88,17 @@ def collectives():
     dist.all_reduce(y, op=premul)
     want = 0.5 * sum(r + 1 for r in range(SIZE))
     assert torch.equal(y.cpu(), torch.full((1031,), want)), f"premul_sum: {y[:4].tolist()}, want {want}"
+    # float8 (NCCL 2.24+ on sm_90): reduced in float32 and rounded once, exact for these small integers; gathered as
+    # bytes.
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        f = torch.full((1031,), float(RANK + 1), device=DEV).to(dtype)
+        dist.all_reduce(f)
+        want = float(sum(r + 1 for r in range(SIZE)))
+        assert torch.equal(f.float().cpu(), torch.full((1031,), want)), f"all_reduce {dtype}: {f[:4].float().tolist()}"
+        out = torch.empty(1031 * SIZE, dtype=dtype, device=DEV)
+        dist.all_gather_into_tensor(out, torch.full((1031,), float(RANK), device=DEV).to(dtype))
+        want = torch.arange(SIZE, dtype=torch.float32).repeat_interleave(1031)
+        assert torch.equal(out.float().cpu(), want), f"all_gather_into_tensor {dtype}"
     # Point to point: a ring of batched isend/irecv (one NCCL group), then gather and scatter, which torch builds
     # from them.
     send = torch.arange(513, dtype=torch.int64, device=DEV) + 1000 * RANK

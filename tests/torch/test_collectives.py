@@ -149,9 +149,16 @@ def special_cases(rank, size, gloo):
     work = dist.all_reduce(z, async_op=True)
     work.wait()
     same(work.get_future().wait()[0], torch.full((8,), float(size)), "future")
+    # float8: moved as bytes, reduced in float32 and rounded once (small integers: exact)
+    b = torch.full((5,), float(rank + 2)).to(torch.float8_e5m2)
+    dist.broadcast(b, src=1)
+    same(b.float(), torch.full((5,), 3.0), "broadcast float8_e5m2")
+    f = torch.full((7,), float(rank + 1)).to(torch.float8_e4m3fn)
+    dist.all_reduce(f)
+    same(f.float(), torch.full((7,), float(sum(range(1, size + 1)))), "all_reduce float8_e4m3fn")
     # a dtype braid does not carry is named
-    with pytest.raises(RuntimeError, match="Float8_e5m2 are not supported"):
-        dist.broadcast(torch.ones(2).to(torch.float8_e5m2), src=0)
+    with pytest.raises(RuntimeError, match="Float8_e4m3fnuz are not supported"):
+        dist.broadcast(torch.ones(2).to(torch.float8_e4m3fnuz), src=0)
     dist.barrier()
 
 
