@@ -218,6 +218,18 @@ NCCL_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm) {
 }
 NCCL_ALIAS(ncclCommAbort)
 
+// NCCL's device API (nccl_device.h, from 2.28): its host entries are refused by name. torch imports the two below
+// from 2.28's headers on, whether or not this build's nccl.h names them, so they are always here.
+NCCL_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t, const void*, void*) {
+  return notServed("ncclDevCommCreate", "NCCL's device API");
+}
+NCCL_ALIAS(ncclDevCommCreate)
+
+NCCL_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t, const void*) {
+  return notServed("ncclDevCommDestroy", "NCCL's device API");
+}
+NCCL_ALIAS(ncclDevCommDestroy)
+
 #ifdef NCCL_REVOKE_DEFAULT  // an nccl.h that declares ncclCommRevoke defines it (2.28.3's has neither)
 NCCL_EXPORT ncclResult_t ncclCommRevoke(ncclComm_t comm, int revokeFlags) {
   return guarded("ncclCommRevoke", [&] {

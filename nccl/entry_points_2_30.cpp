@@ -22,12 +22,6 @@ void copyId(UniqueId& to, const ncclUniqueId& from) {
   std::memcpy(to.bytes, from.internal, sizeof to.bytes);
 }
 
-// What braid does not serve: the call fails as invalid usage, naming itself.
-ncclResult_t notServed(const char* function, const char* what) {
-  return fail(ncclInvalidUsage, function,
-              std::string(what) + " is not served by braid (README, \"NCCL's API\", lists what is)");
-}
-
 }  // namespace
 
 NCCL_EXPORT ncclResult_t ncclCommGetUniqueId(ncclComm_t comm, ncclUniqueId* uniqueId) {
@@ -161,16 +155,6 @@ NCCL_EXPORT ncclResult_t ncclWaitSignal(int, ncclWaitSignalDesc_t*, ncclComm_t, 
   return notServed("ncclWaitSignal", "waiting for one-sided signals");
 }
 NCCL_ALIAS(ncclWaitSignal)
-
-NCCL_EXPORT ncclResult_t ncclDevCommCreate(ncclComm_t, const void*, void*) {
-  return notServed("ncclDevCommCreate", "NCCL's device API");
-}
-NCCL_ALIAS(ncclDevCommCreate)
-
-NCCL_EXPORT ncclResult_t ncclDevCommDestroy(ncclComm_t, const void*) {
-  return notServed("ncclDevCommDestroy", "NCCL's device API");
-}
-NCCL_ALIAS(ncclDevCommDestroy)
 
 NCCL_EXPORT ncclResult_t ncclGetLsaMultimemDevicePointer(ncclWindow_t, size_t, void**) {
   return notServed("ncclGetLsaMultimemDevicePointer", "NCCL's device API");

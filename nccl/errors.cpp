@@ -37,4 +37,9 @@ ncclResult_t fail(ncclResult_t result, const char* function, const std::string& 
 
 const char* lastError() noexcept { return last.c_str(); }
 
+ncclResult_t notServed(const char* function, const char* what) noexcept {
+  return fail(ncclInvalidUsage, function,
+              std::string(what) + " is not served by braid (README, \"NCCL's API\", lists what is)");
+}
+
 }  // namespace braid::nccl

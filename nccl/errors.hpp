@@ -28,6 +28,8 @@ ncclResult_t resultOf(ErrorCode code) noexcept;
 
 /// Records "`function`: `message`" as this thread's last error and returns `result`.
 ncclResult_t fail(ncclResult_t result, const char* function, const std::string& message) noexcept;
+/// What braid does not serve: `function` fails as invalid usage, its message saying that `what` is not served.
+ncclResult_t notServed(const char* function, const char* what) noexcept;
 
 /// This thread's last error message ("" before any).
 const char* lastError() noexcept;

@@ -236,7 +236,6 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
       ch->processesShare_ |= all[a].uuid == all[b].uuid && all[a].process != all[b].process;
     }
   }
-  ch->oneGpu_ = std::all_of(all.begin(), all.end(), [&](const Hello& h) { return h.uuid == all[0].uuid; });
   ch->oneContext_ = std::all_of(all.begin(), all.end(),
                                 [&](const Hello& h) { return h.process == all[0].process && h.uuid == all[0].uuid; });
 

@@ -50,8 +50,6 @@ class DeviceChannel {
   const std::string& sharing() const { return sharing_; }
   /// Whether two ranks of different processes share a GPU (their work is time-sliced there without MPS).
   bool processesShareGpu() const { return processesShare_; }
-  /// Whether every rank runs on one GPU (by UUID).
-  bool oneGpu() const { return oneGpu_; }
   /// Whether every rank is a thread of this process on this GPU: one CUDA context holds all their buffers, streams
   /// and events.
   bool oneContext() const { return oneContext_; }
@@ -69,7 +67,6 @@ class DeviceChannel {
   bool nvlink_ = false;
   std::string sharing_;
   bool processesShare_ = false;
-  bool oneGpu_ = false;
   bool oneContext_ = false;
   cuda::VmmAllocation own_;                 // the workspace, when shared through cuMem
   cuda::IpcAllocation ownIpc_;              // or through cudaIpc

@@ -6,7 +6,6 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <tuple>
 
 #include "algorithms/device/call_stream.hpp"
@@ -103,7 +102,6 @@ DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Setting
   if (settings_.cudaTimeline != 0) timeline_ = std::make_unique<KernelTimeline>(rank);
   if (!kernels) {
     tried_ = true;
-    gpusCompared_ = false;
     noChannelWhy_ = "the ranks span several hosts: braid's kernels reach only the GPUs of one host";
   }
 }
@@ -188,31 +186,7 @@ bool DeviceEngine::agreeOnSharedPath(const host::OpEnv& env) {
   return every;
 }
 
-void DeviceEngine::compareGpus(const host::OpEnv& callEnv) {
-  gpusCompared_ = true;
-  if (device_ < 0) checkCuda(cudaGetDevice(&device_), "cudaGetDevice");
-  cudaDeviceProp prop{};
-  checkCuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
-  host::OpEnv env = callEnv;
-  env.context.op = strCat(callEnv.context.op, " (GPU identities)");
-  constexpr std::size_t kUuidBytes = sizeof prop.uuid.bytes;
-  std::vector<char> all(kUuidBytes * static_cast<std::size_t>(size_));
-  host_.allgather(prop.uuid.bytes, all.data(), kUuidBytes, DataType::kUint8, env);
-  int sharers = 0;
-  for (int q = 0; q < size_; ++q) {
-    const char* theirs = all.data() + kUuidBytes * static_cast<std::size_t>(q);
-    sharers += q != rank_ && std::memcmp(theirs, prop.uuid.bytes, kUuidBytes) == 0;
-  }
-  staging_.shareGpuWithProcesses(sharers > 0);
-  if (sharers > 0) {
-    logLine(LogLevel::kInfo, rank_,
-            strCat("GPU ", device_, " is shared with ", sharers,
-                   " rank(s) of other hosts: staged results go back by a copy engine"));
-  }
-}
-
 bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
-  if (!gpusCompared_) compareGpus(env);
   if (!tried_) {
     tried_ = true;
     if (device_ < 0) checkCuda(cudaGetDevice(&device_), "cudaGetDevice");
@@ -225,7 +199,7 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
         channel_ = DeviceChannel::connect(host_, rank_, size_, device_, slot, workspaceMemory(settings_, env), env,
                                           &noChannelWhy_);
         if (channel_) {
-          staging_.shareGpuWithProcesses(channel_->processesShareGpu());
+          staging_.useStreamWrites(channel_->processesShareGpu());
           sharedPath_ = agreeOnSharedPath(env);
           // Threads of one process on one GPU read each other's buffers in place; other layouts publish pieces.
           if (sharedPath_ && channel_->oneContext()) {

@@ -110,10 +110,6 @@ class DeviceEngine final : public host::Engine {
   const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
                             const host::OpEnv& env);
   void watch();
-  /// Ranks on separate hosts (no channel) may still share this GPU: containers on one machine, or a host id per
-  /// rank. Their GPUs' identities, traded once at the first device collective, say whether small staged results
-  /// go back by copies that need no context switch (StagingEngine::shareGpuWithProcesses).
-  void compareGpus(const host::OpEnv& env);
 
   host::Engine& host_;
   StagingEngine staging_;
@@ -124,7 +120,6 @@ class DeviceEngine final : public host::Engine {
   int device_ = -1;
   bool tried_ = false;
   std::string noChannelWhy_;
-  bool gpusCompared_ = true;  // false until ranks on separate hosts have compared their GPUs (compareGpus)
   std::unique_ptr<DeviceChannel> channel_;            // made and used by the thread running calls
   std::atomic<DeviceChannel*> channelView_{nullptr};  // the same, for abort() and asyncError() from any thread
 

@@ -31,7 +31,6 @@ SharedGpuCollectives::SharedGpuCollectives(host::Engine& host, const DeviceChann
       rank_(rank),
       size_(size),
       areaBytes_(static_cast<std::size_t>(size + 1) * channel.slotBytes()),
-      oneReduces_(channel.oneGpu() && channel.processesShareGpu()),
       sources_(static_cast<std::size_t>(size)),
       shapes_(static_cast<std::size_t>(size)) {
   checkCuda(cudaEventCreateWithFlags(&published_, cudaEventDisableTiming), "cudaEventCreate(shared GPU)");
@@ -60,20 +59,17 @@ void SharedGpuCollectives::end(const host::OpEnv& env) {
   doneRecorded_ = true;
 }
 
-void SharedGpuCollectives::meetAgain(std::size_t offset, const host::OpEnv& env) {
+int SharedGpuCollectives::meet(std::size_t offset, const host::OpEnv& env) {
   checkCuda(cudaEventRecord(published_, streamOf(env)), "cudaEventRecord(shared GPU)");
-  waitForEvent(published_, env, "this rank's work on the piece");
+  waitForEvent(published_, env, "publishing this rank's piece");
   shape_.offset = offset;
-  shape_.piece = pieces_++;
+  shape_.piece = pieces_;
   host_.allgather(&shape_, shapes_.data(), sizeof(CallShape), DataType::kUint8, env);
   requireSameCall(shapes_.data(), sizeof(CallShape), size_, env);
-}
-
-int SharedGpuCollectives::meet(std::size_t offset, const host::OpEnv& env) {
-  meetAgain(offset, env);
   // Moved on before the reads are queued: a rank whose reads fail stays in step with its peers.
   const int parity = parity_;
   parity_ ^= 1;
+  ++pieces_;
   return parity;
 }
 
@@ -134,33 +130,9 @@ void SharedGpuCollectives::moving(const void* send, std::size_t count, std::size
   end(env);
 }
 
-void SharedGpuCollectives::reducedByOne(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                        const host::OpEnv& env) {
-  const std::size_t unit = dataTypeSize(type);
-  const std::size_t per = pieceElements(areaBytes_, 1, unit);
-  const double scale = op.kind == ReduceKind::kPremulSum ? op.scale : 1.0;
-  const ReduceKind kind = op.kind == ReduceKind::kPremulSum ? ReduceKind::kSum : op.kind;
-  for (std::size_t off = 0; off < count; off += per) {
-    const std::size_t n = std::min(per, count - off);
-    publish(static_cast<const std::byte*>(send) + off * unit, 1, count, n, per, unit, type, scale, streamOf(env));
-    const int parity = meet(off, env);
-    std::byte* result = area(0, parity);
-    if (rank_ == 0) {
-      for (int p = 0; p < size_; ++p) sources_[static_cast<std::size_t>(p)] = area(p, parity);
-      cuda::reduceSourcesOnDevice(result, sources_.data(), size_, n, type, kind, size_, streamOf(env));
-    }
-    // Rank 0's stream has run the reduction once every rank is past this meeting. The parity stays: the next piece
-    // publishes into the other one, and its meeting waits for these copies out of this one on every stream.
-    meetAgain(off, env);
-    copyOnStream(static_cast<std::byte*>(recv) + off * unit, result, n * unit, streamOf(env));
-  }
-  end(env);
-}
-
 void SharedGpuCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                                      const host::OpEnv& env) {
   begin(type, count, -1, static_cast<std::uint32_t>(op.kind), env);
-  if (oneReduces_) return reducedByOne(send, recv, count, type, op, env);
   reducing(send, count, 1, count, type, op, true, recv, env);
 }
 

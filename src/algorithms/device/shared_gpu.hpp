@@ -11,10 +11,6 @@
 //   3. consume: each rank makes its part of the output from the published pieces of every rank, which are complete,
 //               with copies and the reduction kernels of cuda/runtime/device_reduce.hpp, queued on its stream.
 //
-// Where every rank is a process on one GPU, an allreduce's step 3 is rank 0's alone: it reduces every rank's piece
-// into its own area, and after a second meeting every rank copies the result out. Only one process then runs
-// kernels, and the GPU needs no context switch inside the call (about 140 us each on an H200).
-//
 // The call returns with step 3 queued, as stream semantics ask. Pieces alternate between two areas of each
 // workspace (parities): a rank publishes into parity q again two meetings later, and each peer's arrival at the
 // meeting in between waited for its stream, which ran the peer's reads of parity q before. One rank's calls must
@@ -69,11 +65,6 @@ class SharedGpuCollectives final : public CoLocatedCollectives {
   /// Step 2: waits for this rank's stream, then for every rank to have done so with the same call at piece `offset`.
   /// Returns the parity of the piece just published and moves on to the other one.
   int meet(std::size_t offset, const host::OpEnv& env);
-  /// The same meeting, leaving the parity as it is: for a second meeting over the same piece.
-  void meetAgain(std::size_t offset, const host::OpEnv& env);
-  /// An allreduce reduced by rank 0 alone (every rank on one GPU; see the top of this file).
-  void reducedByOne(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                    const host::OpEnv& env);
   /// Steps 1-3 of a reduction, piece by piece: each rank publishes `blocks` blocks of a piece (block b from send +
   /// b * blockStride elements, scaled for a premul_sum); when `consume`, a rank reduces its block (block `rank` when
   /// there are several, else the one) of every rank's area into recv.
@@ -94,7 +85,6 @@ class SharedGpuCollectives final : public CoLocatedCollectives {
   const int rank_;
   const int size_;
   const std::size_t areaBytes_;
-  const bool oneReduces_;  // every rank a process on one GPU: rank 0 reduces an allreduce for all
   int parity_ = 0;
   std::uint64_t pieces_ = 0;
   cudaEvent_t published_ = nullptr;

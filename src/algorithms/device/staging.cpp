@@ -10,7 +10,6 @@
 #include "algorithms/device/event_wait.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
-#include "cuda/runtime/copy_engine.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
 #include "cuda/runtime/stream_writes.hpp"
@@ -35,20 +34,12 @@ void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEn
   cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
 }
 
-// Queues a result's copy from pinned host memory into device memory. On a GPU that other processes share, by a copy
-// engine or, where that cannot be had, by value writes: neither waits for the GPU to switch contexts.
-void queueToDevice(void* dst, const void* src, std::size_t bytes, cudaStream_t stream, bool sharedGpu) {
-  if (bytes == 0) return;
-  if (sharedGpu &&
-      (cuda::copyOnCopyEngine(dst, src, bytes, stream) || cuda::writeByStreamOps(dst, src, bytes, stream))) {
+void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env) {
+  if (streamWrites_ && cuda::writeByStreamOps(dst, src, bytes, streamOf(env))) {
+    cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
     return;
   }
-  cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync(staged result)");
-}
-
-void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env) {
-  queueToDevice(dst, src, bytes, streamOf(env), sharedGpu_);
-  cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
+  copyAndWait(dst, src, bytes, env);
 }
 
 void waitForStream(const host::OpEnv& env) {
@@ -62,10 +53,9 @@ void waitForStream(const host::OpEnv& env) {
 class WindowedCopies final : public host::StagedBuffer {
  public:
   WindowedCopies(const void* send, void* recv, std::byte* slots[2], std::size_t windowBytes,
-                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu, bool sharedGpu,
+                 std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu,
                  std::function<std::byte*(std::size_t)> pinned)
       : reduceOnGpu_(reduceOnGpu),
-        sharedGpu_(sharedGpu),
         pinned_(std::move(pinned)),
         send_(static_cast<const std::byte*>(send)),
         recv_(static_cast<std::byte*>(recv)),
@@ -90,7 +80,8 @@ class WindowedCopies final : public host::StagedBuffer {
   }
 
   void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) override {
-    queueToDevice(recv_ + offset, src, bytes, stream_, sharedGpu_);
+    cuda::checkCuda(cudaMemcpyAsync(recv_ + offset, src, bytes, cudaMemcpyHostToDevice, stream_),
+                    "cudaMemcpyAsync(window out)");
   }
 
   // The GPU reduces: it reads its own input where it is and the received segment from the pinned slot (mapped:
@@ -118,7 +109,6 @@ class WindowedCopies final : public host::StagedBuffer {
   }
 
   const bool reduceOnGpu_;
-  const bool sharedGpu_;  // StagingEngine::shareGpuWithProcesses
   std::function<std::byte*(std::size_t)> pinned_;
   const std::byte* send_;
   std::byte* recv_;
@@ -161,8 +151,7 @@ std::string StagingEngine::allreduceAlgorithm(std::size_t bytes) const {
 }
 
 std::string StagingEngine::explainAllreduce(std::size_t bytes) const {
-  return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes),
-                sharedGpu_ ? "; results go back by a copy engine (other processes use this GPU)" : "");
+  return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes));
 }
 
 void StagingEngine::barrier(const host::OpEnv& env) {
@@ -176,7 +165,7 @@ bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, con
                              const std::function<bool(host::StagedBuffer&)>& run) {
   if (windowBytes_ == 0) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
-  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu, sharedGpu_,
+  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu,
                         [this](std::size_t bytes) { return buffer(2, bytes); });
   try {
     if (!run(copies)) return false;

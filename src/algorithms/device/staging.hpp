@@ -57,9 +57,9 @@ class StagingEngine final : public host::Engine {
   void abort() override { host_.abort(); }
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
-  /// Other processes use this GPU: results go back to device memory by copies that do not wait for the GPU to
-  /// switch contexts (cuda/runtime/copy_engine.hpp, else cuda/runtime/stream_writes.hpp).
-  void shareGpuWithProcesses(bool on) { sharedGpu_ = on; }
+  /// Small results go back to device memory by the stream's value writes (cuda/runtime/stream_writes.hpp), not by
+  /// copies: for processes that share a GPU, where a small copy waits for the GPU to switch contexts.
+  void useStreamWrites(bool on) { streamWrites_ = on; }
 
  private:
   /// A result from pinned host memory back into device memory `dst`, waited for.
@@ -75,7 +75,7 @@ class StagingEngine final : public host::Engine {
   const std::size_t size_;
   const std::size_t windowBytes_;
   const bool reduceOnGpu_;
-  bool sharedGpu_ = false;
+  bool streamWrites_ = false;
   std::vector<CUevent_st*> events_;  // one per fetch of a windowed call, reused by the next
   std::byte* buffers_[3] = {nullptr, nullptr, nullptr};
   std::size_t capacity_[3] = {0, 0, 0};
