@@ -251,6 +251,14 @@ def shared_gpu(run, sizes):
     return table(header, rows)
 
 
+def mean_issue(run, impl, variant=None):
+    """The mean over every size of `impl`'s host time to issue one call (issue_us)."""
+    rows = run.select(impl=impl, variant=variant)
+    if not rows:
+        raise ValueError(f"{run.file}: no {impl} rows (variant={variant})")
+    return sum(r["issue_us"] for r in rows) / len(rows)
+
+
 def issue_cost(run, sizes, impl="braid", variant=None):
     """The host's time to issue one call against an empty kernel's launch timed in the same run."""
     header = ["size", "issue (us)", "empty launch (us)", "issue / launch"]
