@@ -5,9 +5,12 @@
 
 namespace braid::device {
 
-std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool, DevicePolicy, int) {
+std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool, DevicePolicy, int,
+                                               const std::string&) {
   fail(ErrorCode::kUnavailable, {}, "device buffers need a braid built with CUDA (BRAID_WITH_CUDA=ON)");
 }
+
+std::string gpuIdentity(int) { return ""; }
 
 void waitForStream(const host::OpEnv&) {}
 

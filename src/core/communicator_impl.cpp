@@ -169,8 +169,9 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
   }
   if (!deviceEngine_) {
     // GPU kernels reach only the GPUs of this host: a communicator over TCP stages its device buffers.
-    deviceEngine_ = device::makeDeviceEngine(*engine_, rank_, size_, settings_, localGroup() != nullptr,
-                                             devicePolicy(size_, settings_), deviceOfPointer(route.firstGpuPointer));
+    deviceEngine_ =
+        device::makeDeviceEngine(*engine_, rank_, size_, settings_, localGroup() != nullptr,
+                                 devicePolicy(size_, settings_), deviceOfPointer(route.firstGpuPointer), sharedGpu_);
     deviceEngineView_.store(deviceEngine_.get(), std::memory_order_release);
   }
   return *deviceEngine_;

@@ -154,6 +154,8 @@ class CommunicatorImpl {
   /// ranks) are on one host.
   void attachPlacement(Placement placement);
   const Placement& placement() const { return placement_; }
+  /// The GPU (device::gpuIdentity) this rank shares with ranks of other hosts on its machine; empty: none.
+  void attachSharedGpu(std::string gpu) { sharedGpu_ = std::move(gpu); }
   /// The flight recorder's JSON: this rank's last calls and how they stand (core/flight_recorder.hpp).
   /// With what this rank knows of every peer's progress (transport/progress.hpp). Any thread.
   std::string flightRecord() const { return recorder_.json(rank_, size_, engine_->peerProgress()); }
@@ -208,6 +210,7 @@ class CommunicatorImpl {
   const int size_;
   const Settings settings_;
   std::unique_ptr<host::Engine> engine_;
+  std::string sharedGpu_;
   std::unique_ptr<host::Engine> deviceEngine_;            // made by the first call on device buffers (in issue order)
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;

@@ -7,6 +7,7 @@
 #include <new>
 #include <system_error>
 
+#include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/round_sync.hpp"
@@ -92,6 +93,21 @@ core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Se
   return core::Placement::of(hosts, rank);
 }
 
+// Ranks of different hosts share a GPU only where one machine runs several hosts (BRAID_HOST_ID, network
+// namespaces): then every rank tells the others its machine and the GPU current at creation, and learns whether
+// another rank on its machine holds the same one. Returns that GPU's identity, or empty. Traded through the store
+// here because the transport's own messages belong to calls.
+std::string gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline) {
+  const std::string identity = transport::hostIdentity();
+  const std::string gpu = device::gpuIdentity(-1);
+  const std::string mine = strCat(identity.substr(0, identity.find('/')), "/", gpu);
+  const std::vector<std::string> all = bootstrap::allGather(store, "gpu", rank, size, mine, deadline);
+  for (int q = 0; q < size; ++q) {
+    if (q != rank && !gpu.empty() && all[static_cast<std::size_t>(q)] == mine) return gpu;
+  }
+  return "";
+}
+
 std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
                                    const Settings& settings) {
   if (settings.transport != "auto" && settings.transport != "shm" && settings.transport != "tcp") {
@@ -122,6 +138,9 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
     impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous));
   }
   impl->attachStore(store);
+  if (tcp && placement.machineRunsSeveralRanks) {
+    impl->attachSharedGpu(gpuSharedAcrossHosts(*store, rank, size, deadline));
+  }
   impl->attachPlacement(std::move(placement));
   if (abort) impl->attachAbortHandle(abort);
   return std::make_unique<Communicator>(std::move(impl));

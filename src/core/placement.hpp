@@ -18,6 +18,9 @@ struct Placement {
   std::vector<std::string> hostNames;  ///< per host
   int localRank = 0;                   ///< this rank's index among the ranks of its host (in rank order)
   int localSize = 1;                   ///< ranks on this rank's host
+  /// Some machine (one boot id) runs two ranks or more, whatever their hosts: BRAID_HOST_ID and network
+  /// namespaces split one machine into several hosts, whose ranks may still share a GPU. The same on every rank.
+  bool machineRunsSeveralRanks = false;
 
   int hosts() const { return static_cast<int>(hostNames.size()); }
 

@@ -444,6 +444,11 @@ int main(int argc, char** argv) {
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 30, 0)
   if (argc > 2 && strcmp(argv[1], "--grow") == 0)
     return grow(atoi(argv[2]) < 1 || atoi(argv[2]) > 7 ? 2 : atoi(argv[2]));
+#else
+  if (argc > 2 && strcmp(argv[1], "--grow") == 0) {
+    printf("nccl_api_test: --grow needs NCCL 2.30's nccl.h (built against %d.%d): not run\n", NCCL_MAJOR, NCCL_MINOR);
+    return 0;
+  }
 #endif
   if (argc > 2 && strcmp(argv[1], "--one-thread") == 0) {
     const int n = atoi(argv[2]);

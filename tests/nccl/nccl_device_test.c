@@ -149,21 +149,35 @@ static void store(const Type* t, void* p, double v) {
     default:
       break;
   }
-  /* 16- and 8-bit floats: the code whose value is v (small integers are exact in all of them). */
+  /* 16- and 8-bit floats: the code whose value is v (small integers are exact in all of them), found by a search
+   * over the codes through valueOf and remembered: inputs take a handful of values, buffers a million elements. */
+  static long found[kNumTypes][16];
+  static int filled = 0;
+  if (!filled) {
+    for (int k = 0; k < kNumTypes; ++k)
+      for (int j = 0; j < 16; ++j) found[k][j] = -1;
+    filled = 1;
+  }
+  const int slot = v >= -8 && v < 8 && v == floor(v) ? (int)v + 8 : -1;
   const unsigned codes = t->size == 2 ? 65536u : 256u;
-  for (unsigned c = 0; c < codes; ++c) {
+  long code = slot >= 0 ? found[t - kTypes][slot] : -1;
+  for (unsigned c = 0; code < 0 && c < codes; ++c) {
     uint16_t c16 = (uint16_t)c;
     uint8_t c8 = (uint8_t)c;
-    if (valueOf(t, t->size == 2 ? (const void*)&c16 : (const void*)&c8) == v && !(v == 0 && (c & (codes >> 1)))) {
-      if (t->size == 2)
-        memcpy(p, &c16, 2);
-      else
-        memcpy(p, &c8, 1);
-      return;
-    }
+    if (valueOf(t, t->size == 2 ? (const void*)&c16 : (const void*)&c8) == v && !(v == 0 && (c & (codes >> 1))))
+      code = (long)c;
   }
-  fprintf(stderr, "no %s holds %g\n", t->name, v);
-  _exit(1);
+  if (code < 0) {
+    fprintf(stderr, "no %s holds %g\n", t->name, v);
+    _exit(1);
+  }
+  if (slot >= 0) found[t - kTypes][slot] = code;
+  uint16_t c16 = (uint16_t)code;
+  uint8_t c8 = (uint8_t)code;
+  if (t->size == 2)
+    memcpy(p, &c16, 2);
+  else
+    memcpy(p, &c8, 1);
 }
 
 /* Rank r's element i of input `salt`: -3..3 for signed types, 0..3 for unsigned ones. */

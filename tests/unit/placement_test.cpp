@@ -33,6 +33,25 @@ TEST(Placement, TheIdentityDecidesNotTheName) {
   EXPECT_EQ(Placement::of(ranks, 1).localSize, 1);
 }
 
+TEST(Placement, SaysWhenOneMachineRunsSeveralRanksWhateverTheirHosts) {
+  // The machine is the boot id before the first '/': namespaces and BRAID_HOST_ID split hosts, not machines.
+  auto several = [](const std::vector<std::string>& ids) {
+    std::vector<RankHost> hosts;
+    for (const auto& id : ids) hosts.push_back({id, "node"});
+    for (int r = 0; r < static_cast<int>(ids.size()); ++r) {
+      if (Placement::of(hosts, r).machineRunsSeveralRanks != Placement::of(hosts, 0).machineRunsSeveralRanks) {
+        ADD_FAILURE() << "ranks disagree";
+      }
+    }
+    return Placement::of(hosts, 0).machineRunsSeveralRanks;
+  };
+  EXPECT_TRUE(several({"boot1/net:[1]/id:a", "boot1/net:[1]/id:b"}));
+  EXPECT_TRUE(several({"boot1/net:[1]", "boot1/net:[2]"}));
+  EXPECT_TRUE(several({"boot1/net:[1]", "boot2/net:[1]", "boot2/net:[1]"}));  // one host of two ranks
+  EXPECT_FALSE(several({"boot1/net:[1]", "boot2/net:[1]", "boot3/net:[1]"}));
+  EXPECT_FALSE(several({"boot1/net:[1]"}));
+}
+
 TEST(Placement, WhatRanksSendRoundTrips) {
   const RankHost host{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/net:[4026531840]", "gpu-node-7.example"};
   const RankHost back = Placement::decode(Placement::encode(host));

@@ -17,6 +17,7 @@
 #include "cuda/runtime/cuda_check.hpp"
 #include "cuda/runtime/device_reduce.hpp"
 #include "cuda/runtime/driver_api.hpp"
+#include "cuda/runtime/stream_writes.hpp"
 
 namespace braid::device {
 
@@ -70,8 +71,11 @@ bool capturing(cudaStream_t stream) {
 }  // namespace
 
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost, DevicePolicy policy, int device) {
-  return std::make_unique<DeviceEngine>(host, rank, size, settings, std::move(policy), device, oneHost);
+                                               bool oneHost, DevicePolicy policy, int device,
+                                               const std::string& sharedGpu) {
+  auto engine = std::make_unique<DeviceEngine>(host, rank, size, settings, std::move(policy), device, oneHost);
+  if (!oneHost && !sharedGpu.empty() && gpuIdentity(device) == sharedGpu) engine->shareGpuAcrossHosts();
+  return engine;
 }
 
 const char* allreduceKernelName(AllreduceKernel kernel) {
@@ -104,6 +108,15 @@ DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Setting
     tried_ = true;
     noChannelWhy_ = "the ranks span several hosts: braid's kernels reach only the GPUs of one host";
   }
+}
+
+void DeviceEngine::shareGpuAcrossHosts() {
+  staging_.useStreamWrites(true);
+  logLine(LogLevel::kInfo, rank_,
+          strCat("GPU ", device_,
+                 " is shared with ranks of other hosts on this machine (BRAID_HOST_ID or network "
+                 "namespaces): staged results of up to ",
+                 cuda::kStreamWriteMaxBytes, " bytes go back by value writes, not copies"));
 }
 
 DeviceEngine::~DeviceEngine() {

@@ -37,6 +37,9 @@ class DeviceEngine final : public host::Engine {
   DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy, int device,
                bool kernels);
   ~DeviceEngine() override;
+  /// This rank's GPU is shared with ranks of other hosts (one machine split by BRAID_HOST_ID or network
+  /// namespaces): a small copy back into device memory would wait for the GPU to switch contexts.
+  void shareGpuAcrossHosts();
 
   const char* transportName() const override;
   std::string allreduceAlgorithm(std::size_t bytes) const override;

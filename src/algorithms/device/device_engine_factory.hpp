@@ -36,8 +36,15 @@ struct DevicePolicy {
 /// `device`: the GPU this rank's engine is bound to (where its first device buffer lives); every call runs with it
 /// current, whichever thread runs the call (a call queued behind an async one runs on the progress thread, whose
 /// current GPU is not the caller's). -1: the GPU current on the thread of the first call.
+/// `sharedGpu`: the identity (gpuIdentity) of a GPU that this rank shares with ranks of other hosts on its
+/// machine, learned at creation (empty: none). When `device` is that GPU, staged results go back by value writes.
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost, DevicePolicy policy, int device);
+                                               bool oneHost, DevicePolicy policy, int device,
+                                               const std::string& sharedGpu);
+
+/// The UUID of GPU `device` (-1: the calling thread's current one) as hex text; empty when there is no CUDA device
+/// (or braid was built without CUDA). Initialises CUDA's runtime.
+std::string gpuIdentity(int device);
 
 /// Waits for the work queued on env.stream so far (nothing when it is null): host-buffer calls made with a stream
 /// start after it.
