@@ -59,15 +59,6 @@ WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env
        "' is not one of auto, vmm, ipc");
 }
 
-bool capturing(cudaStream_t stream) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &status) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return status != cudaStreamCaptureStatusNone;
-}
-
 }  // namespace
 
 std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,

@@ -42,8 +42,24 @@ void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, cons
   copyAndWait(dst, src, bytes, env);
 }
 
+// A staged call's host waits for the GPU between its steps (copies in, the host collective, copies out), which a
+// stream being captured cannot do: refused by name before anything is queued or sent.
+namespace {
+void refuseCapture(const host::OpEnv& env) {
+  if (env.stream == nullptr || !capturing(streamOf(env))) return;
+  fail(ErrorCode::kUnavailable, env.context, env.context.op,
+       " cannot be captured into a CUDA graph here: its device buffers are staged through host memory (ranks on "
+       "several hosts, or processes sharing a GPU without braid's kernels), and its host waits for the GPU between "
+       "steps");
+}
+}  // namespace
+
 void waitForStream(const host::OpEnv& env) {
   if (env.stream != nullptr) {
+    if (capturing(streamOf(env))) {
+      fail(ErrorCode::kUnavailable, env.context, env.context.op,
+           " on host buffers cannot be captured into a CUDA graph: its host waits for the stream's work first");
+    }
     cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(the call's stream)");
   }
 }
@@ -155,6 +171,7 @@ std::string StagingEngine::explainAllreduce(std::size_t bytes) const {
 }
 
 void StagingEngine::barrier(const host::OpEnv& env) {
+  refuseCapture(env);
   waitForStream(env);
   host_.barrier(env);
 }
@@ -180,6 +197,7 @@ bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, con
 
 void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                               const host::OpEnv& env) {
+  refuseCapture(env);
   if (windowed(send, recv, reduceOnGpu_, env,
                [&](host::StagedBuffer& copies) { return host_.allreduceStaged(copies, count, type, op, env); })) {
     return;
@@ -194,6 +212,7 @@ void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, D
 
 void StagingEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                            const host::OpEnv& env) {
+  refuseCapture(env);
   // recv is significant at the root only: elsewhere it may be anything, and nothing is written there.
   const bool isRoot = env.context.rank == root;
   const std::size_t bytes = count * dataTypeSize(type);
@@ -206,6 +225,7 @@ void StagingEngine::reduce(const void* send, void* recv, std::size_t count, Data
 
 void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                                   const host::OpEnv& env) {
+  refuseCapture(env);
   // Windows reduce on the host: the GPU reduction of windows is the allreduce's only.
   if (windowed(send, recv, false, env, [&](host::StagedBuffer& copies) {
         return host_.reduceScatterStaged(copies, recvCount, type, op, env);
@@ -224,6 +244,7 @@ void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recv
 }
 
 void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+  refuseCapture(env);
   const std::size_t bytes = count * dataTypeSize(type);
   std::byte* b = buffer(0, bytes);
   if (env.context.rank == root) copyAndWait(b, buf, bytes, env);
@@ -232,6 +253,7 @@ void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int r
 }
 
 void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+  refuseCapture(env);
   if (windowed(send, recv, false, env,
                [&](host::StagedBuffer& copies) { return host_.allgatherStaged(copies, count, type, env); })) {
     return;
@@ -250,6 +272,7 @@ void StagingEngine::allgather(const void* send, void* recv, std::size_t count, D
 void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
                                const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
                                DataType type, const host::OpEnv& env) {
+  refuseCapture(env);
   const std::size_t bytes = sendCount * dataTypeSize(type);
   const std::size_t total = extentBytes(recvCounts, displs, type);
   std::byte* in = buffer(0, bytes);
@@ -262,6 +285,7 @@ void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* re
 
 void StagingEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
                            const host::OpEnv& env) {
+  refuseCapture(env);
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t total = bytes * size_;
   const bool isRoot = env.context.rank == root;
@@ -274,6 +298,7 @@ void StagingEngine::gather(const void* send, void* recv, std::size_t count, Data
 
 void StagingEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
                             const host::OpEnv& env) {
+  refuseCapture(env);
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t total = bytes * size_;
   const bool isRoot = env.context.rank == root;
@@ -285,6 +310,7 @@ void StagingEngine::scatter(const void* send, void* recv, std::size_t count, Dat
 }
 
 void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+  refuseCapture(env);
   const std::size_t total = count * dataTypeSize(type) * size_;
   std::byte* in = buffer(0, total);
   std::byte* out = send == recv ? in : buffer(1, total);
@@ -297,6 +323,7 @@ void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& 
                               const std::vector<std::size_t>& sendDispls, void* recv,
                               const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
                               DataType type, const host::OpEnv& env) {
+  refuseCapture(env);
   const std::size_t inBytes = extentBytes(sendCounts, sendDispls, type);
   const std::size_t outBytes = extentBytes(recvCounts, recvDispls, type);
   std::byte* in = buffer(0, inBytes);
@@ -308,6 +335,7 @@ void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& 
 }
 
 void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) {
+  refuseCapture(env);
   // One host copy per operation, laid out back to back in one staging buffer.
   std::vector<std::size_t> offsets(ops.size());
   std::size_t total = 0;
