@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""scripts/check-layers.py on small trees made here: an include down the rule passes, one up or across fails and is
+named, a client reaching past the public API fails, and the real tree passes."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "check-layers.py")
+
+
+def tree(files):
+    root = tempfile.mkdtemp()
+    for path, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
+    return root
+
+
+def check(root, known=False):
+    done = subprocess.run([sys.executable, SCRIPT, "--root", root] + ([] if known else ["--no-known"]),
+                          capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+class CheckLayers(unittest.TestCase):
+    def test_includes_down_the_rule_pass(self):
+        code, text = check(tree({
+            "include/braid/types.hpp": "",
+            "src/base/error.hpp": '#include "braid/types.hpp"\n',
+            "src/transport/socket.hpp": '#include "base/error.hpp"\n',
+            "src/core/create.cpp": '#include "transport/socket.hpp"\n#include <vector>\n',
+            "tools/main.cpp": '#include "braid/types.hpp"\n#include "own/helper.hpp"\n',
+            "tools/own/helper.hpp": "",
+        }))
+        self.assertEqual(code, 0, text)
+
+    def test_an_include_up_the_rule_is_named(self):
+        code, text = check(tree({
+            "src/base/error.hpp": '#include "core/create.hpp"\n',
+            "src/core/create.hpp": "",
+        }))
+        self.assertEqual(code, 1, text)
+        self.assertIn("base includes core in 1 file(s)", text)
+        self.assertIn("src/base/error.hpp", text)
+
+    def test_an_include_across_is_named(self):
+        code, text = check(tree({
+            "src/topology/gpus.hpp": '#include "transport/socket.hpp"\n',
+            "src/transport/socket.hpp": "",
+        }))
+        self.assertEqual(code, 1, text)
+        self.assertIn("topology includes transport", text)
+
+    def test_a_client_reaching_past_the_public_api_is_named(self):
+        code, text = check(tree({
+            "nccl/comm.cpp": '#include "base/error.hpp"\n',
+            "src/base/error.hpp": "",
+        }))
+        self.assertEqual(code, 1, text)
+        self.assertIn("nccl includes base", text)
+
+    def test_a_known_departure_that_shrank_asks_for_its_count_to_drop(self):
+        # The small tree has none of the real tree's known departures: every KNOWN entry is now too high.
+        code, text = check(tree({"src/base/error.hpp": ""}), known=True)
+        self.assertEqual(code, 1, text)
+        self.assertIn("lower its count", text)
+
+    def test_the_tree_follows_the_rule(self):
+        code, text = check(os.path.join(os.path.dirname(SCRIPT), ".."), known=True)
+        self.assertEqual(code, 0, text)
+
+
+if __name__ == "__main__":
+    unittest.main()
