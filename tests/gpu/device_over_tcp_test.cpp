@@ -15,6 +15,7 @@
 #include "gpu/device_ranks.hpp"
 #include "gpu/gpu_test_support.hpp"
 #include "gpu/reference_values.hpp"
+#include "support/collective_cases.hpp"
 
 namespace braid::gputest {
 namespace {
@@ -154,6 +155,44 @@ INSTANTIATE_TEST_SUITE_P(Windows, DeviceOverTcpMoves,
                          [](const auto& info) {
                            return info.param == 0 ? std::string("whole") : "w" + std::to_string(info.param >> 10) + "k";
                          });
+
+// A call staged through host memory cannot be captured (its host waits for the GPU between steps): refused by name
+// before anything is queued or sent, on every rank alike, and the next call works. Small results of ranks that share
+// the GPU (learned at creation) go back by value writes: the 8-byte case covers that route.
+TEST(DeviceOverTcpCapture, IsRefusedByNameAndTheCommunicatorGoesOn) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  const auto results = runOnGpus(2, 1, tcpDeviceSettings(std::size_t{64} << 10), [](Communicator& c, cudaStream_t s) {
+    for (const std::size_t n : {std::size_t{2}, std::size_t{1000}}) {
+      // Small integers: every sum is exact in float32, whatever the order.
+      std::vector<float> in(n), want(n, 0);
+      for (std::size_t i = 0; i < n; ++i) {
+        in[i] = static_cast<float>(i % 97 + static_cast<std::size_t>(c.rank()));
+        for (int r = 0; r < c.size(); ++r) want[i] += static_cast<float>(i % 97 + static_cast<std::size_t>(r));
+      }
+      DeviceBytes buf(n * 4);
+      upload(buf.get(), in.data(), n * 4, s);
+      cudaGraph_t graph = nullptr;
+      cuda::checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+      std::string refused;
+      try {
+        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      } catch (const Error& e) {
+        testing::require(e.code() == ErrorCode::kUnavailable, std::string("not Unavailable: ") + e.what());
+        refused = e.what();
+      }
+      cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      testing::require(refused.find("CUDA graph") != std::string::npos && refused.find("staged") != std::string::npos,
+                       "a capture of a staged call was not refused by name: " + refused);
+      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+      std::vector<float> got(n);
+      download(got.data(), buf.get(), n * 4, s);
+      requireSameBytes(got.data(), want.data(), n * 4, 4,
+                       "after the refused capture, " + std::to_string(n) + " floats");
+    }
+  });
+  EXPECT_EQ(testing::failures(results), "");
+}
 
 }  // namespace
 }  // namespace braid::gputest
