@@ -1,6 +1,6 @@
 // The collective kernels' launch interface: the workspace layout every rank shares, the plain-data channel a
 // kernel reaches its peers through, and the parameter block of one collective. Shared by the kernels
-// (collective_kernels.cuh) and the host launcher (cuda/runtime/device_collectives.cpp); compiles with the host
+// (collective_kernels.cuh) and the host launcher (algorithms/device/device_engine.cpp); compiles with the host
 // compiler and nvcc alike. Kernels own no memory and do no bootstrap: transport/cuda_ipc maps the workspaces,
 // algorithms/device fills these structs.
 //
