@@ -84,8 +84,8 @@ class CommunicatorImpl {
       if (call.collective) seq = nextSeq_++;
     }
     const host::OpEnv env = makeEnv(call.op, seq, opts);
-    const std::uint64_t record = recorder_.issued(call.op, seq, call.info);
-    noteStarted(record, seq);
+    const std::uint64_t record = recorder_.began(call.op, seq, call.info);
+    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, true});
     try {
       throwIfBroken(env.context);
       bool argumentsOk = false;

@@ -32,6 +32,9 @@ class FlightRecorder {
   /// A call was issued (seq -1: not a collective); returns its id, the running count of calls.
   std::uint64_t issued(const char* op, std::int64_t seq, const CallInfo& info);
   void started(std::uint64_t id);
+  /// A call issued and started at once (one that runs on the issuing thread): issued() then started() for one
+  /// lock and one clock read.
+  std::uint64_t began(const char* op, std::int64_t seq, const CallInfo& info);
   /// The call ended: done when `error` is null, else failed with its text.
   void ended(std::uint64_t id, const Error* error);
 
@@ -66,7 +69,8 @@ class FlightRecorder {
     bool failed;
   };
   double nowUs() const;
-  Entry* find(std::uint64_t id);  // null once the ring wrote over it
+  Entry& add(const char* op, std::int64_t seq, const CallInfo& info, double t);  // under mu_
+  Entry* find(std::uint64_t id);                                                 // null once the ring wrote over it
 
   const std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
   mutable std::mutex mu_;
