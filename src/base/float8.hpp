@@ -1,5 +1,5 @@
 // Scalar float8 <-> float conversions, bit-exact, for every layer and the tests (the CPU reduction kernels keep their
-// own copy: see algorithms/host/reduce_kernels_impl.hpp).
+// own copy: see algorithms/host/reduce_conversions_impl.hpp).
 // - e4m3 ("fn", as CUDA's __nv_fp8_e4m3 and torch.float8_e4m3fn): sign, 4 exponent bits of bias 7, 3 mantissa bits;
 //   no infinities, NaN is S.1111.111, largest finite 448, smallest subnormal 2^-9.
 // - e5m2 (CUDA's __nv_fp8_e5m2, torch.float8_e5m2): the top byte of an IEEE float16, with its infinities and NaNs;

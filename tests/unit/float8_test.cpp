@@ -1,4 +1,4 @@
-// The float8 conversions: base/float8.hpp and the CPU kernels' own copy (algorithms/host/reduce_kernels_impl.hpp)
+// The float8 conversions: base/float8.hpp and the CPU kernels' own copy (algorithms/host/reduce_conversions_impl.hpp)
 // against the definition (support/float8_reference.hpp) and against each other, bit for bit: every code, every
 // rounding boundary, and a large spread of other float32 and float64 inputs. The kernels' header is included here as
 // the ISA units include it; its code has internal linkage, so this is one more private copy of it, compiled for the
