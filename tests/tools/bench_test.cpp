@@ -179,6 +179,21 @@ int runShell(const std::string& command) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+// Runs `command` under torchrun's variables for a job of one rank on a free port. Tests run in parallel, and two
+// of them can be handed the same free port: the runs then meet at one store and fail each other (exit 1), as two
+// jobs given one MASTER_PORT would. Such a run is tried again on another port, up to three times; a run that fails
+// three times fails the test. Returns the last exit status.
+int runOnFreePort(const std::string& command) {
+  int status = 1;
+  for (int attempt = 0; attempt < 3 && status == 1; ++attempt) {
+    status = runShell(
+        "env -u BRAID_RANK -u BRAID_WORLD_SIZE -u BRAID_ROOT_ADDR RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "
+        "LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
+        std::to_string(testing::freePort()) + " " + command);
+  }
+  return status;
+}
+
 TEST(BenchCommand, WritesTheTableAndJsonItPromises) {
   const std::string braid = braidBinary();
   if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
@@ -227,12 +242,9 @@ TEST(BenchCommand, ExitsThreeWhenTheCheckerCountsAWrongElement) {
   EXPECT_EQ(runShell("BRAID_BENCH_CORRUPT_ONE=0 " + braid + " bench allreduce -b 64 -e 64 -n 1 -w 0 --nranks 2 " +
                      ">/dev/null 2>&1"),
             0);
-  const int port = testing::freePort();
-  EXPECT_EQ(runShell("env -u BRAID_RANK -u BRAID_WORLD_SIZE -u BRAID_ROOT_ADDR RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "
-                     "LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                     std::to_string(port) + " BRAID_BENCH_CORRUPT_ONE=1 " + braid +
-                     " bench allreduce -b 64 -e 64 -n 1 -w 0 >/dev/null 2>&1"),
-            3);
+  EXPECT_EQ(
+      runOnFreePort("BRAID_BENCH_CORRUPT_ONE=1 " + braid + " bench allreduce -b 64 -e 64 -n 1 -w 0 >/dev/null 2>&1"),
+      3);
 }
 
 // Under torchrun's variables (here a job of one rank), braid bench joins the job instead of starting ranks of its own.
@@ -240,12 +252,7 @@ TEST(BenchCommand, JoinsTheJobOfATorchrunStyleLauncher) {
   const std::string braid = braidBinary();
   if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
   const std::string out = ::testing::TempDir() + "bench_torchrun.txt";
-  const int port = testing::freePort();  // a pid-derived port once collided with a port in use in CI
-  ASSERT_EQ(runShell("env -u BRAID_RANK -u BRAID_WORLD_SIZE -u BRAID_ROOT_ADDR RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "
-                     "LOCAL_WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=" +
-                     std::to_string(port) + " " + braid + " bench allreduce -b 8 -e 64 -f 8 -n 2 -w 1 --nranks 3 >" +
-                     out + " 2>&1"),
-            0);
+  ASSERT_EQ(runOnFreePort(braid + " bench allreduce -b 8 -e 64 -f 8 -n 2 -w 1 --nranks 3 >" + out + " 2>&1"), 0);
   std::ifstream in(out);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("1 ranks"), std::string::npos) << text;  // the launcher's one rank, not --nranks 3
