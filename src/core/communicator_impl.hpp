@@ -84,8 +84,7 @@ class CommunicatorImpl {
       if (call.collective) seq = nextSeq_++;
     }
     const host::OpEnv env = makeEnv(call.op, seq, opts);
-    const std::uint64_t record = recorder_.began(call.op, seq, call.info);
-    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, true});
+    const std::uint64_t record = noteBegan(call.op, seq, call.info);
     try {
       throwIfBroken(env.context);
       bool argumentsOk = false;
@@ -185,11 +184,20 @@ class CommunicatorImpl {
   // A call starts or ends: its flight recorder entry, and for collectives the progress word the peers read.
   void noteStarted(std::uint64_t record, std::int64_t seq) {
     recorder_.started(record);
-    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, true});
+    publishRunning(seq, true);
+  }
+  /// A call issued and started at once, on the issuing thread: returns its record.
+  std::uint64_t noteBegan(const char* op, std::int64_t seq, const CallInfo& info) {
+    const std::uint64_t record = recorder_.began(op, seq, info);
+    publishRunning(seq, true);
+    return record;
   }
   void noteEnded(std::uint64_t record, std::int64_t seq, const Error* error) {
     recorder_.ended(record, error);
-    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, false});
+    publishRunning(seq, false);
+  }
+  void publishRunning(std::int64_t seq, bool running) {
+    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, running});
   }
   /// One round that tells the peers this rank rejected its arguments (they fail with Mismatch).
   void rejectRound(const host::OpEnv& env);

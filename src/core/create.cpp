@@ -98,9 +98,8 @@ core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Se
 // another rank on its machine holds the same one. Returns that GPU's identity, or empty. Traded through the store
 // here because the transport's own messages belong to calls.
 std::string gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline) {
-  const std::string identity = transport::hostIdentity();
   const std::string gpu = device::gpuIdentity(-1);
-  const std::string mine = strCat(identity.substr(0, identity.find('/')), "/", gpu);
+  const std::string mine = strCat(core::Placement::machineOf(transport::hostIdentity()), "/", gpu);
   const std::vector<std::string> all = bootstrap::allGather(store, "gpu", rank, size, mine, deadline);
   for (int q = 0; q < size; ++q) {
     if (q != rank && !gpu.empty() && all[static_cast<std::size_t>(q)] == mine) return gpu;

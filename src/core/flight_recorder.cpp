@@ -31,10 +31,6 @@ void appendString(std::string& out, const std::string& text) {
   out += '"';
 }
 
-}  // namespace
-
-namespace {
-
 double epochUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -15,8 +15,7 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
   }
   std::map<std::string, int> perMachine;
   for (const RankHost& r : ranks) {
-    // An identity is "<boot id>/<network namespace>[/id:<BRAID_HOST_ID>]" (transport::hostIdentity).
-    if (++perMachine[r.identity.substr(0, r.identity.find('/'))] > 1) p.machineRunsSeveralRanks = true;
+    if (++perMachine[machineOf(r.identity)] > 1) p.machineRunsSeveralRanks = true;
   }
   p.localSize = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {

@@ -24,6 +24,9 @@ struct Placement {
 
   int hosts() const { return static_cast<int>(hostNames.size()); }
 
+  /// The machine of a host identity ("<boot id>/<network namespace>[/id:<BRAID_HOST_ID>]", transport::hostIdentity):
+  /// its boot id. Namespaces and BRAID_HOST_ID split a machine into hosts, not into machines.
+  static std::string machineOf(const std::string& identity) { return identity.substr(0, identity.find('/')); }
   /// The placement seen from `rank`, given every rank's host.
   static Placement of(const std::vector<RankHost>& ranks, int rank);
   /// One line per rank's host, and back (what ranks exchange).

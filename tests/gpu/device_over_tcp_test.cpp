@@ -171,17 +171,8 @@ TEST(DeviceOverTcpCapture, IsRefusedByNameAndTheCommunicatorGoesOn) {
       }
       DeviceBytes buf(n * 4);
       upload(buf.get(), in.data(), n * 4, s);
-      cudaGraph_t graph = nullptr;
-      cuda::checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-      std::string refused;
-      try {
-        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-      } catch (const Error& e) {
-        testing::require(e.code() == ErrorCode::kUnavailable, std::string("not Unavailable: ") + e.what());
-        refused = e.what();
-      }
-      cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
-      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+      const std::string refused = refusedUnderCapture(
+          s, [&] { c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s}); });
       testing::require(refused.find("CUDA graph") != std::string::npos && refused.find("staged") != std::string::npos,
                        "a capture of a staged call was not refused by name: " + refused);
       c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});

@@ -145,4 +145,21 @@ inline void download(void* dst, const void* src, std::size_t bytes, cudaStream_t
   cuda::checkCuda(cudaStreamSynchronize(s), "cudaStreamSynchronize(download)");
 }
 
+/// Runs `call` while `s` is captured into a CUDA graph (then ends the capture and drops the graph): the text of the
+/// Unavailable error it threw, empty when it threw none. Any other error fails the rank.
+inline std::string refusedUnderCapture(cudaStream_t s, const std::function<void()>& call) {
+  cudaGraph_t graph = nullptr;
+  cuda::checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  std::string refused;
+  try {
+    call();
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kUnavailable) throw std::runtime_error(std::string("not Unavailable: ") + e.what());
+    refused = e.what();
+  }
+  cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  return refused;
+}
+
 }  // namespace braid::gputest

@@ -186,17 +186,8 @@ TEST(DeviceSemantics, CaptureOnTheSharedGpuPathIsRefusedByNameAndTheCommunicator
     upload(buf.get(), ramp(n, c.rank()).data(), n * 4, s);
     c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
     cuda::checkCuda(cudaStreamSynchronize(s), "sync");
-    cudaGraph_t graph = nullptr;
-    cuda::checkCuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-    std::string refused;
-    try {
-      c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
-    } catch (const Error& e) {
-      require(e.code() == ErrorCode::kUnavailable, std::string("not Unavailable: ") + e.what());
-      refused = e.what();
-    }
-    cuda::checkCuda(cudaStreamEndCapture(s, &graph), "cudaStreamEndCapture");
-    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    const std::string refused = refusedUnderCapture(
+        s, [&] { c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s}); });
     require(!refused.empty(), "a capture on the shared-GPU path was accepted");
     require(refused.find("CUDA graph") != std::string::npos &&
                 refused.find("BRAID_CUDA_SHARED_GPU=kernels") != std::string::npos,

@@ -151,16 +151,10 @@ static void store(const Type* t, void* p, double v) {
   }
   /* 16- and 8-bit floats: the code whose value is v (small integers are exact in all of them), found by a search
    * over the codes through valueOf and remembered: inputs take a handful of values, buffers a million elements. */
-  static long found[kNumTypes][16];
-  static int filled = 0;
-  if (!filled) {
-    for (int k = 0; k < kNumTypes; ++k)
-      for (int j = 0; j < 16; ++j) found[k][j] = -1;
-    filled = 1;
-  }
+  static long found[kNumTypes][16]; /* code + 1 of the values -8..7; 0: not searched yet */
   const int slot = v >= -8 && v < 8 && v == floor(v) ? (int)v + 8 : -1;
   const unsigned codes = t->size == 2 ? 65536u : 256u;
-  long code = slot >= 0 ? found[t - kTypes][slot] : -1;
+  long code = slot >= 0 ? found[t - kTypes][slot] - 1 : -1;
   for (unsigned c = 0; code < 0 && c < codes; ++c) {
     uint16_t c16 = (uint16_t)c;
     uint8_t c8 = (uint8_t)c;
@@ -171,7 +165,7 @@ static void store(const Type* t, void* p, double v) {
     fprintf(stderr, "no %s holds %g\n", t->name, v);
     _exit(1);
   }
-  if (slot >= 0) found[t - kTypes][slot] = code;
+  if (slot >= 0) found[t - kTypes][slot] = code + 1;
   uint16_t c16 = (uint16_t)code;
   uint8_t c8 = (uint8_t)code;
   if (t->size == 2)
@@ -421,27 +415,23 @@ static void extras(ncclComm_t comm, cudaStream_t s, int n) {
     CHECK(strstr(ncclGetErrorString(ncclInvalidUsage), "BRAID_LOG") != NULL && strstr(why, "CUDA graph") != NULL,
           "ncclAllReduce under capture returned %d: %s", (int)captured, why);
     if (me == 0) printf("nccl_device_test: capture refused by name (%s)\n", why);
-    CUDA(cudaGraphDestroy(graph));
-    CUDA(cudaFree(in));
-    CUDA(cudaFree(out));
-    CUDA(cudaFree(scalar));
-    return;
-  }
-  CUDA(cudaGraphInstantiate(&exec, graph, 0));
-  for (int replay = 0; replay < 3; ++replay) {
-    CUDA(cudaMemsetAsync(out, 0, count * sizeof(float), s));
-    CUDA(cudaGraphLaunch(exec, s));
-    CUDA(cudaStreamSynchronize(s));
-    got = hostCopy(out, count * sizeof(float));
-    for (size_t i = 0; i < count; ++i) {
-      if (got[i] != reference(t, ncclMax, n, i, 3)) {
-        CHECK(0, "graph replay %d element %zu: %g, want %g", replay, i, got[i], reference(t, ncclMax, n, i, 3));
-        break;
+  } else {
+    CUDA(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 3; ++replay) {
+      CUDA(cudaMemsetAsync(out, 0, count * sizeof(float), s));
+      CUDA(cudaGraphLaunch(exec, s));
+      CUDA(cudaStreamSynchronize(s));
+      got = hostCopy(out, count * sizeof(float));
+      for (size_t i = 0; i < count; ++i) {
+        if (got[i] != reference(t, ncclMax, n, i, 3)) {
+          CHECK(0, "graph replay %d element %zu: %g, want %g", replay, i, got[i], reference(t, ncclMax, n, i, 3));
+          break;
+        }
       }
+      free(got);
     }
-    free(got);
+    CUDA(cudaGraphExecDestroy(exec));
   }
-  CUDA(cudaGraphExecDestroy(exec));
   CUDA(cudaGraphDestroy(graph));
   CUDA(cudaFree(in));
   CUDA(cudaFree(out));

@@ -104,8 +104,7 @@ DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Setting
 void DeviceEngine::shareGpuAcrossHosts() {
   staging_.useStreamWrites(true);
   logLine(LogLevel::kInfo, rank_,
-          strCat("GPU ", device_,
-                 " is shared with ranks of other hosts on this machine (BRAID_HOST_ID or network "
+          strCat("this rank's GPU is shared with ranks of other hosts on this machine (BRAID_HOST_ID or network "
                  "namespaces): staged results of up to ",
                  cuda::kStreamWriteMaxBytes, " bytes go back by value writes, not copies"));
 }

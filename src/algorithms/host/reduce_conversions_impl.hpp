@@ -103,10 +103,10 @@ inline std::uint16_t doubleToBfloat16K(double d) {
   return static_cast<std::uint16_t>(select(nan, std::uint64_t{0}, sign) | magnitude);
 }
 
-// ---- float8 conversions: the same bits as base/float8.hpp (see the ODR note in reduce_kernels_impl.hpp), branch-free
-// as above. Narrowing rounds to nearest even and saturates beyond the largest finite value (infinity included) to +-max
-// finite, as CUDA's
-// __NV_SATFINITE conversion does on the GPU; NaN becomes the canonical positive NaN (e4m3 0x7f, e5m2 0x7e).
+// ---- float8 conversions: the same bits as base/float8.hpp (see the ODR note in reduce_kernels_impl.hpp),
+// branch-free as above. Narrowing rounds to nearest even and saturates beyond the largest finite value (infinity
+// included) to +-max finite, as CUDA's __NV_SATFINITE conversion does on the GPU; NaN becomes the canonical positive
+// NaN (e4m3 0x7f, e5m2 0x7e).
 
 // Zero and subnormals widen as mantissa * 2^-9 (e4m3) or 2^-16 (e5m2), normal floats both, so a process that set
 // the CPU to treat subnormal operands as zero (DAZ) still gets them right.
