@@ -4,16 +4,20 @@
 // NCCL is libnccl.so.2 loaded at run time (BRAID_NCCL_LIBRARY, the loader's path, the CUDA toolkit or the torch
 // wheel), so braid builds and runs where there is none. Results are checked exactly after the timed loops.
 //
-// With --threads the ranks are threads of one process instead (rows named impl+threads).
+// With --threads the ranks are threads of one process instead (rows named impl+threads). With --netns PREFIX rank r
+// runs in network namespace PREFIX-nsR (scripts/netns-bed.sh's bed) as a host of its own, both libraries on its eth0.
 //
 // Usage: braid-bench-device [driver flags, see braid-bench-mpi --help] --nranks N [--impl braid,nccl] [--graph]
-//        [--register] [--threads]
+//        [--register] [--threads] [--hosts-apart] [--netns PREFIX]
 #include <cuda_runtime_api.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -328,7 +332,24 @@ struct Modes {
   bool registered = false;  // buffers registered with both libraries
   bool threads = false;     // ranks are threads of one process
   bool hostsApart = false;  // every rank its own host id: ranks sharing a GPU meet over TCP, NCCL's included
+  std::string netns;        // rank r in network namespace netns-nsR (implies hostsApart)
 };
+
+// Both libraries' ids, as rank 0 makes them and hands them to the others.
+struct Ids {
+  braid::UniqueId braid;
+  ncclUniqueId nccl;
+};
+
+// Moves this process into network namespace `name` (ip netns's /var/run/netns/NAME); needs CAP_SYS_ADMIN.
+void enterNamespace(const std::string& name) {
+  const std::string path = "/var/run/netns/" + name;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error("no network namespace " + path + " (scripts/netns-bed.sh up)");
+  const int rc = ::setns(fd, CLONE_NEWNET);
+  ::close(fd);
+  if (rc != 0) throw std::runtime_error("setns(" + path + ") failed: " + std::strerror(errno));
+}
 
 int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me, int gpus,
             const braid::bench::DriverArgs& args, const std::vector<std::string>& impls, Modes modes,
@@ -431,6 +452,10 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
     meta["ranks_are"] = modes.threads ? "threads of one process" : "processes";
     if (modes.hostsApart)
       meta["hosts_apart"] = "each rank its own BRAID_HOST_ID and NCCL_HOSTID (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)";
+    if (!modes.netns.empty()) {
+      meta["netns"] = "rank r in network namespace " + modes.netns +
+                      "-nsR (scripts/netns-bed.sh), BRAID_IFNAME=eth0 NCCL_SOCKET_IFNAME=eth0";
+    }
     if (!nccl.path.empty()) {
       meta["nccl_library"] = nccl.path;
       if (nccl.isBraid) meta["nccl_is_braid"] = "NCCL's API on braid (nccl/): the nccl rows are braid through it";
@@ -503,6 +528,9 @@ int main(int argc, char** argv) {
       modes.threads = true;
     } else if (a == "--hosts-apart") {
       modes.hostsApart = true;
+    } else if (a == "--netns" && i + 1 < argc) {
+      modes.netns = argv[++i];
+      modes.hostsApart = true;
     } else if (a == "--impl" && i + 1 < argc) {
       impls.clear();
       std::string list = argv[++i];
@@ -533,7 +561,8 @@ int main(int argc, char** argv) {
         "(both libraries register the buffers: registerBuffer, ncclCommRegister); --impl memcpy: rank 0's "
         "device-to-device cudaMemcpyAsync of each size, the reference on one GPU; --threads (the ranks are threads of "
         "one process, not processes); --hosts-apart (each rank its own host id, to braid and to NCCL: ranks that "
-        "share a GPU meet over TCP, which is how NCCL runs them)\n",
+        "share a GPU meet over TCP, which is how NCCL runs them); --netns PREFIX (rank r in network namespace "
+        "PREFIX-nsR of scripts/netns-bed.sh, a host of its own, both libraries on its eth0)\n",
         braid::bench::driverUsage(kProgram).c_str());
     return 0;
   }
@@ -583,8 +612,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (modes.threads) return runThreadRanks(n, gpus, args, impls, modes, command, started, withNccl);
-  // NCCL's id names the bootstrap root that ncclGetUniqueId starts in its caller: rank 0 makes it and hands it to
-  // the others through pipes.
+  // NCCL's id names the bootstrap root that ncclGetUniqueId starts in its caller, and in namespaces braid's names
+  // an address of rank 0's namespace: rank 0 makes them and hands them to the others through pipes.
   std::vector<std::array<int, 2>> pipes(static_cast<std::size_t>(n));
   for (auto& p : pipes) {
     if (::pipe(p.data()) != 0) return 1;
@@ -599,6 +628,16 @@ int main(int argc, char** argv) {
     const pid_t pid = ::fork();
     if (pid == 0) {
       int rc = 1;
+      if (!modes.netns.empty()) {
+        try {
+          enterNamespace(modes.netns + "-ns" + std::to_string(r));
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
+          ::_exit(1);
+        }
+        ::setenv("BRAID_IFNAME", "eth0", 1);
+        ::setenv("NCCL_SOCKET_IFNAME", "eth0", 1);
+      }
       if (modes.hostsApart) {
         // Each rank a host of its own to both libraries. NCCL checks for duplicate GPUs among the ranks of one
         // host only, so it then runs ranks that share a GPU, over its socket transport (no P2P, no shared memory).
@@ -609,21 +648,25 @@ int main(int argc, char** argv) {
         ::setenv("NCCL_SHM_DISABLE", "1", 1);
       }
       try {
-        ncclUniqueId ncclId{};
-        if (withNccl && r == 0) {
-          Nccl nc = loadNccl();
-          checkNccl(nc, nc.getUniqueId(&ncclId), "ncclGetUniqueId");
+        Ids ids{id, {}};
+        const bool handed = withNccl || !modes.netns.empty();
+        if (handed && r == 0) {
+          if (!modes.netns.empty()) ids.braid = braid::Communicator::uniqueId();
+          if (withNccl) {
+            Nccl nc = loadNccl();
+            checkNccl(nc, nc.getUniqueId(&ids.nccl), "ncclGetUniqueId");
+          }
           for (int q = 1; q < n; ++q) {
-            if (::write(pipes[q][1], &ncclId, sizeof ncclId) != static_cast<ssize_t>(sizeof ncclId)) {
-              throw std::runtime_error("cannot pass the NCCL id");
+            if (::write(pipes[q][1], &ids, sizeof ids) != static_cast<ssize_t>(sizeof ids)) {
+              throw std::runtime_error("cannot pass the ids");
             }
           }
-        } else if (withNccl) {
-          if (::read(pipes[r][0], &ncclId, sizeof ncclId) != static_cast<ssize_t>(sizeof ncclId)) {
-            throw std::runtime_error("no NCCL id from rank 0");
+        } else if (handed) {
+          if (::read(pipes[r][0], &ids, sizeof ids) != static_cast<ssize_t>(sizeof ids)) {
+            throw std::runtime_error("no ids from rank 0");
           }
         }
-        rc = runRank(id, ncclId, n, r, gpus, args, impls, modes, command, started);
+        rc = runRank(ids.braid, ids.nccl, n, r, gpus, args, impls, modes, command, started);
       } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: rank %d: %s\n", kProgram, r, e.what());
       }

@@ -14,12 +14,14 @@
 #      netns-bench: braid, Gloo and Open MPI on the shaped namespace bed (scripts/netns-bench.sh) on this machine's
 #      cores, for the link-rate bars (NETNS_RUNS: "HOSTS:RANKS:RATE[:COMPRESS] ...", default 2:1:10gbit
 #      4:1:2500mbit 2:1:10gbit:bf16, the last with BRAID_COMPRESS=bf16);
+#      netns-device: braid against NCCL on GPU buffers between namespace hosts (scripts/netns-device-bench.sh;
+#      NETNS_DEVICE_RUNS: "HOSTS:RATE ...", default 2:10gbit);
 #   8. bench-device: braid against NCCL on device buffers (braid-bench-device), one JSON per collective, into $OUT,
 #      merged into results.json and plotted into results.png (scripts/merge-results.py, scripts/plot-results.py).
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
 # Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, torch,
-#        torch-bench, hardware, bench-device, all
+#        torch-bench, hardware, netns-bench, netns-device, bench-device, all
 # (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
 # Each stage reuses the build directory, so a run can be split over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
@@ -327,7 +329,7 @@ if wants fault-matrix; then
 fi
 
 # ---- The namespace bed (needs root, ip and tc): braid against Gloo and Open MPI on shaped links.
-if wants netns-bench; then
+if wants netns-bench || wants netns-device; then
   # A machine without iproute2 gets it from the .deb files in .netdebs/ (scripts/fetch-gpu-debs.sh --net), unpacked
   # into a prefix of its own. Wrappers give ip and tc their libraries without handing them to the programs that
   # `ip netns exec` starts.
@@ -350,7 +352,28 @@ WRAP
     export PATH=$net/wrap:$PATH
     log "iproute2 from .netdebs: $(ip -V 2>&1)"
   fi
-  if ip netns add braid-probe-$$ 2>"$logs/netns-probe.txt" && ip netns del braid-probe-$$; then
+  namespaces=yes
+  if ! { ip netns add braid-probe-$$ 2>"$logs/netns-probe.txt" && ip netns del braid-probe-$$; }; then
+    namespaces=no
+    log "netns-bench not run: no network namespaces here: $(head -3 "$logs/netns-probe.txt" 2>/dev/null)"
+  fi
+  if [ $namespaces = yes ] && wants netns-device; then
+    # GPU buffers between namespace hosts: braid against NCCL's socket transport (NETNS_DEVICE_RUNS: "HOSTS:RATE ...").
+    for spec in ${NETNS_DEVICE_RUNS:-2:10gbit}; do
+      IFS=: read -r hosts rate <<<"$spec"
+      json=$logs/netns-device-${hosts}x1-$rate-$(hostname -s)-$(date +%F).json
+      if BRAID_BUILD_DIR=$build timeout 400 scripts/netns-device-bench.sh "$hosts" "$rate" "$json" \
+          >"$logs/netns-device-$hosts-$rate.txt" 2>&1; then
+        log "netns-device $spec: $json"
+        tail -30 "$logs/netns-device-$hosts-$rate.txt"
+      else
+        failed+=("netns-device $spec")
+        log "netns-device $spec FAILED:"
+        tail -20 "$logs/netns-device-$hosts-$rate.txt"
+      fi
+    done
+  fi
+  if [ $namespaces = yes ] && wants netns-bench; then
     for spec in ${NETNS_RUNS:-2:1:10gbit 4:1:2500mbit 2:1:10gbit:bf16}; do
       IFS=: read -r hosts per_host rate compress <<<"$spec"
       tag=${hosts}x$per_host-$rate${compress:+-$compress}
@@ -365,8 +388,6 @@ WRAP
         tail -20 "$logs/netns-$tag.txt"
       fi
     done
-  else
-    log "netns-bench not run: no network namespaces here: $(head -3 "$logs/netns-probe.txt" 2>/dev/null)"
   fi
 fi
 

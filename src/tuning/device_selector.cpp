@@ -126,9 +126,8 @@ std::string explainDeviceAllreduce(const DeviceChoice& choice, std::size_t bytes
                       " B the copies to and from host memory cost less than the context switch each kernel of the "
                       "shared-GPU path waits for");
       }
-      return "shared: ranks share a GPU, whose kernels take turns in time slices (no MPS): each rank copies its "
-             "data into its workspace, the host meets the peers, then each GPU reduces every rank's copy locally; "
-             "no kernel waits for another rank";
+      return "shared: ranks share a GPU, whose kernels take turns in time slices (no MPS): the shared-GPU path, on "
+             "which no kernel waits for another rank's";
     case DeviceReason::kTable:
       break;
   }

@@ -115,6 +115,13 @@ class DeviceReductions : public ::testing::TestWithParam<std::string> {};
 // ranks as threads of one process with the path braid chooses for them.
 Settings settingsFor(const std::string& param) {
   if (param == "threads") return deviceSettings();
+  if (param == "pooled") {
+    Settings s = deviceSettings("shared");
+    // Forked ranks inherit it: pooled buffers cannot be lent, so processes on one GPU take the leader path's
+    // fallback, which publishes pieces in the workspaces.
+    pooledDeviceBytes() = true;
+    return s;
+  }
   if (param == "oneshot_4k") {
     Settings s = deviceSettings("oneshot");
     s.cudaChunkBytes = 4096;
@@ -193,19 +200,23 @@ TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
 }
 
 // ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path; shared: the
-// shared-GPU path of processes; threads: thread ranks (on one GPU the shared-GPU path of one context).
+// shared-GPU path of processes (on one GPU the leader path); pooled: the same on memory CUDA IPC cannot share
+// (on one GPU the leader path's fallback); threads: thread ranks (on one GPU the shared-GPU path of one context).
 INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions,
-                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged", "shared", "threads"),
+                         ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged", "shared", "pooled",
+                                           "threads"),
                          [](const auto& info) { return info.param; });
 
 // The collectives other than allreduce on every path of ranks that share a GPU, wherever the test runs: braid's
 // kernels ("kernels": BRAID_CUDA_SHARED_GPU=kernels, the only path where every rank has a GPU of its own), the
-// shared-GPU path of processes ("shared": BRAID_ALGO=shared, which takes it for every collective), and thread ranks
-// with the path braid chooses ("threads": on one GPU the shared-GPU path of one context).
+// shared-GPU path of processes ("shared": BRAID_ALGO=shared, which takes it for every collective; on one GPU the
+// leader path), the same on memory CUDA IPC cannot share ("pooled": on one GPU the leader path's fallback), and
+// thread ranks with the path braid chooses ("threads": on one GPU the shared-GPU path of one context).
 class DeviceCollectives : public ::testing::TestWithParam<std::string> {
  protected:
   static Settings pathSettings() {
-    Settings s = deviceSettings(GetParam() == "shared" ? "shared" : "");
+    Settings s = deviceSettings(GetParam() == "shared" || GetParam() == "pooled" ? "shared" : "");
+    pooledDeviceBytes() = GetParam() == "pooled";
     if (GetParam() == "kernels") s.cudaSharedGpu = "kernels";
     return s;
   }
@@ -319,7 +330,7 @@ TEST_P(DeviceCollectives, AFewMovingCollectivesForTheSanitizers) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared", "threads"),
+INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared", "pooled", "threads"),
                          [](const auto& info) { return info.param; });
 
 TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {

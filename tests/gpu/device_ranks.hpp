@@ -38,9 +38,13 @@ inline int gpusSeenByAChild() {
   return count;
 }
 
+inline bool& pooledDeviceBytes();
+
 /// Settings of the device tests: the environment's, a timeout that fails a hang within the test's limit, and
-/// shared memory between the ranks (the transport cuda_ipc is set up over).
+/// shared memory between the ranks (the transport cuda_ipc is set up over). Test buffers come from cudaMalloc
+/// again (pooledDeviceBytes).
 inline Settings deviceSettings(const std::string& algo = "") {
+  pooledDeviceBytes() = false;
   Settings s = testing::testSettings();
   s.transport = "shm";
   s.timeoutSeconds = 60;
@@ -121,11 +125,23 @@ inline std::vector<std::byte> bytePattern(std::size_t bytes, std::uint8_t salt) 
   return v;
 }
 
-/// Device memory for a test rank (cudaMalloc, or cudaMallocManaged when managed).
+/// Whether DeviceBytes takes its memory from the device's stream-ordered pool (cudaMallocAsync), which CUDA IPC
+/// cannot share: set before ranks fork, it sends processes on one GPU from the leader path to its fallback.
+inline bool& pooledDeviceBytes() {
+  static bool pooled = false;
+  return pooled;
+}
+
+/// Device memory for a test rank (cudaMalloc, or cudaMallocManaged when managed, or the pool's: pooledDeviceBytes).
 class DeviceBytes {
  public:
   explicit DeviceBytes(std::size_t bytes, bool managed = false) {
     const std::size_t n = bytes == 0 ? 16 : bytes;
+    if (pooledDeviceBytes() && !managed) {
+      cuda::checkCuda(cudaMallocAsync(&ptr_, n, nullptr), "cudaMallocAsync");
+      cuda::checkCuda(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize(cudaMallocAsync)");
+      return;
+    }
     cuda::checkCuda(managed ? cudaMallocManaged(&ptr_, n) : cudaMalloc(&ptr_, n), "cudaMalloc");
   }
   ~DeviceBytes() { (void)cudaFree(ptr_); }

@@ -374,6 +374,15 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   EXPECT_TRUE(has(e, "algorithm: shared: ranks share a GPU")) << e;
   EXPECT_TRUE(has(explain("h200x2-nvlink", {"allgather", 64 << 10, true, 4, 1}), "algorithm: shared: each rank"));
   EXPECT_TRUE(has(explain("h200x2-nvlink", {"alltoallv", 64 << 10, true, 4, 1}), "algorithm: staged"));
+  // Processes that all share one GPU: the leader path, at every size and for every collective that has one.
+  auto one = loadTopology(fixtures() + "/h200x2-nvlink.json");
+  one.gpus.resize(1);
+  for (std::size_t bytes : {std::size_t{8}, std::size_t{64} << 20}) {
+    e = explainCall(one, {"allreduce", bytes, true, 2, 1}, settings);
+    EXPECT_TRUE(has(e, "algorithm: shared: ranks share a GPU")) << e;
+    EXPECT_TRUE(has(e, "the leader path: rank 0 maps every rank's buffers")) << e;
+  }
+  EXPECT_TRUE(has(explainCall(one, {"allgather", 64 << 10, true, 3, 1}, settings), "algorithm: shared: the leader"));
   auto mps = loadTopology(fixtures() + "/h200x2-nvlink.json");
   mps.mpsServer = true;
   e = explainCall(mps, {"allreduce", 64 << 10, true, 4, 1}, settings);

@@ -103,6 +103,11 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   // Rank r runs on GPU r % GPUs, as the launchers and braid's own tools place them.
   const bool sharesGpu = enoughGpus && local > static_cast<int>(t.gpus.size());
   const bool sharedPath = channel && tuning::chooseSharedGpuPath(sharesGpu, t.mpsServer, settings);
+  // Every rank a process on the one GPU: the leader path (algorithms/device/leader.hpp).
+  const bool leader = sharedPath && t.gpus.size() == 1;
+  const char* leaderPath =
+      "the leader path: rank 0 maps every rank's buffers by CUDA IPC and does each call's GPU work, the other "
+      "processes' streams only wait, so the GPU switches no context per call";
   const std::string link = nvlink ? "NVLink" : "PCIe peer access";
   out << "  transport: "
       << (sharedPath ? "cuda_ipc workspaces (over " + link + " between GPUs), steps ordered by the host"
@@ -117,15 +122,19 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
         << (t.mpsServer ? "an MPS server runs, so their kernels run side by side"
                         : "without MPS their kernels take turns in time slices (~2 ms)")
         << "; "
-        << (sharedPath ? "the shared-GPU path: no kernel waits for another rank's"
-                       : "braid's kernels (BRAID_CUDA_SHARED_GPU or BRAID_ALGO)")
+        << (leader       ? leaderPath
+            : sharedPath ? "the shared-GPU path: no kernel waits for another rank's"
+                         : "braid's kernels (BRAID_CUDA_SHARED_GPU or BRAID_ALGO)")
         << "\n";
   }
   if (call.collective == "allreduce") {
-    // Launchers start ranks as processes: those sharing a GPU stage their small allreduces.
+    // Launchers start ranks as processes: those sharing one of several GPUs stage their small allreduces.
     const tuning::DeviceChoice d =
-        tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings, sharedPath, sharesGpu);
-    out << "  algorithm: " << tuning::explainDeviceAllreduce(d, call.bytes, local, nvlink) << "\n";
+        tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings, sharedPath, sharesGpu && !leader);
+    out << "  algorithm: " << tuning::explainDeviceAllreduce(d, call.bytes, local, nvlink)
+        << (leader && d.algorithm == tuning::DeviceAlgorithm::kShared ? strCat(" (", leaderPath, ")") : "") << "\n";
+  } else if (leader && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
+    out << "  algorithm: shared: " << leaderPath << "\n";
   } else if (sharedPath && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
     out << "  algorithm: shared: each rank copies its blocks into its workspace, the host meets the peers, then "
            "each GPU copies (or reduces) what it receives from every rank's workspace\n";

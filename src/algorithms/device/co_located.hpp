@@ -20,6 +20,14 @@ class CoLocatedCollectives {
   /// did so far.
   virtual bool inPlace() const { return false; }
   virtual std::uint64_t inPlaceCalls() const { return 0; }
+  /// Whether a small call between processes goes faster staged through host memory than on this path (whose
+  /// kernels then wait for the GPU to switch contexts).
+  virtual bool smallCallsFasterStaged() const { return true; }
+  /// Ends every wait on the GPU that this rank's queued calls hold (a peer was lost, the communicator aborted):
+  /// their outputs are undefined. Any thread, never blocks. Paths whose host waits end by themselves need none.
+  virtual void release() {}
+  /// Whether release() ran.
+  virtual bool released() const { return false; }
 
   virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                          const host::OpEnv& env) = 0;

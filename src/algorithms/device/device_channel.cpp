@@ -238,6 +238,10 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int ra
   }
   ch->oneContext_ = std::all_of(all.begin(), all.end(),
                                 [&](const Hello& h) { return h.process == all[0].process && h.uuid == all[0].uuid; });
+  ch->processesOnOneGpu_ = std::all_of(all.begin(), all.end(), [&](const Hello& h) { return h.uuid == all[0].uuid; });
+  for (std::size_t a = 0; a < all.size(); ++a) {
+    for (std::size_t b = a + 1; b < all.size(); ++b) ch->processesOnOneGpu_ &= all[a].process != all[b].process;
+  }
 
   // 3. The probe: every rank writes each peer's probe word over the link and reads it back; after a barrier each
   // rank checks the words its peers wrote into its own memory.

@@ -53,6 +53,8 @@ class DeviceChannel {
   /// Whether every rank is a thread of this process on this GPU: one CUDA context holds all their buffers, streams
   /// and events.
   bool oneContext() const { return oneContext_; }
+  /// Whether every rank is a process of its own and all of them use this GPU.
+  bool processesOnOneGpu() const { return processesOnOneGpu_; }
   /// How this rank's workspace is shared: "cuMem" or "cudaIpc".
   const char* memoryName() const { return ownIpc_.data() != nullptr ? "cudaIpc" : "cuMem"; }
   /// What the kernels reported; code 0 while nothing failed. Read without synchronising.
@@ -68,6 +70,7 @@ class DeviceChannel {
   std::string sharing_;
   bool processesShare_ = false;
   bool oneContext_ = false;
+  bool processesOnOneGpu_ = false;
   cuda::VmmAllocation own_;                 // the workspace, when shared through cuMem
   cuda::IpcAllocation ownIpc_;              // or through cudaIpc
   std::vector<cuda::VmmAllocation> peers_;  // the peers' cuMem workspaces, mapped here

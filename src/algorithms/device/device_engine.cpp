@@ -129,7 +129,10 @@ DeviceEngine::~DeviceEngine() {
     });
     const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!idle.load()) {
-      if (std::chrono::steady_clock::now() > grace) channel_->raiseAbort();
+      if (std::chrono::steady_clock::now() > grace) {
+        channel_->raiseAbort();
+        if (shared_) shared_->release();
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     waiter.join();
@@ -145,8 +148,8 @@ DeviceEngine::~DeviceEngine() {
 const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
 
 std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
-  const AllreduceKernel kernel = policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr,
-                                                   sharedPath_, channel_ && channel_->processesShareGpu());
+  const AllreduceKernel kernel =
+      policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_, stagesSmallCalls());
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
   // Thread ranks on one GPU read each other's buffers in place: a path of its own for whoever reads the name.
   if (kernel == AllreduceKernel::kShared && shared_ && shared_->inPlace()) return "cuda_ipc/shared_in_place";
@@ -154,8 +157,9 @@ std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
-  std::string text = policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_,
-                                     channel_ && channel_->processesShareGpu());
+  std::string text =
+      policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_, stagesSmallCalls());
+  if (shared_ && sharedPath_ && !text.starts_with("staged")) text += strCat(" (", shared_->name(), ")");
   if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
   if (channel_ && !channel_->sharing().empty()) text += strCat(" [", channel_->sharing(), "]");
   return text;
@@ -204,9 +208,12 @@ bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
         if (channel_) {
           staging_.useStreamWrites(channel_->processesShareGpu());
           sharedPath_ = agreeOnSharedPath(env);
-          // Threads of one process on one GPU read each other's buffers in place; other layouts publish pieces.
+          // Threads of one process on one GPU read each other's buffers in place; processes of one GPU leave the
+          // work to one of them; other layouts publish pieces.
           if (sharedPath_ && channel_->oneContext()) {
             shared_ = std::make_unique<OneContextCollectives>(host_, rank_, size_, env);
+          } else if (sharedPath_ && channel_->processesOnOneGpu() && LeaderCollectives::supported()) {
+            shared_ = std::make_unique<LeaderCollectives>(host_, *channel_, rank_, size_);
           } else {
             shared_ = std::make_unique<SharedGpuCollectives>(host_, *channel_, rank_, size_);
           }
@@ -253,7 +260,18 @@ std::optional<Error> DeviceEngine::asyncError(const ErrorContext& ctx) const {
   const DeviceChannel* channel = channelView_.load(std::memory_order_acquire);
   if (channel == nullptr) return std::nullopt;
   const cuda::kernels::KernelError e = channel->lastError();
-  if (e.code == 0) return std::nullopt;
+  if (e.code == 0) {
+    // Paths without kernels: their queued waits were released (a lost peer, an abort), their outputs undefined.
+    if (!shared_ || !shared_->released()) return std::nullopt;
+    std::lock_guard lock(mu_);
+    const std::string why = strCat("this rank's queued calls on ", shared_->name(), " were released");
+    ErrorContext context = ctx;
+    if (!lostWhy_.empty()) {
+      context.peer = lostPeer_;
+      return Error(ErrorCode::kPeerLost, strCat(why, ": ", lostWhy_), context);
+    }
+    return Error(ErrorCode::kAborted, strCat(why, ": the communicator was aborted"), ctx);
+  }
   const std::string where = strCat("a GPU kernel of this communicator gave up waiting for rank ", e.peer, " (flag ",
                                    e.phase == 0 ? 'A' : 'B', " of round ", e.round, ", block ", e.block, ")");
   ErrorContext context = ctx;
@@ -283,7 +301,10 @@ void DeviceEngine::abort() {
     std::lock_guard lock(mu_);
     aborted_ = true;
   }
-  if (DeviceChannel* channel = channelView_.load(std::memory_order_acquire)) channel->raiseAbort();
+  if (DeviceChannel* channel = channelView_.load(std::memory_order_acquire)) {
+    channel->raiseAbort();
+    shared_->release();  // made before the channel was published, reset after it was withdrawn
+  }
 }
 
 // Kernels cannot see a peer process die; the host can (its exit, its heartbeat, its abort). This thread looks
@@ -295,13 +316,17 @@ void DeviceEngine::watch() {
     if (stopping_ || !lostWhy_.empty()) continue;
     lock.unlock();
     std::string why;
+    int lost = -1;
     for (int p = 0; p < size_ && why.empty(); ++p) {
       if (p != rank_) why = host_.peerFailure(p);
+      if (!why.empty()) lost = p;
     }
     lock.lock();
     if (!why.empty()) {
       lostWhy_ = why;
+      lostPeer_ = lost;
       channel_->raiseAbort();
+      shared_->release();
     }
   }
 }
@@ -461,8 +486,7 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  AllreduceKernel kernel =
-      policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_, channel_->processesShareGpu());
+  AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_, stagesSmallCalls());
   if (kernel == AllreduceKernel::kLL && bytes > cuda::kernels::kLlMaxBytes) kernel = AllreduceKernel::kOneShot;
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
   // Refused here, before any rank publishes or launches anything, whichever path the call takes.

@@ -20,6 +20,7 @@
 #include "algorithms/device/buffer_registry.hpp"
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/device/kernel_timeline.hpp"
+#include "algorithms/device/leader.hpp"
 #include "algorithms/device/one_context.hpp"
 #include "algorithms/device/shared_gpu.hpp"
 #include "algorithms/device/staging.hpp"
@@ -79,6 +80,8 @@ class DeviceEngine final : public host::Engine {
   /// How many calls so far read their peers' buffers in place on the shared-GPU path of threads of one process
   /// (every call there does, registered or not).
   std::uint64_t oneContextCalls() const { return shared_ ? shared_->inPlaceCalls() : 0; }
+  /// The path ranks that share a GPU take (CoLocatedCollectives::name), or "" where there is none.
+  std::string coLocatedPath() const { return shared_ && sharedPath_ ? shared_->name() : ""; }
   /// The device the communicator bound at its first device call (-1 before).
   int device() const { return device_; }
 
@@ -113,6 +116,11 @@ class DeviceEngine final : public host::Engine {
   const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
                             const host::OpEnv& env);
   void watch();
+  /// Whether the policy should stage small allreduces through host memory: processes share a GPU and the path
+  /// they share it by makes the GPU switch contexts.
+  bool stagesSmallCalls() const {
+    return channel_ && channel_->processesShareGpu() && (!shared_ || shared_->smallCallsFasterStaged());
+  }
 
   host::Engine& host_;
   StagingEngine staging_;
@@ -146,6 +154,7 @@ class DeviceEngine final : public host::Engine {
   bool stopping_ = false;
   bool aborted_ = false;
   std::string lostWhy_;  // why the watchdog raised the abort flag
+  int lostPeer_ = -1;    // the peer it named
   std::thread watchdog_;
 };
 

@@ -51,8 +51,11 @@ inline constexpr std::size_t kStateOffset = kFlagsBytes;
 inline constexpr std::size_t kProbeOffset = kStateOffset + 4096;
 /// Registered buffers: sender p writes its call's DirectDescriptor at kDirectOffset + p * kFlagStride of each peer.
 inline constexpr std::size_t kDirectOffset = kProbeOffset + kMaxDeviceRanks * kFlagStride;
+/// Stream words (no kernel reads them): sender p writes the word this rank's stream waits for at
+/// kStreamWordOffset + p * kFlagStride (algorithms/device/leader.hpp).
+inline constexpr std::size_t kStreamWordOffset = kDirectOffset + kMaxDeviceRanks * kFlagStride;
 inline constexpr std::size_t kDataOffset = 512 * 1024;
-static_assert(kDirectOffset + kMaxDeviceRanks * kFlagStride <= kDataOffset, "control area fits before the data");
+static_assert(kStreamWordOffset + kMaxDeviceRanks * kFlagStride <= kDataOffset, "control area fits before the data");
 
 /// Byte offset of flag (phase, sender, block) in the workspace of the rank that waits on it.
 BRAID_HOST_DEVICE constexpr std::size_t flagOffset(int phase, int sender, int block) {

@@ -53,6 +53,9 @@ const DriverApi& driverApi() {
       fetch(api.getErrorString, "cuGetErrorString");
       fetch(api.launchKernel, "cuLaunchKernel");
       fetch(api.streamBatchMemOp, "cuStreamBatchMemOp");
+      fetch(api.pointerGetAttributes, "cuPointerGetAttributes");
+      fetch(api.deviceGet, "cuDeviceGet");
+      fetch(api.deviceGetAttribute, "cuDeviceGetAttribute");
     } catch (const Error& e) {
       failure = e.what();
     }

@@ -23,6 +23,9 @@ struct DriverApi {
   decltype(&::cuGetErrorString) getErrorString = nullptr;
   decltype(&::cuLaunchKernel) launchKernel = nullptr;
   decltype(&::cuStreamBatchMemOp) streamBatchMemOp = nullptr;
+  decltype(&::cuPointerGetAttributes) pointerGetAttributes = nullptr;
+  decltype(&::cuDeviceGet) deviceGet = nullptr;
+  decltype(&::cuDeviceGetAttribute) deviceGetAttribute = nullptr;
 };
 
 /// The driver's entry points, fetched once. Throws braid::Error (kUnavailable) naming the first one missing.

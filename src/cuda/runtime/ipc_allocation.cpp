@@ -44,13 +44,13 @@ IpcHandle IpcAllocation::handle() const {
   return out;
 }
 
-IpcMapping IpcMapping::open(const IpcHandle& handle) {
+IpcMapping IpcMapping::open(const IpcHandle& handle, const char* what) {
   cudaIpcMemHandle_t h{};
   std::memcpy(&h, handle.data(), sizeof h);
   IpcMapping m;
   const cudaError_t status = cudaIpcOpenMemHandle(&m.data_, h, cudaIpcMemLazyEnablePeerAccess);
   if (status != cudaSuccess) (void)cudaGetLastError();
-  checkCuda(status, "cudaIpcOpenMemHandle(a peer's workspace)");
+  checkCuda(status, strCat("cudaIpcOpenMemHandle(", what, ")").c_str());
   return m;
 }
 

@@ -37,7 +37,8 @@ class IpcAllocation {
 /// A peer process's IpcAllocation, opened in this one (closed on destruction).
 class IpcMapping {
  public:
-  static IpcMapping open(const IpcHandle& handle);
+  /// Throws braid::Error naming `what` (whose allocation it is) when the driver refuses.
+  static IpcMapping open(const IpcHandle& handle, const char* what = "a peer's workspace");
 
   IpcMapping() = default;
   IpcMapping(IpcMapping&& other) noexcept;

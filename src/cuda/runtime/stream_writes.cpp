@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/error.hpp"
 #include "cuda/runtime/driver_api.hpp"
 
 namespace braid::cuda {
@@ -72,6 +73,49 @@ bool writeByStreamOps(void* dst, const void* src, std::size_t bytes, cudaStream_
     checkDriver(status, "cuStreamBatchMemOp(value writes of a staged result)");
   }
   return true;
+}
+
+bool streamWordsSupported() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  try {
+    const DriverApi& api = driverApi();
+    CUdevice handle = 0;
+    int wide = 0;
+    if (api.deviceGet(&handle, device) != CUDA_SUCCESS ||
+        api.deviceGetAttribute(&wide, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, handle) != CUDA_SUCCESS) {
+      return false;
+    }
+    return wide != 0 && supported.load(std::memory_order_relaxed);
+  } catch (const Error&) {
+    return false;  // a driver without the entry points
+  }
+}
+
+void queueStreamWords(const StreamWord* words, std::size_t n, cudaStream_t stream, const char* what) {
+  if (n == 0) return;
+  if (n > kOpsPerBatch) fail(ErrorCode::kInternal, {}, what, ": ", n, " stream memory operations in one batch");
+  CUstreamBatchMemOpParams ops[kOpsPerBatch];
+  for (std::size_t i = 0; i < n; ++i) {
+    CUstreamBatchMemOpParams op{};
+    const auto address = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(words[i].address));
+    if (words[i].kind == StreamWord::Kind::kWrite) {
+      op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_64;
+      op.writeValue.address = address;
+      op.writeValue.value64 = words[i].value;
+      op.writeValue.flags = CU_STREAM_WRITE_VALUE_DEFAULT;  // after the stream's earlier writes are visible
+    } else {
+      op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+      op.waitValue.address = address;
+      op.waitValue.value64 = words[i].value;
+      op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+    }
+    ops[i] = op;
+  }
+  checkDriver(driverApi().streamBatchMemOp(reinterpret_cast<CUstream>(stream), static_cast<unsigned>(n), ops, 0), what);
 }
 
 }  // namespace braid::cuda

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace braid::cuda {
 
@@ -21,5 +22,23 @@ inline constexpr std::size_t kStreamWriteMaxBytes = 512;
 /// done: `dst` not device memory or not 4-byte aligned, `bytes` not a multiple of 4 or over kStreamWriteMaxBytes,
 /// or a driver without stream memory operations. Throws braid::Error when the driver fails a write it accepted.
 bool writeByStreamOps(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
+
+/// A 64-bit word the stream's front end writes, or waits for until it is at least `value`. Neither takes the GPU's
+/// engines, so where processes share a GPU without MPS neither waits for a context switch, and a stream held in a
+/// wait lets other contexts' kernels run (measured on an H200: 3.6 us per small kernel of one process while the
+/// other's stream waited).
+struct StreamWord {
+  enum class Kind { kWrite, kWaitAtLeast };
+  Kind kind;
+  void* address;  ///< device memory (or memory mapped from a peer process), 8-byte aligned
+  std::uint64_t value;
+};
+
+/// Queues `words` on `stream` in order, in one batch (at most 255). Throws braid::Error naming `what`: kUnavailable
+/// where the driver has no 64-bit stream memory operations, kInternal when it refuses them.
+void queueStreamWords(const StreamWord* words, std::size_t n, cudaStream_t stream, const char* what);
+
+/// Whether the current device takes 64-bit stream memory operations.
+bool streamWordsSupported();
 
 }  // namespace braid::cuda
