@@ -87,6 +87,40 @@ void LeaderCollectives::release() {
   if (previous >= 0 && previous != channel_.device()) (void)cudaSetDevice(previous);
 }
 
+bool LeaderCollectives::meet(const Arrival& own, const host::OpEnv& env) {
+  host_.allgather(&own, arrivals_.data(), sizeof(Arrival), DataType::kUint8, env);
+  requireSameCall(arrivals_.data(), sizeof(Arrival), size_, env);
+  bool lent = true;
+  bool fresh = false;
+  for (const Arrival& a : arrivals_) {
+    lent = lent && a.lent != 0;
+    fresh = fresh || a.send.fresh != 0 || a.recv.fresh != 0;
+  }
+  if (!lent) return false;
+  if (!fresh) return true;
+  // The leader says whether it opened every new handle; a refusal sends every rank to the fallback.
+  std::uint8_t opened = 1;
+  if (rank_ == kLeader) {
+    try {
+      for (int r = 0; r < size_; ++r) {
+        if (r == kLeader) continue;
+        cuda::BufferBorrower& b = *borrowers_[static_cast<std::size_t>(r)];
+        const Arrival& a = arrivals_[static_cast<std::size_t>(r)];
+        if (a.send.id != 0) b.take(a.send, streamOf(env));
+        if (a.recv.id != 0) b.take(a.recv, streamOf(env));
+      }
+    } catch (const Error& e) {
+      opened = 0;
+      logLine(LogLevel::kWarn, rank_,
+              strCat(env.context.op, ": could not open a peer's buffer (", e.message(),
+                     "): this call takes the fallback path"));
+    }
+  }
+  std::vector<std::uint8_t> verdicts(static_cast<std::size_t>(size_));
+  host_.allgather(&opened, verdicts.data(), 1, DataType::kUint8, env);
+  return verdicts[kLeader] != 0;
+}
+
 LeaderCollectives::Role LeaderCollectives::arrive(const CallShape& shape, const Mine& mine, double scale,
                                                   const host::OpEnv& env) {
   const cudaStream_t stream = streamOf(env);
@@ -99,49 +133,20 @@ LeaderCollectives::Role LeaderCollectives::arrive(const CallShape& shape, const 
     if (mine.send != nullptr) own.lent &= lender_.lend(mine.send, mine.sendBytes, &own.send) ? 1U : 0U;
     if (own.lent != 0 && mine.recv != nullptr) own.lent &= lender_.lend(mine.recv, mine.recvBytes, &own.recv) ? 1U : 0U;
   }
-  host_.allgather(&own, arrivals_.data(), sizeof(Arrival), DataType::kUint8, env);
-  requireSameCall(arrivals_.data(), sizeof(Arrival), size_, env);
-
-  // A slot the borrower never opened must be named fresh again: after a fallback, or a handle the leader refused.
+  // A slot the borrower never opened must be named fresh again: after a fallback, a handle the leader refused, or
+  // a call that failed before the leader took its buffers (a mismatch, a lost peer).
   auto forgetFresh = [&] {
     if (own.send.fresh != 0) lender_.forget(own.send.slot);
     if (own.recv.fresh != 0) lender_.forget(own.recv.slot);
   };
-  bool lent = true;
-  bool fresh = false;
-  for (const Arrival& a : arrivals_) {
-    lent = lent && a.lent != 0;
-    fresh = fresh || a.send.fresh != 0 || a.recv.fresh != 0;
-  }
-  if (!lent) {
-    forgetFresh();
-    return Role::kFallback;
-  }
-  if (fresh) {
-    // The leader says whether it opened every new handle; a refusal sends every rank to the fallback.
-    std::uint8_t opened = 1;
-    if (rank_ == kLeader) {
-      try {
-        for (int r = 0; r < size_; ++r) {
-          if (r == kLeader) continue;
-          cuda::BufferBorrower& b = *borrowers_[static_cast<std::size_t>(r)];
-          const Arrival& a = arrivals_[static_cast<std::size_t>(r)];
-          if (a.send.id != 0) b.take(a.send, stream);
-          if (a.recv.id != 0) b.take(a.recv, stream);
-        }
-      } catch (const Error& e) {
-        opened = 0;
-        logLine(LogLevel::kWarn, rank_,
-                strCat(env.context.op, ": could not open a peer's buffer (", e.message(),
-                       "): this call takes the fallback path"));
-      }
-    }
-    std::vector<std::uint8_t> verdicts(static_cast<std::size_t>(size_));
-    host_.allgather(&opened, verdicts.data(), 1, DataType::kUint8, env);
-    if (verdicts[kLeader] == 0) {
+  try {
+    if (!meet(own, env)) {
       forgetFresh();
       return Role::kFallback;
     }
+  } catch (...) {
+    forgetFresh();
+    throw;
   }
 
   ++calls_;

@@ -94,6 +94,9 @@ class LeaderCollectives final : public CoLocatedCollectives {
     kFollow,    ///< this follower's part is queued: the call is done here
     kLead,      ///< the leader waits for the followers: it queues the call's work, then calls finish()
   };
+  /// Step 1's meetings, with `own` this rank's arrival: false when the call falls back (some buffer cannot be lent,
+  /// or the leader could not open one). Throws Mismatch when the ranks are in different calls.
+  bool meet(const Arrival& own, const host::OpEnv& env);
   /// Steps 1-2, and on the leader the start of step 3.
   Role arrive(const CallShape& shape, const Mine& mine, double scale, const host::OpEnv& env);
   /// Step 3's end: the followers' streams may go on.
