@@ -26,7 +26,7 @@ trap 'exit 130' INT TERM
 scripts/netns-bed.sh up "$hosts" --rate "$rate"
 opts=(--collective allreduce -d float32 -b 8 -e 64M -f 4 -n 20 -w 3 --reps 3)
 (($# > 0)) && opts=("$@")
-NCCL_NVLS_ENABLE=0 ${real:+BRAID_NCCL_LIBRARY=$real} "$bench" --nranks "$hosts" --netns "$NETNS_BED_PREFIX" \
+env NCCL_NVLS_ENABLE=0 ${real:+BRAID_NCCL_LIBRARY=$real} "$bench" --nranks "$hosts" --netns "$NETNS_BED_PREFIX" \
   --impl braid,nccl "${opts[@]}" --json "$work/device.json"
 bed="$hosts network namespaces, 1 rank in each, veth pairs to a bridge, tc tbf $rate each way"
 python3 scripts/merge-results.py "$out" --command "$command_line" --link "$bed" "$work/device.json"

@@ -17,10 +17,10 @@ class Check:
     sizes, for each dtype named."""
 
     def __init__(self, metric, lo, hi, op, bound, peer=None, collectives=("allreduce",), dtypes=(None,),
-                 variant=None, peer_variant=None):
+                 variant=None, peer_variant=None, impl="braid"):
         self.metric, self.lo, self.hi, self.op, self.bound = metric, parse_size(lo), parse_size(hi), op, bound
         self.peer, self.collectives, self.dtypes = peer, collectives, dtypes
-        self.variant, self.peer_variant = variant, peer_variant
+        self.variant, self.peer_variant, self.impl = variant, peer_variant, impl
 
     def _rows(self, run, impl, variant, **kw):
         """Rows of impl; variant None takes any, a tuple any of the variants it names ("" for an untagged row)."""
@@ -30,10 +30,11 @@ class Check:
 
     def ratios(self, run, coll, dtype):
         """size -> ratio for every size in range that the run measured for braid and the other side. On a shaped
-        link a size either side of which the token bucket can have carried gives no ratio."""
+        link a size either side of which the token bucket can have carried gives no bandwidth ratio (a time ratio
+        stands: the bucket only lets both sides' bursts through faster)."""
         out = {}
-        shaped = run.name.startswith("netns-")
-        for r in self._rows(run, "braid", self.variant, collective=coll, dtype=dtype):
+        shaped = run.name.startswith("netns-") and self.metric != "time"
+        for r in self._rows(run, self.impl, self.variant, collective=coll, dtype=dtype):
             s = r["bytes"]
             if not self.lo <= s <= self.hi:
                 continue
@@ -51,6 +52,21 @@ class Check:
                 out[s] = r["time_us"] / other[0]["time_us"]
             else:
                 out[s] = r["busbw_gbs"] / other[0]["busbw_gbs"]
+        return out
+
+
+class Absolute(Check):
+    """A figure of braid's own rows against a fixed bound: its time per call in microseconds ("us"), or its host time
+    to issue a call over an empty kernel's launch timed in the same run ("issue")."""
+
+    def __init__(self, metric, lo, hi, op, bound, impl="braid", variant=None):
+        super().__init__(metric, lo, hi, op, bound, variant=variant, impl=impl)
+
+    def ratios(self, run, coll, dtype):
+        out = {}
+        for r in self._rows(run, self.impl, self.variant, collective=coll, dtype=dtype):
+            if self.lo <= r["bytes"] <= self.hi:
+                out[r["bytes"]] = r["time_us"] if self.metric == "us" else r["issue_us"] / r["empty_launch_us"]
         return out
 
 
@@ -95,6 +111,8 @@ class Bar:
             fmt = lambda v: f"{v * 100:.1f}%"  # noqa: E731  (a tenth of a percent: a bar can be missed by less than one)
         if any(c.metric == "added" for c in self.checks):
             fmt = lambda v: f"{v:+.2f} us"  # noqa: E731
+        if any(c.metric == "us" for c in self.checks):
+            fmt = lambda v: f"{v:.1f} us"  # noqa: E731
         for c in self.checks:
             for coll in c.collectives:
                 for dtype in c.dtypes:
@@ -138,6 +156,26 @@ def _gpu_bars():
     ]
 
 
+def _shared_gpu_bars():
+    """Ranks that share one GPU (scripts/onegpu-bench.sh): processes, threads, the copy beside them."""
+    runs = r"onegpu-h200-.*"
+    where = "One H200 shared by 2 ranks"
+    kernels = "threads, BRAID_CUDA_SHARED_GPU=kernels"
+    return [
+        Bar(where, "2 processes: allreduce time at 8 B .. 64 KiB: <= 100 us", runs,
+            [Absolute("us", "8", "64K", "<=", 100, variant="processes")]),
+        Bar(where, "2 threads of one process: allreduce time at 8 B .. 64 KiB: <= 20 us", runs,
+            [Absolute("us", "8", "64K", "<=", 20, impl="braid+threads", variant="threads")]),
+        Bar(where, "64 MiB allreduce: algbw >= 0.25x a device-to-device cudaMemcpyAsync of 64 MiB, processes and "
+            "threads", runs,
+            [Check("busbw", "64M", "64M", ">=", 0.25, "memcpy", variant="processes", peer_variant="processes"),
+             Check("busbw", "64M", "64M", ">=", 0.25, "memcpy+threads", variant="threads", peer_variant="threads",
+                   impl="braid+threads")]),
+        Bar(where, "host time to issue an allreduce on braid's kernels: <= 1.5x an empty kernel's launch", runs,
+            [Absolute("issue", "8", "64K", "<=", 1.5, impl="braid+threads", variant=kernels)]),
+    ]
+
+
 # braid's rows without compression: untagged, or the run's uncompressed variant.
 UNCOMPRESSED = ("", "BRAID_COMPRESS=")
 
@@ -173,6 +211,14 @@ BARS = [
     Bar("Across hosts, 2 namespaces at 10 Gbit/s", "BRAID_COMPRESS=bf16: >= 1.7x the uncompressed busbw at 64 MiB",
         r"netns-2x1-10gbit-.*", [Check("busbw", "64M", "64M", ">=", 1.7, "braid", variant="BRAID_COMPRESS=bf16",
                                        peer_variant="BRAID_COMPRESS=")]),
+    *_shared_gpu_bars(),
+    Bar("GPU buffers between hosts, 2 namespaces at 10 Gbit/s, one GPU shared",
+        "allreduce busbw at >= 16 MiB: >= 90% of the link rate and >= 1.0x NCCL's socket transport",
+        r"netns-device-2x1-10gbit-.*",
+        [Check("link", "16M", "1G", ">=", 0.9), Check("busbw", "16M", "1G", ">=", 1.0, "nccl")]),
+    Bar("GPU buffers between hosts, 2 namespaces at 10 Gbit/s, one GPU shared",
+        "allreduce time at <= 64 KiB: <= 0.5x NCCL's socket transport", r"netns-device-2x1-10gbit-.*",
+        [Check("time", "8", "64K", "<=", 0.5, "nccl")]),
     Bar("GPU buffers over TCP, 2 ranks on 2 GPUs", "busbw >= 1.5x NCCL's socket transport at 16 MiB .. 1 GiB",
         r"gpu-tcp-.*", [Check("busbw", "16M", "1G", ">=", 1.5, "nccl")], needs="needs two GPUs (NCCL refuses two ranks "
         "on one GPU); no committed run"),
