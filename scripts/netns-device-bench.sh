@@ -8,7 +8,12 @@
 #
 #   scripts/netns-device-bench.sh HOSTS RATE OUT.json [braid-bench-device options, default allreduce 8 B .. 64 MiB]
 set -euo pipefail
-command_line="$(printf '%q ' "$0" "$@")"
+# The command line as run, for the results' meta: braid's settings first (BRAID_NET_STAGING_WINDOW=4M, ...).
+command_line=""
+for name in $(compgen -e | grep '^BRAID_' | grep -v '^BRAID_SOURCE_' | sort); do
+  command_line+="$name=$(printf '%q' "${!name}") "
+done
+command_line+="$(printf '%q ' "$0" "$@")"
 command_line=${command_line% }
 cd "$(dirname "$0")/.."
 [[ $# -ge 3 ]] || { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }

@@ -90,6 +90,22 @@ class AddedTime(Check):
         return out
 
 
+def _ratio(v):
+    """A ratio, with more decimals near 1, where a bar can be missed by less than two show."""
+    if abs(v - 1) < 0.001:
+        return f"{v:.4f}x"
+    return f"{v:.3f}x" if abs(v - 1) < 0.01 else x(v)
+
+
+# How each check's figures are written: a tenth of a percent of a link (a bar can be missed by less than one), a
+# signed added time, a time; ratios otherwise.
+_FORMATS = {
+    "link": lambda v: f"{v * 100:.1f}%",
+    "added": lambda v: f"{v:+.2f} us",
+    "us": lambda v: f"{v:.1f} us",
+}
+
+
 class Bar:
     def __init__(self, area, text, runs, checks, rule="every size", needs=None):
         self.area, self.text, self.runs, self.checks, self.rule, self.needs = area, text, runs, checks, rule, needs
@@ -106,14 +122,8 @@ class Bar:
         if run is None:
             return None, "not measured", self.needs or "no committed run measured it"
         met, parts = True, []
-        fmt = x
-        if any(c.metric == "link" for c in self.checks):
-            fmt = lambda v: f"{v * 100:.1f}%"  # noqa: E731  (a tenth of a percent: a bar can be missed by less than one)
-        if any(c.metric == "added" for c in self.checks):
-            fmt = lambda v: f"{v:+.2f} us"  # noqa: E731
-        if any(c.metric == "us" for c in self.checks):
-            fmt = lambda v: f"{v:.1f} us"  # noqa: E731
         for c in self.checks:
+            fmt = _FORMATS.get(c.metric, _ratio)
             for coll in c.collectives:
                 for dtype in c.dtypes:
                     ratios = c.ratios(run, coll, dtype)
