@@ -307,13 +307,17 @@ std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl
   if (const braid::host::Engine* device = comm.impl().deviceEngine(); device != nullptr) {
     // The largest and the smallest call's path: processes sharing a GPU stage their small allreduces.
     const std::string largest = device->allreduceAlgorithm(std::size_t{1} << 30);
-    const bool shared = largest.rfind("cuda_ipc/shared", 0) == 0;
+    const bool shared =
+        largest == "cuda_ipc/shared" || largest == "cuda_ipc/shared_in_place" || largest == "cuda_ipc/leader";
     const bool stagedSmall = device->allreduceAlgorithm(8).rfind("staged", 0) == 0;
     link += std::string("; braid: ") +
             (shared ? std::string(stagedSmall ? "small allreduces staged through host memory, larger ones on " : "") +
                           (largest == "cuda_ipc/shared_in_place"
                                ? "the shared-GPU path of one context (each rank's buffers read in place, streams "
                                  "ordered by events, host meetings over shared memory)"
+                           : largest == "cuda_ipc/leader"
+                               ? "the leader path (rank 0 maps every rank's buffers by CUDA IPC and does each "
+                                 "call's GPU work; the other processes' streams only wait; a host meeting per call)"
                                : "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared "
                                  "memory, local reductions)")
              : std::string(device->transportName()) == "cuda_ipc"

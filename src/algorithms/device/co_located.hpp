@@ -16,6 +16,8 @@ class CoLocatedCollectives {
 
   /// What `BRAID_LOG=info` and explain call the path.
   virtual const char* name() const = 0;
+  /// The allreduce algorithm's name after "cuda_ipc/" (Communicator's allreduceAlgorithm): "shared", "leader", ...
+  virtual const char* algorithm() const = 0;
   /// Whether calls read the peers' buffers where they lie (instead of copies the peers published), and how many
   /// did so far.
   virtual bool inPlace() const { return false; }

@@ -151,8 +151,8 @@ std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
   const AllreduceKernel kernel =
       policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_, stagesSmallCalls());
   if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
-  // Thread ranks on one GPU read each other's buffers in place: a path of its own for whoever reads the name.
-  if (kernel == AllreduceKernel::kShared && shared_ && shared_->inPlace()) return "cuda_ipc/shared_in_place";
+  // Ranks on one GPU: each co-located path has a name of its own for whoever reads it.
+  if (kernel == AllreduceKernel::kShared && shared_) return strCat("cuda_ipc/", shared_->algorithm());
   return strCat("cuda_ipc/", allreduceKernelName(kernel));
 }
 

@@ -47,6 +47,7 @@ class LeaderCollectives final : public CoLocatedCollectives {
   LeaderCollectives(const LeaderCollectives&) = delete;
   LeaderCollectives& operator=(const LeaderCollectives&) = delete;
 
+  const char* algorithm() const override { return "leader"; }
   const char* name() const override {
     return "the leader path (rank 0 maps every rank's buffers and does the GPU work of each call; the other "
            "processes' streams only wait)";

@@ -39,6 +39,7 @@ class OneContextCollectives final : public CoLocatedCollectives {
   OneContextCollectives(const OneContextCollectives&) = delete;
   OneContextCollectives& operator=(const OneContextCollectives&) = delete;
 
+  const char* algorithm() const override { return "shared_in_place"; }
   const char* name() const override { return "the shared-GPU path (one context: buffers read in place)"; }
   bool inPlace() const override { return true; }
   std::uint64_t inPlaceCalls() const override { return calls_; }

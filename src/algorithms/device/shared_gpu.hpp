@@ -39,6 +39,7 @@ class SharedGpuCollectives final : public CoLocatedCollectives {
   SharedGpuCollectives(const SharedGpuCollectives&) = delete;
   SharedGpuCollectives& operator=(const SharedGpuCollectives&) = delete;
 
+  const char* algorithm() const override { return "shared"; }
   const char* name() const override { return "the shared-GPU path (pieces published in the workspaces)"; }
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                  const host::OpEnv& env) override;
