@@ -135,6 +135,31 @@ class Bars(unittest.TestCase):
         self.assertEqual(self.judge({1 << 20: 1.4, 2 << 20: 1.7}, "every size"), "missed")
         self.assertEqual(self.judge({1 << 20: 1.5, 2 << 20: 1.7}, "every size"), "met")
 
+    def test_a_time_ratio_on_a_shaped_link_counts_every_size(self):
+        # A few bursts carry 8 B calls on both sides alike: a time ratio stands where a bandwidth one would not.
+        rows = [row("braid", 8, 30, 0.0), row("nccl", 8, 4500, 0.0)]
+        run = Run("netns-device-2x1-10gbit-test", dict(META, peers={"nccl": "2.28"}), rows)
+        self.assertAlmostEqual(bars.Check("time", "8", "64K", "<=", 0.5, "nccl").ratios(run, "allreduce", None)[8],
+                               30 / 4500)
+        self.assertEqual(bars.Check("busbw", "8", "64K", ">=", 1, "nccl").ratios(run, "allreduce", None), {})
+
+    def test_absolute_bounds_read_braids_own_rows(self):
+        rows = [row("braid", 8, 17.5, 0.0, variant="processes", issue_us=5.0, empty_launch_us=4.0),
+                row("braid", 1 << 20, 150.0, 7.0, variant="processes", issue_us=7.0, empty_launch_us=4.0)]
+        run = Run("onegpu-test", META, rows)
+        run.order = 0
+        within = bars.Bar("t", "t", r"onegpu-.*", [bars.Absolute("us", "8", "64K", "<=", 100, variant="processes")])
+        self.assertEqual(within.judge({"onegpu-test": run})[1:], ("met", "17.5 us"))
+        beyond = bars.Bar("t", "t", r"onegpu-.*", [bars.Absolute("us", "8", "1M", "<=", 100, variant="processes")])
+        self.assertEqual(beyond.judge({"onegpu-test": run})[1], "missed")
+        issue = bars.Absolute("issue", "8", "1M", "<=", 1.5, variant="processes").ratios(run, "allreduce", None)
+        self.assertEqual(issue, {8: 1.25, 1 << 20: 1.75})
+
+    def test_a_ratio_near_one_shows_the_decimals_that_decide_it(self):
+        self.assertEqual(bars._ratio(0.9997), "0.9997x")
+        self.assertEqual(bars._ratio(0.991), "0.991x")
+        self.assertEqual(bars._ratio(1.5), "1.50x")
+
     def test_a_bar_with_no_run_is_not_measured(self):
         bar = bars.Bar("t", "t", r"nothing-.*", [bars.Check("busbw", "8", "8", ">=", 1, "nccl")])
         self.assertEqual(bar.judge({})[1], "not measured")
