@@ -30,7 +30,6 @@
 
 #include "base/half.hpp"
 #include "bench/bench_json.hpp"
-#include "bench/braid_link.hpp"
 #include "bench/driver_args.hpp"
 #include "bench/empty_launch.hpp"
 #include "bench/machine_info.hpp"
@@ -304,12 +303,12 @@ std::string gpuLink(int n, int gpus) {
 std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl) {
   std::string link = gpuLink(n, gpus);
   // Made by braid's first call on device memory: none when only NCCL ran.
-  if (const braid::host::Engine* device = comm.impl().deviceEngine(); device != nullptr) {
+  if (const std::string transport = comm.transportName(braid::Memory::kDevice); !transport.empty()) {
     // The largest and the smallest call's path: processes sharing a GPU stage their small allreduces.
-    const std::string largest = device->allreduceAlgorithm(std::size_t{1} << 30);
+    const std::string largest = comm.allreduceAlgorithm(std::size_t{1} << 30, braid::Memory::kDevice);
     const bool shared =
         largest == "cuda_ipc/shared" || largest == "cuda_ipc/shared_in_place" || largest == "cuda_ipc/leader";
-    const bool stagedSmall = device->allreduceAlgorithm(8).rfind("staged", 0) == 0;
+    const bool stagedSmall = comm.allreduceAlgorithm(8, braid::Memory::kDevice).rfind("staged", 0) == 0;
     link += std::string("; braid: ") +
             (shared ? std::string(stagedSmall ? "small allreduces staged through host memory, larger ones on " : "") +
                           (largest == "cuda_ipc/shared_in_place"
@@ -320,9 +319,8 @@ std::string deviceLink(braid::Communicator& comm, int n, int gpus, bool withNccl
                                  "call's GPU work; the other processes' streams only wait; a host meeting per call)"
                                : "the shared-GPU path (copies into CUDA IPC workspaces, host meetings over shared "
                                  "memory, local reductions)")
-             : std::string(device->transportName()) == "cuda_ipc"
-                 ? "CUDA IPC (the GPUs read and write each other's memory)"
-                 : "device buffers staged through host memory, " + braid::tools::braidLink(comm));
+             : transport == "cuda_ipc" ? "CUDA IPC (the GPUs read and write each other's memory)"
+                                       : "device buffers staged through host memory, " + comm.linkDescription());
   }
   if (withNccl) {
     const std::string settings = ncclSettings();

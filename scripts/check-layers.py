@@ -41,10 +41,8 @@ KNOWN = {
     ("tools", "base"): 16,      # settings, logging, string helpers: for a public introspection header
     ("tools", "topology"): 5,   # braid detect/doctor/env/explain read the machine through src/topology
     ("tools", "tuning"): 2,     # braid model and explain reach the cost model and the selectors
-    ("tools", "core"): 2,       # braid bench reaches Communicator::impl() (tools/bench/braid_link.hpp)
-    ("tools", "transport"): 1,  # ... and the transport's link description
+    ("tools", "core"): 1,       # braid bench sums its checkers' counts through the store (Communicator::impl())
     ("tools", "bootstrap"): 1,  # braid bench's own rendezvous
-    ("tools", "algorithms"): 1,
     ("bench", "base"): 2,       # braid-bench-device and the CPU reduction bench: settings and types
     ("bench", "topology"): 1,   # braid-bench-device describes the GPUs in its meta
     ("bench", "cuda"): 1,       # the empty kernel the device bench times launches against

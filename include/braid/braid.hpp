@@ -194,6 +194,16 @@ class Communicator {
   /// InvalidArgument for a rank out of range.
   int hostOf(int rank) const;
   std::string hostName(int rank) const;
+  /// What the communicator runs, in words for logs, tools and benchmark results. The transport between the ranks
+  /// for buffers of `memory`: "shm", "tcp" or "memory" (thread ranks); for device buffers "cuda_ipc" where braid's
+  /// GPU paths join them, else the host transport they are staged over ("" before the first call on device buffers).
+  std::string transportName(Memory memory = Memory::kHost) const;
+  /// The algorithm an allreduce of `bytes` on `memory` takes now: "shm/direct", "tcp/ring", "cuda_ipc/oneshot",
+  /// "cuda_ipc/leader", "hierarchical (...)", ... ("" for device buffers before the first call on them).
+  std::string allreduceAlgorithm(std::size_t bytes, Memory memory = Memory::kHost) const;
+  /// What joins this rank to its peers: "shared memory", "TCP over eth0, eth1 (4 streams per peer), 2 hosts", ...
+  /// Call it from the thread that makes the calls.
+  std::string linkDescription();
   /// This rank's last calls as JSON, oldest first (sequence number, collective, type, count, reduction, root,
   /// queued/running/done/failed, when issued, started and ended, the error): where each rank was when a job went
   /// wrong. BRAID_FLIGHT_RECORDER=PREFIX also writes it to PREFIX.rankR.json when a failure breaks the communicator.

@@ -38,6 +38,17 @@ std::string Communicator::hostName(int rank) const {
   const auto& names = impl_->placement().hostNames;
   return names[static_cast<std::size_t>(hostOf(rank))];
 }
+std::string Communicator::transportName(Memory memory) const {
+  if (memory == Memory::kHost) return impl_->transportName();
+  const host::Engine* device = impl_->deviceEngine();
+  return device != nullptr ? device->transportName() : "";
+}
+std::string Communicator::allreduceAlgorithm(std::size_t bytes, Memory memory) const {
+  if (memory == Memory::kHost) return impl_->allreduceAlgorithm(bytes);
+  const host::Engine* device = impl_->deviceEngine();
+  return device != nullptr ? device->allreduceAlgorithm(bytes) : "";
+}
+std::string Communicator::linkDescription() { return impl_->linkDescription(); }
 void Communicator::abort() { impl_->abort(); }
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }
 

@@ -160,6 +160,8 @@ class CommunicatorImpl {
   std::string flightRecord() const { return recorder_.json(rank_, size_, engine_->peerProgress()); }
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
+  /// What joins this rank to its peers, in words (Communicator::linkDescription; core/link_description.cpp).
+  std::string linkDescription();
 
   /// With BRAID_FLIGHT_RECORDER=PREFIX: the flight record into PREFIX.rankR.json, `why` logged beside it. From any
   /// thread (the record has its own lock): failures, abort, and BRAID_FLIGHT_RECORDER_SIGNAL's watcher call it.

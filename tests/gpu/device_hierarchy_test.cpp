@@ -72,7 +72,7 @@ TEST_P(DeviceHierarchy, TwoHostsOfTwoMatchTheReferenceAndAgreeBitwise) {
         cudaStream_t s = nullptr;
         cuda::checkCuda(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate");
         if (c.hostCount() != 2 || c.localSize() != 2) throw std::runtime_error("BRAID_HOST_ID gave no 2 x 2 layout");
-        const std::string algorithm = c.impl().allreduceAlgorithm(std::size_t{4} << 20);
+        const std::string algorithm = c.allreduceAlgorithm(std::size_t{4} << 20);
         if (algorithm.rfind("hierarchical", 0) != 0) throw std::runtime_error("not hierarchical: " + algorithm);
         for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64}) {
           for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMax}) {

@@ -64,7 +64,7 @@ TEST_P(DeviceOverTcp, AllreduceWindowByWindowMatchesTheReference) {
   BRAID_SKIP_WITHOUT_GPUS(1);
   const auto [window, reduceOn] = GetParam();
   const auto results = runOnGpus(2, 1, tcpDeviceSettings(window, reduceOn), [](Communicator& c, cudaStream_t s) {
-    if (std::string(c.impl().transportName()) != "tcp") throw std::runtime_error("BRAID_TRANSPORT=tcp gave no tcp");
+    if (std::string(c.transportName()) != "tcp") throw std::runtime_error("BRAID_TRANSPORT=tcp gave no tcp");
     for (DataType type : {DataType::kFloat32, DataType::kBFloat16, DataType::kInt64, DataType::kUint8}) {
       for (ReduceKind kind : {ReduceKind::kSum, ReduceKind::kMax, ReduceKind::kAvg}) {
         if (!supported(type, kind)) continue;  // the tests' own table

@@ -67,8 +67,8 @@ TEST(Compression, Bf16WireStaysWithinItsBoundAndIdenticalOnEveryRank) {
     const auto results = runThreads(
         ranks,
         [](Communicator& comm) {
-          require(comm.impl().allreduceAlgorithm(std::size_t{1} << 20).find("bf16") != std::string::npos,
-                  "allreduceAlgorithm does not say bf16: " + comm.impl().allreduceAlgorithm(std::size_t{1} << 20));
+          require(comm.allreduceAlgorithm(std::size_t{1} << 20).find("bf16") != std::string::npos,
+                  "allreduceAlgorithm does not say bf16: " + comm.allreduceAlgorithm(std::size_t{1} << 20));
           checkCompressedAllreduce(comm, ReduceKind::kSum, true);
           checkCompressedAllreduce(comm, ReduceKind::kAvg, true);
           checkCompressedAllreduce(comm, ReduceKind::kSum, false);

@@ -76,10 +76,10 @@ TEST_P(HostIdLayout, HierarchicalAllreduceAndEveryCollective) {
       [&](Communicator& comm) {
         require(comm.hostCount() == ranks / perHost, strCat(comm.hostCount(), " hosts, expected ", ranks / perHost));
         require(comm.localSize() == perHost, strCat("local size ", comm.localSize(), ", expected ", perHost));
-        require(std::string(comm.impl().transportName()) == "tcp", "ranks on several hosts should talk over tcp");
+        require(std::string(comm.transportName()) == "tcp", "ranks on several hosts should talk over tcp");
         checkAllreduces(comm);
         // Described once the sub-communicators exist (the first hierarchical call made them).
-        const std::string algorithm = comm.impl().allreduceAlgorithm(std::size_t{4} << 20);
+        const std::string algorithm = comm.allreduceAlgorithm(std::size_t{4} << 20);
         require(algorithm.rfind("hierarchical", 0) == 0 && algorithm.find("over shm inside") != std::string::npos,
                 "a 4 MiB allreduce should be hierarchical with shared memory inside hosts, but runs " + algorithm);
         // Every collective, flat across the hosts, exact.
@@ -109,7 +109,7 @@ TEST(HostId, FlatAndOneRankPerHost) {
   auto flat = runProcessesWith(
       4, [](int r) { return onHost("h" + std::to_string(r / 2), "off"); },
       [](Communicator& comm) {
-        require(comm.impl().allreduceAlgorithm(std::size_t{4} << 20).rfind("tcp/", 0) == 0,
+        require(comm.allreduceAlgorithm(std::size_t{4} << 20).rfind("tcp/", 0) == 0,
                 "BRAID_HIERARCHY=off should keep the flat tcp path");
         checkAllreduces(comm);
       });

@@ -70,7 +70,7 @@ TEST(Split, ByColorAndKeyOverSharedMemory) {
                 [](Communicator& comm) {
                   splitByParity(comm);
                   auto half = comm.split(comm.rank() % 2, 0);
-                  require(std::string(half->impl().transportName()) == "shm", "processes of one host split onto shm");
+                  require(std::string(half->transportName()) == "shm", "processes of one host split onto shm");
                 },
                 120, "shm")),
             "");
@@ -82,7 +82,7 @@ TEST(Split, ByColorAndKeyOverTcpProcesses) {
                 [](Communicator& comm) {
                   splitByParity(comm);
                   auto half = comm.split(0, 0);
-                  require(std::string(half->impl().transportName()) == "tcp", "a TCP communicator splits onto TCP");
+                  require(std::string(half->transportName()) == "tcp", "a TCP communicator splits onto TCP");
                 },
                 120, "tcp")),
             "");

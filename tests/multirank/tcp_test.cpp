@@ -72,8 +72,13 @@ TEST_P(TcpProcesses, SampledMatrix) {
   auto results = runProcesses(
       n,
       [&](Communicator& comm) {
-        require(std::string(comm.impl().transportName()) == "tcp", "BRAID_TRANSPORT=tcp should give tcp");
+        require(std::string(comm.transportName()) == "tcp", "BRAID_TRANSPORT=tcp should give tcp");
         for (const Case& c : cases) runCase(comm, c);
+        // Every stream goes out on a named interface of this host, each counted once.
+        const std::string link = comm.linkDescription();
+        require(link.rfind("TCP over ", 0) == 0 && link.find(" per peer)") != std::string::npos &&
+                    link.find("(no peer)") == std::string::npos && link.find(':') == std::string::npos,
+                "linkDescription: " + link);
       },
       180, "tcp");
   EXPECT_EQ(failures(results), "");
@@ -86,7 +91,8 @@ TEST(TcpTransport, AutoPicksSharedMemoryOnOneHost) {
   auto results = runProcesses(
       2,
       [](Communicator& comm) {
-        require(std::string(comm.impl().transportName()) == "shm", "ranks of one host should share memory");
+        require(std::string(comm.transportName()) == "shm", "ranks of one host should share memory");
+        require(comm.linkDescription() == "shared memory", "linkDescription: " + comm.linkDescription());
       },
       60, "auto");
   EXPECT_EQ(failures(results), "");

@@ -118,7 +118,7 @@ int runEveryCollective(braid::Communicator& comm) {
 // Hosts of several ranks each: from 2 MiB the allreduce goes hierarchical, and its results (of inputs that round,
 // unlike runCase's) are the same bits on every rank. Returns 0 when both hold.
 int checkHierarchy(braid::Communicator& comm) {
-  const std::string algorithm = comm.impl().allreduceAlgorithm(std::size_t{4} << 20);
+  const std::string algorithm = comm.allreduceAlgorithm(std::size_t{4} << 20);
   std::printf("rank %d: a 4 MiB allreduce runs %s\n", comm.rank(), algorithm.c_str());
   const bool expected = comm.hostCount() > 1 && comm.localSize() > 1;
   if (expected != (algorithm.rfind("hierarchical", 0) == 0)) {
@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
   const bool everyCollective = argc > 1 && std::strcmp(argv[1], "--every-collective") == 0;
   try {
     auto comm = braid::Communicator::fromEnvironment();
-    const std::string transport = comm->impl().transportName();
+    const std::string transport = comm->transportName();
     const auto ids = gatherIdentities(*comm);
     std::printf("rank %d of %d: transport %s, host %s\n", comm->rank(), comm->size(), transport.c_str(),
                 ids[comm->rank()].c_str());

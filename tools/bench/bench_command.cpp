@@ -21,7 +21,6 @@
 #include "bench/bench_json.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_sweep.hpp"
-#include "bench/braid_link.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/peers.hpp"
 #include "bench/provenance.hpp"
@@ -133,7 +132,7 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
       rows.insert(rows.end(), part.begin(), part.end());
     }
     if (rank == 0) {
-      const nlohmann::json meta = provenanceMeta(commandOf(a), a.started, info, braidLink(*comm), {});
+      const nlohmann::json meta = provenanceMeta(commandOf(a), a.started, info, comm->linkDescription(), {});
       if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta, rows);
       if (a.rowsOut.empty() && !a.json.empty()) writeResults(a.json, meta, rows);
       if (a.rowsOut.empty() && !a.plot.empty()) plotBusbw(a.plot, rows, "braid bench, " + machine);

@@ -303,8 +303,8 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
       if (o.corruptOne && comm.rank() == corruptedRank(coll, o)) corruptOneElement(p);
       row.wrong = sumWrongCounts(comm, coll, p.check());
     }
-    std::string algorithm = comm.impl().transportName();
-    if (coll == "allreduce" || coll == "reduce") algorithm = comm.impl().allreduceAlgorithm(bytes);
+    std::string algorithm = comm.transportName();
+    if (coll == "allreduce" || coll == "reduce") algorithm = comm.allreduceAlgorithm(bytes);
     if (onRow) onRow(row, algorithm);
     rows.push_back(row);
   }

@@ -201,6 +201,15 @@ std::vector<std::string> TcpMesh::streamAddresses(int p) {
   return out;
 }
 
+std::vector<std::string> TcpMesh::localStreamHosts(int p) {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const Stream* st : peer(p).streams) {
+    if (st->socket.valid()) out.push_back(st->socket.localAddress().host);
+  }
+  return out;
+}
+
 // ---- posting and waiting (caller thread) ----
 
 void TcpMesh::post(MeshOp& op) {

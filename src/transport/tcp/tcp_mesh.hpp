@@ -155,6 +155,9 @@ class TcpMesh {
   /// For each stream to `peer`, the listening address of the pair ("10.0.1.5:40123"), whichever rank dialled:
   /// which rail (network interface) the stream uses. For logs and tests.
   std::vector<std::string> streamAddresses(int peer);
+  /// For each stream to `peer`, this rank's own address on it (the host part, "10.0.1.4"): the interface this rank
+  /// sends and receives it on. For link descriptions.
+  std::vector<std::string> localStreamHosts(int peer);
 
  private:
   struct OutFrame;
