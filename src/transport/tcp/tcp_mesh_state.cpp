@@ -88,8 +88,11 @@ void TcpMesh::cancel(MeshOp& op) {
 }
 
 void TcpMesh::applyNotice(std::int64_t seq, const Notice& notice) {
-  if (seq == kEveryCall) {  // the peer aborted: it takes part in nothing any more
-    failPeer(notice.peer, strCat("peer ", notice.peer, " aborted its communicator"));
+  // The peer aborted: it takes part in nothing any more. Its failed call's notice (Aborted) can come before the
+  // abort's own: the call fails on its thread as soon as the abort is flagged, before abort() reaches the mesh.
+  if (seq == kEveryCall || notice.code == ErrorCode::kAborted) {
+    failPeer(notice.peer, strCat("peer ", notice.peer, " aborted its communicator",
+                                 seq == kEveryCall ? std::string() : strCat(" (", notice.text, ")")));
     return;
   }
   if (seq < floor_) return;  // about a call this rank has finished
