@@ -21,7 +21,8 @@ constexpr unsigned kSimInfoMagic = 0x74685283;
 void collective(ncclComm_t comm, cudaStream_t stream, std::function<void(Communicator&, const CallOptions&)> run,
                 std::function<Work(Communicator&, const CallOptions&)> start) {
   requireUsable(comm);
-  const CallOptions on{.stream = stream};
+  // NCCL's calls return once queued: a call whose host takes part (staged, ranks sharing a GPU) runs apart.
+  const CallOptions on{.stream = stream, .streamAsync = true};
   if (grouping()) {
     defer({comm, [run, on](Communicator& c) { run(c, on); }, [start, on](Communicator& c) { return start(c, on); },
            std::nullopt, stream});
@@ -42,7 +43,7 @@ void pointToPoint(ncclComm_t comm, cudaStream_t stream, P2pOp op) {
     return;
   }
   const Use use(comm);
-  communicatorOf(comm).group({op}, {.stream = stream});
+  communicatorOf(comm).group({op}, {.stream = stream, .streamAsync = true});
 }
 
 // The root's input of an out-of-place broadcast, copied into its output first (stream-ordered where CUDA is).

@@ -57,7 +57,7 @@ void inOrder(std::vector<Deferred>& calls, Batch&& batch, Call&& call) {
 // One communicator: every call on this thread, as the blocking calls they would have been.
 void runHere(std::vector<Deferred>& calls) {
   inOrder(
-      calls, [](P2pBatch& b) { communicatorOf(b.comm).group(b.ops, {.stream = b.stream}); },
+      calls, [](P2pBatch& b) { communicatorOf(b.comm).group(b.ops, {.stream = b.stream, .streamAsync = true}); },
       [](Deferred& d) { d.run(communicatorOf(d.comm)); });
 }
 
@@ -69,7 +69,8 @@ void startEverywhere(std::vector<Deferred>& calls) {
     inOrder(
         calls,
         [&](P2pBatch& b) {
-          works.push_back(communicatorOf(b.comm).groupAsync(std::move(b.ops), {.stream = b.stream}));
+          works.push_back(
+              communicatorOf(b.comm).groupAsync(std::move(b.ops), {.stream = b.stream, .streamAsync = true}));
         },
         [&](Deferred& d) { works.push_back(d.start(communicatorOf(d.comm))); });
   } catch (...) {

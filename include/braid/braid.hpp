@@ -53,6 +53,16 @@ struct CallOptions {
   /// - Host buffers: when a stream is given, the operation starts after the work queued on it so far and the call
   ///   returns with the result in place. Null means no stream (no CUDA call is made for host buffers then).
   CUstream_st* stream = nullptr;
+  /// Device buffers on a path whose host takes part in the call (staged through host memory: ranks on several
+  /// hosts, processes or threads sharing a GPU, per-rank counts, point-to-point):
+  /// - false: the call returns when its host part is done, and throws its errors.
+  /// - true: the call returns at once, as a kernel's does (NCCL's promise, and what lets a watchdog time the call
+  ///   from outside). The stream copies the inputs to host memory and waits; the host part runs on the
+  ///   communicator's progress thread, in issue order; then the stream copies the results back. A failure there
+  ///   is reported by asyncError() and fails every later call; the Work of an async form completes when the host
+  ///   part ends. Bad arguments are still thrown by the call. Not capturable into a CUDA graph.
+  /// Pass the same value on every rank. Calls whose kernels queue without their host have nothing to detach.
+  bool streamAsync = false;
 };
 
 /// Completion handle of an asynchronous call.

@@ -1,6 +1,7 @@
 // The device path of a braid built without CUDA: device buffers are refused, streams are never touched.
 #if !BRAID_WITH_CUDA
 #include "algorithms/device/device_engine_factory.hpp"
+#include "algorithms/device/stream_handoff.hpp"
 #include "base/error.hpp"
 
 namespace braid::device {
@@ -15,6 +16,8 @@ std::string gpuIdentity(int) { return ""; }
 void waitForStream(const host::OpEnv&) {}
 
 const char* allreduceKernelName(AllreduceKernel) { return "unavailable"; }
+
+std::unique_ptr<StreamHandoff> makeStreamHandoff(int, int) { return nullptr; }
 
 }  // namespace braid::device
 #endif

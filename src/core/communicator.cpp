@@ -1,5 +1,7 @@
 // braid::Communicator: the public face. Each collective is described once as a Call (its argument checks and
 // its body); the blocking form runs it, the async form queues it.
+#include <algorithm>
+
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "braid/braid.hpp"
@@ -55,9 +57,11 @@ std::optional<Error> Communicator::asyncError() const { return impl_->asyncError
 namespace {
 
 template <typename CheckFn, typename BodyFn>
-core::CommunicatorImpl::CallOf<CheckFn, BodyFn> makeCall(const char* op, CheckFn check, BodyFn body,
-                                                         bool collective = true, core::CallInfo info = {}) {
-  return {op, std::move(check), std::move(body), collective, info};
+core::CommunicatorImpl::CallOf<CheckFn, BodyFn> makeCall(const char* op, const core::Route& route, CheckFn check,
+                                                         BodyFn body, bool collective = true,
+                                                         core::CallInfo info = {}) {
+  return {
+      op, std::move(check), std::move(body), collective, info, nullptr, route.device ? route.firstGpuPointer : nullptr};
 }
 
 // ---- one builder per collective: what to check, what to run ----
@@ -71,7 +75,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
                    ReduceOp op) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "allreduce",
+      "allreduce", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkReduction(ctx, type, op);
@@ -86,7 +90,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
                 int root) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {c->rank() == root ? recv : nullptr, "recv buffer"}});
   return makeCall(
-      "reduce",
+      "reduce", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
@@ -101,7 +105,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
 auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
   const core::Route route = core::routeOf({{buf, "buffer"}});
   return makeCall(
-      "broadcast",
+      "broadcast", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
@@ -115,7 +119,7 @@ auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, Data
 auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "allgather",
+      "allgather", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
@@ -130,7 +134,7 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
                     const Sizes& recvCounts, const Sizes& displs, DataType type) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "allgatherv",
+      "allgatherv", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
@@ -152,7 +156,7 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
                        ReduceOp op) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "reduce_scatter",
+      "reduce_scatter", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkReduction(ctx, type, op);
@@ -166,7 +170,7 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
 auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "alltoall",
+      "alltoall", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
@@ -182,7 +186,7 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
                    void* recv, const Sizes& recvCounts, const Sizes& recvDispls, DataType type) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "alltoallv",
+      "alltoallv", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
@@ -206,7 +210,7 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
 auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {c->rank() == root ? recv : nullptr, "recv buffer"}});
   return makeCall(
-      "gather",
+      "gather", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
@@ -223,7 +227,7 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
 auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
   const core::Route route = core::routeOf({{c->rank() == root ? send : nullptr, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
-      "scatter",
+      "scatter", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
@@ -240,7 +244,7 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
 auto registerCall(core::CommunicatorImpl* c, void* ptr, std::size_t bytes, std::shared_ptr<std::uint64_t> id) {
   const core::Route route = core::routeOf({{ptr, "buffer"}});
   return makeCall(
-      "register_buffer",
+      "register_buffer", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         if (ptr == nullptr || bytes == 0)
@@ -256,7 +260,7 @@ auto registerCall(core::CommunicatorImpl* c, void* ptr, std::size_t bytes, std::
 
 auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) {
   return makeCall(
-      "deregister_buffer",
+      "deregister_buffer", core::Route{},
       [=](const ErrorContext& ctx) {
         if (registration.id != 0 && c->deviceEngine() == nullptr) {
           fail(ErrorCode::kInvalidArgument, ctx, "registration ", registration.id, " is not of this communicator");
@@ -269,7 +273,7 @@ auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) 
 
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
-      "barrier", [](const ErrorContext&) {},
+      "barrier", core::Route{}, [](const ErrorContext&) {},
       [=](const host::OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
 }
 
@@ -277,7 +281,7 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
   core::Route route;
   for (const auto& op : *ops) core::addToRoute(route, {op.count > 0 ? op.buffer : nullptr, "a p2p buffer"});
   auto call = makeCall(
-      "p2p",
+      "p2p", route,
       [c, ops, route](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         for (const auto& op : *ops) {
@@ -295,89 +299,270 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
 
 }  // namespace
 
+// ---- plans: a call, the device ranges it reads and writes, and the same call on other pointers ----
+
+namespace {
+
+using core::CommunicatorImpl;
+using Extents = std::vector<DeviceExtent>;
+using Copies = std::span<void* const>;
+
+// What the blocking and async forms run, or detach where the caller asked (CallOptions::streamAsync). `extents` and
+// `onCopies` are only called for a detached call: the plain path builds nothing more than the call.
+template <typename CallT, typename ExtentsFn, typename OnCopiesFn>
+struct Plan {
+  CallT call;
+  ExtentsFn extents;
+  OnCopiesFn onCopies;
+};
+template <typename CallT, typename ExtentsFn, typename OnCopiesFn>
+Plan<CallT, ExtentsFn, OnCopiesFn> plan(CallT call, ExtentsFn extents, OnCopiesFn onCopies) {
+  return {std::move(call), std::move(extents), std::move(onCopies)};
+}
+
+template <typename P>
+std::shared_ptr<core::WorkState> detached(CommunicatorImpl* c, P& p, const CallOptions& opts) {
+  if (!opts.streamAsync || p.call.gpu == nullptr) return nullptr;
+  CommunicatorImpl::OnCopies onCopies = [build = p.onCopies](Copies copies) {
+    auto k = build(copies);
+    return CommunicatorImpl::Call{k.op, std::move(k.check), std::move(k.body), k.collective, k.info, k.p2p, k.gpu};
+  };
+  return c->detach(p.call, p.extents, onCopies, opts);
+}
+
+template <typename P>
+void runPlan(CommunicatorImpl* c, P p, const CallOptions& opts) {
+  if (detached(c, p, opts)) return;
+  c->run(std::move(p.call), opts);
+}
+
+template <typename P>
+Work submitPlan(CommunicatorImpl* c, P p, const CallOptions& opts) {
+  if (auto work = detached(c, p, opts)) return Work(std::move(work));
+  return c->submit(std::move(p.call), opts);
+}
+
+std::size_t bytesOf(std::size_t count, DataType type) { return count * dataTypeSize(type); }
+std::size_t extentBytes(const Sizes& counts, const Sizes& displs, DataType type) {
+  std::size_t end = 0;
+  for (std::size_t i = 0; i < counts.size() && i < displs.size(); ++i) {
+    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
+  }
+  return bytesOf(end, type);
+}
+DeviceExtent reads(const void* at, std::size_t bytes) { return {at, bytes, true, false}; }
+DeviceExtent writes(const void* at, std::size_t bytes) { return {at, bytes, false, true}; }
+DeviceExtent updates(const void* at, std::size_t bytes) { return {at, bytes, true, true}; }
+
+auto allreducePlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
+  return plan(
+      allreduceCall(c, send, recv, count, type, op),
+      [=] {
+        return Extents{reads(send, bytesOf(count, type)), writes(recv, bytesOf(count, type))};
+      },
+      [=](Copies p) { return allreduceCall(c, p[0], p[1], count, type, op); });
+}
+
+auto reducePlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                int root) {
+  return plan(
+      reduceCall(c, send, recv, count, type, op, root),
+      [=] {
+        return Extents{reads(send, bytesOf(count, type)),
+                       writes(c->rank() == root ? recv : nullptr, bytesOf(count, type))};
+      },
+      [=](Copies p) { return reduceCall(c, p[0], p[1], count, type, op, root); });
+}
+
+auto broadcastPlan(CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
+  return plan(
+      broadcastCall(c, buf, count, type, root),
+      [=] {
+        const bool isRoot = c->rank() == root;
+        return Extents{{buf, bytesOf(count, type), isRoot, !isRoot}};
+      },
+      [=](Copies p) { return broadcastCall(c, p[0], count, type, root); });
+}
+
+auto allgatherPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  return plan(
+      allgatherCall(c, send, recv, count, type),
+      [=] {
+        return Extents{reads(send, bytesOf(count, type)),
+                       writes(recv, bytesOf(count, type) * static_cast<std::size_t>(c->size()))};
+      },
+      [=](Copies p) { return allgatherCall(c, p[0], p[1], count, type); });
+}
+
+auto allgathervPlan(CommunicatorImpl* c, const void* send, std::size_t sendCount, void* recv, const Sizes& recvCounts,
+                    const Sizes& displs, DataType type) {
+  return plan(
+      allgathervCall(c, send, sendCount, recv, recvCounts, displs, type),
+      // Elements outside every block stay as they were: the output goes in and out whole.
+      [=] {
+        return Extents{reads(send, bytesOf(sendCount, type)), updates(recv, extentBytes(recvCounts, displs, type))};
+      },
+      [=](Copies p) { return allgathervCall(c, p[0], sendCount, p[1], recvCounts, displs, type); });
+}
+
+auto reduceScatterPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t recvCount, DataType type,
+                       ReduceOp op) {
+  return plan(
+      reduceScatterCall(c, send, recv, recvCount, type, op),
+      [=] {
+        return Extents{reads(send, bytesOf(recvCount, type) * static_cast<std::size_t>(c->size())),
+                       writes(recv, bytesOf(recvCount, type))};
+      },
+      [=](Copies p) { return reduceScatterCall(c, p[0], p[1], recvCount, type, op); });
+}
+
+auto alltoallPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
+  return plan(
+      alltoallCall(c, send, recv, count, type),
+      [=] {
+        const std::size_t total = bytesOf(count, type) * static_cast<std::size_t>(c->size());
+        return Extents{reads(send, total), writes(recv, total)};
+      },
+      [=](Copies p) { return alltoallCall(c, p[0], p[1], count, type); });
+}
+
+auto alltoallvPlan(CommunicatorImpl* c, const void* send, const Sizes& sendCounts, const Sizes& sendDispls, void* recv,
+                   const Sizes& recvCounts, const Sizes& recvDispls, DataType type) {
+  return plan(
+      alltoallvCall(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type),
+      [=] {
+        return Extents{reads(send, extentBytes(sendCounts, sendDispls, type)),
+                       updates(recv, extentBytes(recvCounts, recvDispls, type))};
+      },
+      [=](Copies p) { return alltoallvCall(c, p[0], sendCounts, sendDispls, p[1], recvCounts, recvDispls, type); });
+}
+
+auto gatherPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  return plan(
+      gatherCall(c, send, recv, count, type, root),
+      [=] {
+        return Extents{
+            reads(send, bytesOf(count, type)),
+            writes(c->rank() == root ? recv : nullptr, bytesOf(count, type) * static_cast<std::size_t>(c->size()))};
+      },
+      [=](Copies p) { return gatherCall(c, p[0], p[1], count, type, root); });
+}
+
+auto scatterPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
+  return plan(
+      scatterCall(c, send, recv, count, type, root),
+      [=] {
+        return Extents{
+            reads(c->rank() == root ? send : nullptr, bytesOf(count, type) * static_cast<std::size_t>(c->size())),
+            writes(recv, bytesOf(count, type))};
+      },
+      [=](Copies p) { return scatterCall(c, p[0], p[1], count, type, root); });
+}
+
+auto groupPlan(CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
+  return plan(
+      groupCall(c, ops),
+      [=] {
+        Extents extents;
+        for (const P2pOp& op : *ops) {
+          const std::size_t bytes = bytesOf(op.count, op.type);
+          extents.push_back(op.kind == P2pOp::Kind::kSend ? reads(op.buffer, bytes) : writes(op.buffer, bytes));
+        }
+        return extents;
+      },
+      [=](Copies p) {
+        auto onCopies = std::make_shared<std::vector<P2pOp>>(*ops);
+        for (std::size_t i = 0; i < onCopies->size(); ++i) (*onCopies)[i].buffer = p[i];
+        return groupCall(c, std::move(onCopies));
+      });
+}
+
+}  // namespace
+
 // ---- blocking and async forms ----
 
 void Communicator::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                              CallOptions opts) {
-  impl_->run(allreduceCall(impl_.get(), send, recv, count, type, op), opts);
+  runPlan(impl_.get(), allreducePlan(impl_.get(), send, recv, count, type, op), opts);
 }
 Work Communicator::allreduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                                   CallOptions opts) {
-  return impl_->submit(allreduceCall(impl_.get(), send, recv, count, type, op), opts);
+  return submitPlan(impl_.get(), allreducePlan(impl_.get(), send, recv, count, type, op), opts);
 }
 
 void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                           CallOptions opts) {
-  impl_->run(reduceCall(impl_.get(), send, recv, count, type, op, root), opts);
+  runPlan(impl_.get(), reducePlan(impl_.get(), send, recv, count, type, op, root), opts);
 }
 Work Communicator::reduceAsync(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                                CallOptions opts) {
-  return impl_->submit(reduceCall(impl_.get(), send, recv, count, type, op, root), opts);
+  return submitPlan(impl_.get(), reducePlan(impl_.get(), send, recv, count, type, op, root), opts);
 }
 
 void Communicator::broadcast(void* buf, std::size_t count, DataType type, int root, CallOptions opts) {
-  impl_->run(broadcastCall(impl_.get(), buf, count, type, root), opts);
+  runPlan(impl_.get(), broadcastPlan(impl_.get(), buf, count, type, root), opts);
 }
 Work Communicator::broadcastAsync(void* buf, std::size_t count, DataType type, int root, CallOptions opts) {
-  return impl_->submit(broadcastCall(impl_.get(), buf, count, type, root), opts);
+  return submitPlan(impl_.get(), broadcastPlan(impl_.get(), buf, count, type, root), opts);
 }
 
 void Communicator::allgather(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  impl_->run(allgatherCall(impl_.get(), send, recv, count, type), opts);
+  runPlan(impl_.get(), allgatherPlan(impl_.get(), send, recv, count, type), opts);
 }
 Work Communicator::allgatherAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  return impl_->submit(allgatherCall(impl_.get(), send, recv, count, type), opts);
+  return submitPlan(impl_.get(), allgatherPlan(impl_.get(), send, recv, count, type), opts);
 }
 
 void Communicator::allgatherv(const void* send, std::size_t sendCount, void* recv, const Sizes& recvCounts,
                               const Sizes& displs, DataType type, CallOptions opts) {
-  impl_->run(allgathervCall(impl_.get(), send, sendCount, recv, recvCounts, displs, type), opts);
+  runPlan(impl_.get(), allgathervPlan(impl_.get(), send, sendCount, recv, recvCounts, displs, type), opts);
 }
 Work Communicator::allgathervAsync(const void* send, std::size_t sendCount, void* recv, const Sizes& recvCounts,
                                    const Sizes& displs, DataType type, CallOptions opts) {
-  return impl_->submit(allgathervCall(impl_.get(), send, sendCount, recv, recvCounts, displs, type), opts);
+  return submitPlan(impl_.get(), allgathervPlan(impl_.get(), send, sendCount, recv, recvCounts, displs, type), opts);
 }
 
 void Communicator::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                                  CallOptions opts) {
-  impl_->run(reduceScatterCall(impl_.get(), send, recv, recvCount, type, op), opts);
+  runPlan(impl_.get(), reduceScatterPlan(impl_.get(), send, recv, recvCount, type, op), opts);
 }
 Work Communicator::reduceScatterAsync(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                                       CallOptions opts) {
-  return impl_->submit(reduceScatterCall(impl_.get(), send, recv, recvCount, type, op), opts);
+  return submitPlan(impl_.get(), reduceScatterPlan(impl_.get(), send, recv, recvCount, type, op), opts);
 }
 
 void Communicator::alltoall(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  impl_->run(alltoallCall(impl_.get(), send, recv, count, type), opts);
+  runPlan(impl_.get(), alltoallPlan(impl_.get(), send, recv, count, type), opts);
 }
 Work Communicator::alltoallAsync(const void* send, void* recv, std::size_t count, DataType type, CallOptions opts) {
-  return impl_->submit(alltoallCall(impl_.get(), send, recv, count, type), opts);
+  return submitPlan(impl_.get(), alltoallPlan(impl_.get(), send, recv, count, type), opts);
 }
 
 void Communicator::alltoallv(const void* send, const Sizes& sendCounts, const Sizes& sendDispls, void* recv,
                              const Sizes& recvCounts, const Sizes& recvDispls, DataType type, CallOptions opts) {
-  impl_->run(alltoallvCall(impl_.get(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type), opts);
+  runPlan(impl_.get(), alltoallvPlan(impl_.get(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type),
+          opts);
 }
 Work Communicator::alltoallvAsync(const void* send, const Sizes& sendCounts, const Sizes& sendDispls, void* recv,
                                   const Sizes& recvCounts, const Sizes& recvDispls, DataType type, CallOptions opts) {
-  return impl_->submit(alltoallvCall(impl_.get(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type),
-                       opts);
+  return submitPlan(impl_.get(),
+                    alltoallvPlan(impl_.get(), send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type), opts);
 }
 
 void Communicator::gather(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions opts) {
-  impl_->run(gatherCall(impl_.get(), send, recv, count, type, root), opts);
+  runPlan(impl_.get(), gatherPlan(impl_.get(), send, recv, count, type, root), opts);
 }
 Work Communicator::gatherAsync(const void* send, void* recv, std::size_t count, DataType type, int root,
                                CallOptions opts) {
-  return impl_->submit(gatherCall(impl_.get(), send, recv, count, type, root), opts);
+  return submitPlan(impl_.get(), gatherPlan(impl_.get(), send, recv, count, type, root), opts);
 }
 
 void Communicator::scatter(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions opts) {
-  impl_->run(scatterCall(impl_.get(), send, recv, count, type, root), opts);
+  runPlan(impl_.get(), scatterPlan(impl_.get(), send, recv, count, type, root), opts);
 }
 Work Communicator::scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root,
                                 CallOptions opts) {
-  return impl_->submit(scatterCall(impl_.get(), send, recv, count, type, root), opts);
+  return submitPlan(impl_.get(), scatterPlan(impl_.get(), send, recv, count, type, root), opts);
 }
 
 void Communicator::barrier(CallOptions opts) { impl_->run(barrierCall(impl_.get()), opts); }
@@ -400,10 +585,11 @@ void Communicator::recv(void* buf, std::size_t count, DataType type, int peer, i
 }
 
 void Communicator::group(const std::vector<P2pOp>& ops, CallOptions opts) {
-  impl_->run(groupCall(impl_.get(), std::make_shared<const std::vector<P2pOp>>(ops)), opts);
+  runPlan(impl_.get(), groupPlan(impl_.get(), std::make_shared<const std::vector<P2pOp>>(ops)), opts);
 }
 Work Communicator::groupAsync(std::vector<P2pOp> ops, CallOptions opts) {
-  return impl_->submit(groupCall(impl_.get(), std::make_shared<const std::vector<P2pOp>>(std::move(ops))), opts);
+  return submitPlan(impl_.get(), groupPlan(impl_.get(), std::make_shared<const std::vector<P2pOp>>(std::move(ops))),
+                    opts);
 }
 
 Work Communicator::sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {

@@ -145,6 +145,9 @@ CommunicatorImpl::~CommunicatorImpl() {
   }
   cv_.notify_all();
   if (progress_.joinable()) progress_.join();
+  // Every detached call has ended and released its stream: the handoff waits for their copies back.
+  handoffView_.store(nullptr, std::memory_order_release);
+  handoff_.reset();
   // Detached only now: while the destructor waited for a queued call, the handle could still abort it.
   if (abortHandle_) abortHandle_->attach(nullptr);
   if (!settings_.trace.empty()) writeTrace();
@@ -194,6 +197,10 @@ void CommunicatorImpl::allreduce(const Route& route, const void* send, void* rec
 }
 
 std::optional<Error> CommunicatorImpl::asyncError() const {
+  {
+    std::lock_guard lock(mu_);
+    if (detachedError_) return detachedError_;
+  }
   const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire);
   return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1}) : std::nullopt;
 }
@@ -256,6 +263,8 @@ void CommunicatorImpl::abort() {
   }
   dumpFlightRecord("the communicator was aborted");
   engine_->abort();
+  // Streams held for detached calls go on now; those calls end with Aborted on the progress thread.
+  if (device::StreamHandoff* handoff = handoffView_.load(std::memory_order_acquire)) handoff->releaseAll();
   if (host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
   if (Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire)) hierarchy->abort();
   cv_.notify_all();
@@ -315,7 +324,79 @@ void CommunicatorImpl::execute(Task& task, bool mayFeed) {
     noteEnded(task.record, task.seq, &unexpected);
     noteFailure(unexpected);
   }
+  if (task.releases != 0) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const Error& e) {
+        noteDetachedFailure(e);
+      } catch (...) {
+        noteDetachedFailure(Error(ErrorCode::kInternal, "unexpected exception", env.context));
+      }
+    }
+    // After the failure is noted: the caller's stream goes on, and whoever looks next sees the error.
+    handoff_->release(task.releases);
+  }
   task.work->finish(error);
+}
+
+bool CommunicatorImpl::detaches(const void* gpu, const char* op, std::size_t bytes) {
+  {
+    // Decided from the calls issued before this one, so that every rank decides alike: device calls still queued
+    // may connect the device engine or settle its path first.
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return pendingDeviceCalls_ == 0 || stopping_; });
+  }
+  std::optional<bool> holds;
+  if (const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) {
+    holds = device->holdsCaller(op, bytes);
+  } else if (localGroup() == nullptr) {
+    holds = true;  // ranks over the network: device buffers are always staged through host memory
+  }
+  if (!holds.value_or(false)) return false;
+  std::lock_guard order(issueMu_);
+  if (!handoff_ && !handoffTried_) {
+    handoffTried_ = true;
+    handoff_ = device::makeStreamHandoff(deviceOfPointer(gpu), rank_);
+    handoffView_.store(handoff_.get(), std::memory_order_release);
+  }
+  return handoff_ != nullptr;
+}
+
+std::shared_ptr<WorkState> CommunicatorImpl::detachChecked(const char* op, bool collective, const CallInfo& info,
+                                                           std::span<const DeviceExtent> extents,
+                                                           const OnCopies& onCopies, const CallOptions& opts) {
+  const ErrorContext ctx{.rank = rank_, .peer = -1, .op = op, .seq = -1};
+  // One ticket at a time, queued in the order of the tickets: they are released in that order.
+  std::lock_guard order(issueMu_);
+  device::StreamHandoff::Ticket ticket = handoff_->issue(extents, opts.stream, ctx);
+  Call onHost = onCopies(ticket.copies);
+  const std::uint64_t number = ticket.number;
+  Body body = [this, ticket = std::move(ticket), hostBody = std::move(onHost.body)](const host::OpEnv& env) {
+    if (ticket.failure) throw *ticket.failure;
+    handoff_->awaitInputs(ticket, env);
+    hostBody(env);
+  };
+  CallOptions onProgressThread = opts;
+  onProgressThread.stream = nullptr;  // the host part waits for its inputs itself
+  onProgressThread.streamAsync = false;
+  return enqueue(Call{op, nullptr, std::move(body), collective, info, nullptr, nullptr}, onProgressThread, false,
+                 number);
+}
+
+void CommunicatorImpl::noteDetachedFailure(const Error& e) {
+  bool first = false;
+  {
+    std::lock_guard lock(mu_);
+    if (!detachedError_) detachedError_ = e;
+    if (broken_.empty()) {
+      broken_ = strCat("a call that ran apart from its caller failed: ", e.what());
+      brokenCode_ = e.code();
+      brokenFlag_.store(true, std::memory_order_release);
+      first = true;
+    }
+  }
+  if (first) dumpFlightRecord(e.what());
 }
 
 Error CommunicatorImpl::withPeerProgress(const Error& e) const {
@@ -357,12 +438,14 @@ void CommunicatorImpl::dumpFlightRecord(const std::string& why) const {
   logLine(LogLevel::kWarn, rank_, strCat("could not write the flight record to ", path, " (", why, ")"));
 }
 
-std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOptions& opts, bool mayRunInline) {
+std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOptions& opts, bool mayRunInline,
+                                                     std::uint64_t releases) {
   auto work = std::make_shared<WorkState>();
   const bool collective = call.collective;
   std::unique_lock lock(mu_);
   // Only collectives take a sequence number: point-to-point calls differ between ranks by nature.
-  Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work, 0, nullptr};
+  Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work, 0, nullptr, releases,
+            call.gpu != nullptr};
   // Groups on the call's stream wait for it first; they run in issue order.
   if (opts.stream == nullptr) task.p2p = std::move(call.p2p);
   task.record = recorder_.issued(call.op, task.seq, call.info);
@@ -388,6 +471,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     return work;
   }
   const bool joinable = task.p2p != nullptr;
+  if (task.device) ++pendingDeviceCalls_;
   queue_.push_back(std::move(task));
   if (!progress_.joinable()) progress_ = startThread("the communicator's progress thread", [this] { progressLoop(); });
   cv_.notify_all();
@@ -414,6 +498,7 @@ void CommunicatorImpl::progressLoop() {
     lock.unlock();
     execute(task, true);
     lock.lock();
+    if (task.device) --pendingDeviceCalls_;
     busy_ = false;
     cv_.notify_all();
   }

@@ -12,11 +12,15 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 
+#include "algorithms/device/stream_handoff.hpp"
 #include "algorithms/host/engine.hpp"
+#include "algorithms/staging_layout.hpp"
 #include "base/config.hpp"
+#include "base/data_type.hpp"
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
 #include "core/flight_recorder.hpp"
@@ -62,8 +66,11 @@ class CommunicatorImpl {
     /// A point-to-point group on host buffers: queued, it may run as a fed group that later such calls join
     /// (p2p_group.cpp). Null for every other call.
     std::shared_ptr<const std::vector<P2pOp>> p2p{};
+    const void* gpu = nullptr;  // one of its device buffers (null: it has none): binds the device engine's GPU
   };
   using Call = CallOf<Check, Body>;
+  /// The same call made on other pointers (the host copies of its device buffers, in its extents' order).
+  using OnCopies = std::function<Call(std::span<void* const>)>;
 
   /// Runs a call in issue order and waits for it: on the calling thread when nothing else is running or queued,
   /// else after what is. When `check` throws, a collective still takes part in one round so that its peers fail
@@ -75,7 +82,8 @@ class CommunicatorImpl {
       std::unique_lock lock(mu_);
       if (!queue_.empty() || busy_) {
         lock.unlock();
-        Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p},
+        Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p,
+                          call.gpu},
                      opts, true))
             .wait();
         return;
@@ -113,11 +121,32 @@ class CommunicatorImpl {
     release();
   }
 
+  /// A call on device buffers whose caller asked not to be held (CallOptions::streamAsync), where its path would
+  /// hold it: queued on the progress thread, on host copies of `extents()` that its stream makes
+  /// (device/stream_handoff.hpp); `onCopies` makes the call on those copies. Returns its Work, or null where the
+  /// call runs as usual instead: it holds no one, it has a bad argument (run() rejects it with its peers), the
+  /// communicator is broken, or the driver cannot queue the stream's wait.
+  template <typename CheckFn, typename BodyFn, typename ExtentsFn>
+  std::shared_ptr<WorkState> detach(const CallOf<CheckFn, BodyFn>& call, ExtentsFn&& extents, const OnCopies& onCopies,
+                                    const CallOptions& opts) {
+    const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = -1};
+    if (brokenFlag_.load(std::memory_order_acquire)) return nullptr;
+    try {
+      call.check(ctx);
+    } catch (const Error&) {
+      return nullptr;
+    }
+    if (!detaches(call.gpu, call.op, call.info.count * dataTypeSize(call.info.type))) return nullptr;
+    const std::vector<DeviceExtent> ranges = extents();
+    return detachChecked(call.op, call.collective, call.info, ranges, onCopies, opts);
+  }
+
   /// Queues a call; its Work completes when it ran.
   template <typename CheckFn, typename BodyFn>
   Work submit(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
     return Work(enqueue(
-        Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p}, opts, false));
+        Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p, call.gpu},
+        opts, false));
   }
 
   host::Engine& engine() { return *engine_; }
@@ -176,10 +205,20 @@ class CommunicatorImpl {
     std::shared_ptr<WorkState> work;
     std::uint64_t record = 0;                       // its flight recorder entry
     std::shared_ptr<const std::vector<P2pOp>> p2p;  // its operations, when it may run in a fed group
+    std::uint64_t releases = 0;                     // a detached call: the handoff ticket its end releases
+    bool device = false;  // it runs on the device engine (and may settle what that engine does)
   };
   class GroupFeed;
 
-  std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline);
+  std::shared_ptr<WorkState> enqueue(Call call, const CallOptions& opts, bool mayRunInline, std::uint64_t releases = 0);
+  /// Whether a device call `op` of `bytes` would hold its caller, decided from the calls issued before it (the same
+  /// on every rank), and the handoff is there to detach it.
+  bool detaches(const void* gpu, const char* op, std::size_t bytes);
+  std::shared_ptr<WorkState> detachChecked(const char* op, bool collective, const CallInfo& info,
+                                           std::span<const DeviceExtent> extents, const OnCopies& onCopies,
+                                           const CallOptions& opts);
+  /// A detached call failed: asyncError() reports it and every later call fails with it.
+  void noteDetachedFailure(const Error& e);
   /// A timeout that names a peer, with where that peer was as this rank knows (behind, in this call, ahead); other
   /// errors as they are.
   Error withPeerProgress(const Error& e) const;
@@ -251,6 +290,13 @@ class CommunicatorImpl {
   std::atomic<bool> aborted_{false};       // broken_ is set: read without the lock on every call
   std::atomic<bool> groupRunning_{false};  // executeGroup is running: queued point-to-point calls may join it
   std::atomic<bool> p2pQueued_{false};     // a point-to-point task was queued since the group last looked
+  int pendingDeviceCalls_ = 0;             // queued device calls that are not detached: they may settle the engine
+  std::optional<Error> detachedError_;     // the first failure of a detached call
+  // Detached calls: the handoff (made at the first), and the lock that queues their tickets in issue order.
+  std::mutex issueMu_;
+  std::unique_ptr<device::StreamHandoff> handoff_;
+  bool handoffTried_ = false;
+  std::atomic<device::StreamHandoff*> handoffView_{nullptr};  // for abort() from any thread
   std::thread progress_;
 };
 

@@ -58,7 +58,7 @@ void allreduceCase(Communicator& c, cudaStream_t s, DataType type, ReduceKind ki
   DeviceBytes d(bytes), o(bytes);
   upload(d.get(), in.data(), bytes, s);
   std::byte* out = inPlace ? d.get() : o.get();
-  c.allreduce(d.get(), out, count, type, opOf(kind), {.stream = s});
+  c.allreduce(d.get(), out, count, type, opOf(kind), on(s));
   download(got.data(), out, bytes, s);
   ref::requireReduced(got.data(), count, all.ptrs, 0, type, kind, kPremulScale,
                       caseName("allreduce", type, kind, count, inPlace));
@@ -73,7 +73,7 @@ void reduceCase(Communicator& c, cudaStream_t s, DataType type, ReduceKind kind,
   DeviceBytes d(bytes), o(bytes);
   upload(d.get(), in.data(), bytes, s);
   std::byte* out = inPlace ? d.get() : o.get();
-  c.reduce(d.get(), out, count, type, opOf(kind), root, {.stream = s});
+  c.reduce(d.get(), out, count, type, opOf(kind), root, on(s));
   if (c.rank() != root) return;
   download(got.data(), out, bytes, s);
   ref::requireReduced(got.data(), count, all.ptrs, 0, type, kind, kPremulScale,
@@ -90,7 +90,7 @@ void reduceScatterCase(Communicator& c, cudaStream_t s, DataType type, ReduceKin
   DeviceBytes d(count * n * elem), o(count * elem);
   upload(d.get(), in.data(), in.size(), s);
   std::byte* out = inPlace ? d.get() + static_cast<std::size_t>(c.rank()) * count * elem : o.get();
-  c.reduceScatter(d.get(), out, count, type, opOf(kind), {.stream = s});
+  c.reduceScatter(d.get(), out, count, type, opOf(kind), on(s));
   download(got.data(), out, count * elem, s);
   ref::requireReduced(got.data(), count, all.ptrs, static_cast<std::size_t>(c.rank()) * count, type, kind, kPremulScale,
                       caseName("reduce_scatter", type, kind, count, inPlace));
@@ -120,6 +120,12 @@ Settings settingsFor(const std::string& param) {
     // Forked ranks inherit it: pooled buffers cannot be lent, so processes on one GPU take the leader path's
     // fallback, which publishes pieces in the workspaces.
     pooledDeviceBytes() = true;
+    return s;
+  }
+  if (param == "detached") {
+    // Every collective on a path whose host takes part, each run apart from its caller (the NCCL library's calls).
+    Settings s = deviceSettings("shared");
+    detachedCalls() = true;
     return s;
   }
   if (param == "oneshot_4k") {
@@ -201,22 +207,26 @@ TEST_P(DeviceReductions, AllreduceOn3And4Ranks) {
 
 // ll: the LL kernel up to its 64 KiB, one-shot above; staged: through host memory and the host path; shared: the
 // shared-GPU path of processes (on one GPU the leader path); pooled: the same on memory CUDA IPC cannot share
-// (on one GPU the leader path's fallback); threads: thread ranks (on one GPU the shared-GPU path of one context).
+// (on one GPU the leader path's fallback); threads: thread ranks (on one GPU the shared-GPU path of one context);
+// detached: the shared path's calls run apart from their callers (CallOptions::streamAsync), on host copies.
 INSTANTIATE_TEST_SUITE_P(Algorithms, DeviceReductions,
                          ::testing::Values("ll", "oneshot", "oneshot_4k", "twoshot", "staged", "shared", "pooled",
-                                           "threads"),
+                                           "threads", "detached"),
                          [](const auto& info) { return info.param; });
 
 // The collectives other than allreduce on every path of ranks that share a GPU, wherever the test runs: braid's
 // kernels ("kernels": BRAID_CUDA_SHARED_GPU=kernels, the only path where every rank has a GPU of its own), the
 // shared-GPU path of processes ("shared": BRAID_ALGO=shared, which takes it for every collective; on one GPU the
 // leader path), the same on memory CUDA IPC cannot share ("pooled": on one GPU the leader path's fallback), and
-// thread ranks with the path braid chooses ("threads": on one GPU the shared-GPU path of one context).
+// thread ranks with the path braid chooses ("threads": on one GPU the shared-GPU path of one context), and the shared
+// path's calls run apart from their callers ("detached": CallOptions::streamAsync, the NCCL library's calls).
 class DeviceCollectives : public ::testing::TestWithParam<std::string> {
  protected:
   static Settings pathSettings() {
-    Settings s = deviceSettings(GetParam() == "shared" || GetParam() == "pooled" ? "shared" : "");
+    const bool shared = GetParam() == "shared" || GetParam() == "pooled" || GetParam() == "detached";
+    Settings s = deviceSettings(shared ? "shared" : "");
     pooledDeviceBytes() = GetParam() == "pooled";
+    detachedCalls() = GetParam() == "detached";
     if (GetParam() == "kernels") s.cudaSharedGpu = "kernels";
     return s;
   }
@@ -270,26 +280,26 @@ void movingCases(Communicator& c, cudaStream_t s, std::size_t count, DataType ty
     // allgather: in place means send is this rank's block of recv.
     upload(drecv.get() + me * bytes, mine.data(), bytes, s);
     upload(dsend.get(), mine.data(), bytes, s);
-    c.allgather(inPlace ? drecv.get() + me * bytes : dsend.get(), drecv.get(), count, type, {.stream = s});
+    c.allgather(inPlace ? drecv.get() + me * bytes : dsend.get(), drecv.get(), count, type, on(s));
     check(drecv.get(), gathered, std::string("allgather") + how);
     // alltoall
     upload(dsend.get(), mine.data(), bytes * n, s);
-    c.alltoall(dsend.get(), inPlace ? dsend.get() : drecv.get(), count, type, {.stream = s});
+    c.alltoall(dsend.get(), inPlace ? dsend.get() : drecv.get(), count, type, on(s));
     check(inPlace ? dsend.get() : drecv.get(), exchanged, std::string("alltoall") + how);
   }
   for (int root = 0; root < c.size(); root += c.size() - 1) {
     const auto rootU = static_cast<std::size_t>(root);
     // broadcast (always in place): the root's first block
     upload(dsend.get(), mine.data(), bytes, s);
-    c.broadcast(dsend.get(), count, type, root, {.stream = s});
+    c.broadcast(dsend.get(), count, type, root, on(s));
     check(dsend.get(), Bytes(block(rootU, 0), block(rootU, 0) + bytes), "broadcast root " + std::to_string(root));
     // gather
     upload(dsend.get(), mine.data(), bytes, s);
-    c.gather(dsend.get(), drecv.get(), count, type, root, {.stream = s});
+    c.gather(dsend.get(), drecv.get(), count, type, root, on(s));
     if (me == root) check(drecv.get(), gathered, "gather root " + std::to_string(root));
     // scatter: block `me` of the root's input
     upload(dsend.get(), mine.data(), bytes * n, s);
-    c.scatter(dsend.get(), drecv.get(), count, type, root, {.stream = s});
+    c.scatter(dsend.get(), drecv.get(), count, type, root, on(s));
     check(drecv.get(), Bytes(block(rootU, meU), block(rootU, meU) + bytes), "scatter root " + std::to_string(root));
   }
 }
@@ -330,12 +340,19 @@ TEST_P(DeviceCollectives, AFewMovingCollectivesForTheSanitizers) {
   EXPECT_EQ(testing::failures(results), "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives, ::testing::Values("kernels", "shared", "pooled", "threads"),
+INSTANTIATE_TEST_SUITE_P(Paths, DeviceCollectives,
+                         ::testing::Values("kernels", "shared", "pooled", "threads", "detached"),
                          [](const auto& info) { return info.param; });
 
-TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {
+// Per-rank counts and point-to-point are always staged through host memory: held by their callers ("blocking") or
+// run apart from them ("detached": CallOptions::streamAsync).
+class DeviceStaging : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {
   BRAID_SKIP_WITHOUT_GPUS(1);
-  const auto results = runOnGpus(2, 1, deviceSettings(), [](Communicator& c, cudaStream_t s) {
+  const Settings settings = deviceSettings();
+  detachedCalls() = GetParam() == "detached";
+  const auto results = runOnGpus(2, 1, settings, [](Communicator& c, cudaStream_t s) {
     const int me = c.rank();
     const std::vector<std::size_t> counts = {3, 1000}, displs = {0, 5};
     const Bytes mine = exactInput(me, DataType::kInt32, ReduceKind::kBxor, counts[me], 7);
@@ -348,7 +365,7 @@ TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {
     DeviceBytes dsend(mine.size()), drecv(want.size());
     upload(dsend.get(), mine.data(), mine.size(), s);
     cuda::checkCuda(cudaMemsetAsync(drecv.get(), 0, want.size(), s), "cudaMemsetAsync");
-    c.allgatherv(dsend.get(), counts[me], drecv.get(), counts, displs, DataType::kInt32, {.stream = s});
+    c.allgatherv(dsend.get(), counts[me], drecv.get(), counts, displs, DataType::kInt32, on(s));
     download(got.data(), drecv.get(), got.size(), s);
     requireSameBytes(got.data() + 20, want.data() + 20, 4000, 4, "allgatherv");
     requireSameBytes(got.data(), want.data(), 12, 4, "allgatherv");
@@ -358,9 +375,9 @@ TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {
     const Bytes data = exactInput(0, DataType::kFloat32, ReduceKind::kSum, n, 8);
     if (me == 0) {
       upload(buf.get(), data.data(), data.size(), s);
-      c.send(buf.get(), n, DataType::kFloat32, 1, 0, {.stream = s});
+      c.send(buf.get(), n, DataType::kFloat32, 1, 0, on(s));
     } else {
-      c.recv(buf.get(), n, DataType::kFloat32, 0, 0, {.stream = s});
+      c.recv(buf.get(), n, DataType::kFloat32, 0, 0, on(s));
       Bytes back(data.size());
       download(back.data(), buf.get(), back.size(), s);
       requireSameBytes(back.data(), data.data(), data.size(), 4, "send/recv");
@@ -368,6 +385,9 @@ TEST(DeviceStaging, VariableCountsAndPointToPointStageOn2Ranks) {
   });
   EXPECT_EQ(testing::failures(results), "");
 }
+
+INSTANTIATE_TEST_SUITE_P(Callers, DeviceStaging, ::testing::Values("blocking", "detached"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace braid::gputest

@@ -40,11 +40,22 @@ inline int gpusSeenByAChild() {
 
 inline bool& pooledDeviceBytes();
 
+/// Whether the tests' calls ask to run apart from their callers (CallOptions::streamAsync), as the NCCL library's
+/// do. Set before ranks fork; reset by deviceSettings().
+inline bool& detachedCalls() {
+  static bool detached = false;
+  return detached;
+}
+
+/// The options of a test's call on stream `s`.
+inline CallOptions on(cudaStream_t s) { return {.stream = s, .streamAsync = detachedCalls()}; }
+
 /// Settings of the device tests: the environment's, a timeout that fails a hang within the test's limit, and
 /// shared memory between the ranks (the transport cuda_ipc is set up over). Test buffers come from cudaMalloc
 /// again (pooledDeviceBytes).
 inline Settings deviceSettings(const std::string& algo = "") {
   pooledDeviceBytes() = false;
+  detachedCalls() = false;
   Settings s = testing::testSettings();
   s.transport = "shm";
   s.timeoutSeconds = 60;

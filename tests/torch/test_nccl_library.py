@@ -93,13 +93,6 @@ def test_a_killed_rank_ends_every_survivor_within_seconds(tmp_path):
         assert re.search(rf"PeerLost.*(peer|rank) {size - 1}\b", text, re.S), f"rank {rank}'s log:\n{text[-3000:]}"
 
 
-@pytest.mark.xfail(
-    torch.cuda.device_count() < 2,
-    strict=True,
-    reason="processes sharing a GPU stage their calls through host memory, and such a call holds the calling thread "
-    "until it ends: torch's watchdog learns of a work only once its call returned, so the process group's timeout "
-    "cannot end it (the call ends at BRAID_TIMEOUT or when the peer is lost)",
-)
 def test_the_process_group_timeout_ends_a_collective_nobody_joins(tmp_path):
     results = finish(start("timeout", 2, tmp_path), limit_s=120)
     code, text, end = results[0]

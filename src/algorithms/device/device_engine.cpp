@@ -6,9 +6,11 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <string_view>
 #include <tuple>
 
 #include "algorithms/device/call_stream.hpp"
+#include "algorithms/device/device_scope.hpp"
 #include "base/data_type.hpp"
 #include "base/elementwise_op.hpp"
 #include "base/error.hpp"
@@ -28,28 +30,6 @@ using cuda::kernels::CollectiveKind;
 using cuda::kernels::CollectiveParams;
 using cuda::kernels::DeviceOp;
 using cuda::kernels::KernelFailure;
-
-// Makes `device` current for the scope of one call, when the calling thread has another one current.
-class DeviceScope {
- public:
-  explicit DeviceScope(int device) {
-    if (device < 0) return;
-    checkCuda(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) {
-      checkCuda(cudaSetDevice(device), "cudaSetDevice(the communicator's device)");
-    } else {
-      previous_ = -1;
-    }
-  }
-  ~DeviceScope() {
-    if (previous_ >= 0) (void)cudaSetDevice(previous_);
-  }
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-
- private:
-  int previous_ = -1;
-};
 
 WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env) {
   if (settings.cudaMemory.empty() || settings.cudaMemory == "auto") return WorkspaceMemory::kAuto;
@@ -154,6 +134,18 @@ std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
   // Ranks on one GPU: each co-located path has a name of its own for whoever reads it.
   if (kernel == AllreduceKernel::kShared && shared_) return strCat("cuda_ipc/", shared_->algorithm());
   return strCat("cuda_ipc/", allreduceKernelName(kernel));
+}
+
+std::optional<bool> DeviceEngine::holdsCaller(const char* op, std::size_t bytes) const {
+  // Per-rank counts and point-to-point are always staged; every other call runs braid's kernels where a channel
+  // is connected, unless the ranks share a GPU (the shared and leader paths meet on the host) or the policy stages
+  // a small allreduce.
+  const std::string_view name(op);
+  if (name == "allgatherv" || name == "alltoallv" || name == "p2p" || name == "barrier") return true;
+  if (!tried_) return std::nullopt;
+  if (!channel_ || sharedPath_) return true;
+  if (name != "allreduce") return false;
+  return policy_.allreduce(bytes, channel_->nvlink(), true, false, stagesSmallCalls()) == AllreduceKernel::kStaged;
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {

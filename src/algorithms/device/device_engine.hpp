@@ -72,6 +72,8 @@ class DeviceEngine final : public host::Engine {
   void abort() override;
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
+  std::optional<bool> holdsCaller(const char* op, std::size_t bytes) const override;
+
   /// The failure a kernel of this communicator recorded (ncclCommGetAsyncError), if any. Any thread.
   std::optional<Error> asyncError(const ErrorContext& ctx) const;
   /// How many calls so far read their peers' registered buffers in place (the kernels count them). Waits for

@@ -97,6 +97,10 @@ class Engine {
                                    ReduceOp /*op*/, const OpEnv& /*env*/) {
     return false;
   }
+  /// Whether a call `op` of `bytes` holds its caller until it ends (its host takes part), rather than queuing GPU
+  /// work and returning; nullopt while that is not settled (a device engine before its first call connected it).
+  /// The same answer on every rank. The thread running calls, or one ordered after it. Host engines hold every call.
+  virtual std::optional<bool> holdsCaller(const char* /*op*/, std::size_t /*bytes*/) const { return true; }
   /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as
   /// ncclCommGetAsyncError reports it; none for engines whose calls finish before they return. Any thread.
   virtual std::optional<Error> asyncError(const ErrorContext& /*ctx*/) const { return std::nullopt; }
