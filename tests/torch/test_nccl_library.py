@@ -94,7 +94,9 @@ def test_a_killed_rank_ends_every_survivor_within_seconds(tmp_path):
 
 
 def test_the_process_group_timeout_ends_a_collective_nobody_joins(tmp_path):
-    results = finish(start("timeout", 2, tmp_path), limit_s=120)
+    # torch's watchdog sleeps 4 x TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC (15 s by default) after a timeout, for the ranks'
+    # flight-recorder dumps, before it ends the process: whatever the library, that is a minute added.
+    results = finish(start("timeout", 2, tmp_path, {"TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": "500"}), limit_s=120)
     code, text, end = results[0]
     assert code not in (0, 1, None), f"rank 0 ended with {code}:\n{text[-3000:]}"
     called = re.search(r"calling the lonely all_reduce at ([0-9.]+)", text)

@@ -28,10 +28,25 @@ constexpr std::size_t kMinArenaBytes = std::size_t{1} << 20;
 // under them (a stream held by other work of its caller).
 constexpr auto kCloseGrace = std::chrono::seconds(2);
 
+// Lets this thread make calls CUDA refuses while one of its streams is being captured (cudaHostAlloc), for a scope.
+class RelaxedCapture {
+ public:
+  RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCapture() { (void)cudaThreadExchangeStreamCaptureMode(&mode_); }
+  RelaxedCapture(const RelaxedCapture&) = delete;
+  RelaxedCapture& operator=(const RelaxedCapture&) = delete;
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
 class PinnedHandoff final : public StreamHandoff {
  public:
   PinnedHandoff(int device, int rank) : device_(device), rank_(rank) {
     const DeviceScope scope(device_);
+    // Made at the first detached call, which may come while the caller captures another stream: these allocations
+    // are no part of any graph.
+    const RelaxedCapture relaxed;
     void* word = nullptr;
     checkCuda(cudaHostAlloc(&word, sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
               "cudaHostAlloc(the handoff's release word)");
