@@ -13,6 +13,7 @@ nlohmann::json toJson(const BenchRow& r) {
       {"wrong", r.wrong}};
   if (r.issueUs >= 0) j["issue_us"] = r.issueUs;
   if (r.emptyLaunchUs >= 0) j["empty_launch_us"] = r.emptyLaunchUs;
+  if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
   return j;
 }
 
@@ -33,6 +34,7 @@ BenchRow rowFromJson(const nlohmann::json& j) {
   r.wrong = j.at("wrong").get<long>();
   r.issueUs = j.value("issue_us", -1.0);
   r.emptyLaunchUs = j.value("empty_launch_us", -1.0);
+  r.algorithm = j.value("algorithm", "");
   return r;
 }
 

@@ -47,6 +47,9 @@ struct BenchRow {
   // run (the floor of any call's host cost). Negative: not measured (left out of the JSON).
   double issueUs = -1;
   double emptyLaunchUs = -1;
+  // What braid ran for the row (the transport, and for allreduce and reduce the algorithm its selector chose);
+  // empty for peers (left out of the JSON).
+  std::string algorithm;
 };
 
 /// The sizes of a sweep: minBytes, minBytes*factor, ... up to maxBytes, each rounded down to whole elements

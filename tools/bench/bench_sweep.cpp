@@ -303,9 +303,9 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
       if (o.corruptOne && comm.rank() == corruptedRank(coll, o)) corruptOneElement(p);
       row.wrong = sumWrongCounts(comm, coll, p.check());
     }
-    std::string algorithm = comm.transportName();
-    if (coll == "allreduce" || coll == "reduce") algorithm = comm.allreduceAlgorithm(bytes);
-    if (onRow) onRow(row, algorithm);
+    row.algorithm = comm.transportName();
+    if (coll == "allreduce" || coll == "reduce") row.algorithm = comm.allreduceAlgorithm(bytes);
+    if (onRow) onRow(row, row.algorithm);
     rows.push_back(row);
   }
   return rows;
