@@ -139,9 +139,11 @@ def compare(run, collectives, sizes, peers, small_max="8", dtype=None):
     return table(header, rows, ["---", "---"] + ["---:"] * (len(header) - 2))
 
 
-def sweep(run, peer, sizes=None, collective="allreduce", dtype=None, variant=None, graph=False, lower_is_better=False):
+def sweep(run, peer, sizes=None, collective="allreduce", dtype=None, variant=None, graph=False, lower_is_better=False,
+          algorithm=False):
     """One collective across sizes: times, busbw and the ratio (speedup = peer time / braid time, or with
-    lower_is_better braid time / peer time), and the CUDA-graph rows where the run has them."""
+    lower_is_better braid time / peer time), the CUDA-graph rows where the run has them, and with algorithm what
+    braid's selector chose for each size."""
     kw = dict(collective=collective, dtype=dtype, variant=variant)
     sizes = [parse_size(s) for s in sizes] if sizes else run.sizes(**kw)
     name = PEER_NAMES[peer]
@@ -149,6 +151,8 @@ def sweep(run, peer, sizes=None, collective="allreduce", dtype=None, variant=Non
     header = ["size", "braid us", f"{name} us", "braid busbw", f"{name} busbw", ratio_name]
     if graph:
         header += ["braid graph us", f"{name} graph us", "graph speedup"]
+    if algorithm:
+        header += ["braid ran"]
     rows = []
     for s in sizes:
         b, p = run.row("braid", s, **kw), run.row(peer, s, **kw)
@@ -160,8 +164,31 @@ def sweep(run, peer, sizes=None, collective="allreduce", dtype=None, variant=Non
                 cells += [us(bg["time_us"]), us(pg["time_us"]), x(pg["time_us"] / bg["time_us"])]
             else:
                 cells += ["", "", ""]
+        if algorithm:
+            cells.append(f"`{b['algorithm']}`")
         rows.append(cells)
     return table(header, rows)
+
+
+def targets(label_runs, peer="mpi", floor=0.95, bulk_peer="gloo", bulk_from="1M"):
+    """Runs of one collective at several rank counts against bars: per run, braid's busbw over `peer`'s as a
+    geometric mean over every size and at the worst size, the sizes below `floor`, and braid over `bulk_peer` at
+    and above `bulk_from` (the worst such size). Each ratio is within one run."""
+    name, bulk_name = PEER_NAMES[peer], PEER_NAMES[bulk_peer]
+    header = ["ranks", f"geomean vs {name}", f"worst vs {name}", f"sizes below {floor:.2f}x",
+              f"worst vs {bulk_name}, >= {size_text(parse_size(bulk_from))}"]
+    rows = []
+    for label, run in label_runs:
+        sizes = run.sizes()
+        ratio = {s: time(run, peer, s) / time(run, "braid", s) for s in sizes}
+        worst = min(sizes, key=ratio.get)
+        low = [size_text(s) for s in sizes if ratio[s] < floor]
+        bulk = [s for s in sizes if s >= parse_size(bulk_from)]
+        bulk_ratio = {s: time(run, bulk_peer, s) / time(run, "braid", s) for s in bulk}
+        bulk_worst = min(bulk, key=bulk_ratio.get)
+        rows.append([label, x(geomean(ratio.values())), f"{x(ratio[worst])} at {size_text(worst)}",
+                     ", ".join(low) or "none", f"{x(bulk_ratio[bulk_worst])} at {size_text(bulk_worst)}"])
+    return table(header, rows, ["---"] + ["---:"] * 4)
 
 
 def variants(run, columns, sizes=None, ratios=(), metric="busbw", impl="braid", collective="allreduce", dtype=None):
