@@ -211,6 +211,10 @@ class Communicator {
   /// The algorithm an allreduce of `bytes` on `memory` takes now: "shm/direct", "tcp/ring", "cuda_ipc/oneshot",
   /// "cuda_ipc/leader", "hierarchical (...)", ... ("" for device buffers before the first call on them).
   std::string allreduceAlgorithm(std::size_t bytes, Memory memory = Memory::kHost) const;
+  /// Why an allreduce of `bytes` on `memory` takes that algorithm, in the selector's words: forced, measured or
+  /// modelled, and the cost projected for each algorithm it considered ("" for device buffers before their first
+  /// call). BRAID_LOG=info logs it for the first call of each size.
+  std::string explain(std::size_t bytes, Memory memory = Memory::kHost) const;
   /// What joins this rank to its peers: "shared memory", "TCP over eth0, eth1 (4 streams per peer), 2 hosts", ...
   /// Call it from the thread that makes the calls.
   std::string linkDescription();

@@ -140,10 +140,12 @@ const std::vector<KnobRow>& rows() {
         "detail: before every collective each rank checks every other's call (a fingerprint exchange), so any "
         "mismatch fails on every rank; costs one message latency per call"},
        &Settings::debug},
-      // 64 KiB: below it the direct algorithm (every rank reads every input) beats reduce-scatter+allgather,
-      // whose extra round costs more than the reads it saves; a first estimate until braid tune measures it.
+      // Over shared memory the crossover depends on the rank count and the machine: unset, the selector's cost
+      // model places it (tuning/selector.cpp); braid tune measures it for one machine. Over TCP, 64 KiB: below it
+      // direct (or doubling) beats the ring, whose extra steps cost more than the bytes they save.
       {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
-        "largest message that host collectives move with the direct (one-round) algorithm"},
+        "largest message that host collectives move with the direct (one-round) algorithm; over shared memory, "
+        "unset lets the cost model of this machine and rank count choose"},
        &Settings::directMaxBytes},
       // NCCL_SOCKET_IFNAME's syntax, so sites can reuse the value they already set for NCCL.
       // 1 s / 30 s: a beat costs a store of one word (shm) or one 88-byte frame per idle peer (TCP); 30 s leaves a
@@ -357,6 +359,7 @@ Settings Settings::fromEnvironment(const Lookup& lookup) {
         s.tuned += (s.tuned.empty() ? "" : ", ") + row.info.name + "=" + it->second;
       }
     }
+    if (value) s.givenKnobs.push_back(row.info.name);
     assign(s, row, value.value_or(row.info.defaultValue));
   }
   if (!s.tuned.empty()) s.tuned += " from " + tunePath;
@@ -367,6 +370,10 @@ Settings Settings::fromEnvironment(const Lookup& lookup) {
     s.token = readSecretFile(s.tokenFile);
   }
   return s;
+}
+
+bool Settings::given(const std::string& name) const {
+  return std::find(givenKnobs.begin(), givenKnobs.end(), name) != givenKnobs.end();
 }
 
 const std::vector<KnobInfo>& allKnobs() {

@@ -57,6 +57,9 @@ struct Settings {
   std::string tuneFile;                    // BRAID_TUNE_FILE
   /// The tuned values in use ("BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"); empty if none.
   std::string tuned;
+  /// The knobs whose values came from the environment or the tune file, not their defaults.
+  std::vector<std::string> givenKnobs;
+  bool given(const std::string& name) const;
   // Launch identity (text; bootstrap/ parses and checks it).
   std::string rank;       // BRAID_RANK
   std::string worldSize;  // BRAID_WORLD_SIZE

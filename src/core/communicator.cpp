@@ -50,6 +50,11 @@ std::string Communicator::allreduceAlgorithm(std::size_t bytes, Memory memory) c
   const host::Engine* device = impl_->deviceEngine();
   return device != nullptr ? device->allreduceAlgorithm(bytes) : "";
 }
+std::string Communicator::explain(std::size_t bytes, Memory memory) const {
+  if (memory == Memory::kHost) return impl_->explainAllreduce(bytes);
+  const host::Engine* device = impl_->deviceEngine();
+  return device != nullptr ? device->explainAllreduce(bytes) : "";
+}
 std::string Communicator::linkDescription() { return impl_->linkDescription(); }
 void Communicator::abort() { impl_->abort(); }
 std::optional<Error> Communicator::asyncError() const { return impl_->asyncError(); }

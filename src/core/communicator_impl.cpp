@@ -13,6 +13,7 @@
 #include "base/logging.hpp"
 #include "base/threads.hpp"
 #include "core/record_signal.hpp"
+#include "core/this_host.hpp"
 #include "core/work_state.hpp"
 #include "topology/topology.hpp"
 #include "transport/host_identity.hpp"
@@ -21,6 +22,11 @@
 #include "tuning/selector.hpp"
 
 namespace braid::core {
+
+const topology::Topology& thisHost() {
+  static const topology::Topology host = topology::detectHost("");
+  return host;
+}
 
 namespace {
 
@@ -44,14 +50,13 @@ namespace {
 std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                               const Settings& settings) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  auto choose = [size, settings](std::size_t bytes) {
-    return tuning::chooseLocalReduce(bytes, size, settings).algorithm == tuning::LocalReduceAlgorithm::kDirect
-               ? host::ReduceAlgorithm::kDirect
-               : host::ReduceAlgorithm::kRsag;
+  auto selector = std::make_shared<const tuning::Selector>(host::localAllreduceAlgorithms(),
+                                                           tuning::machineOf(thisHost(), size, tuning::Link::kShm),
+                                                           settings, tuning::Path::kHost);
+  auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
+    return *selector->choose(bytes).algorithm;
   };
-  auto explain = [size, settings](std::size_t bytes) {
-    return tuning::explain(tuning::chooseLocalReduce(bytes, size, settings), bytes, size, settings);
-  };
+  auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
   return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }
@@ -193,7 +198,18 @@ void CommunicatorImpl::allreduce(const Route& route, const void* send, void* rec
     hierarchy_->allreduce(send, recv, count, type, op, env);
     return;
   }
+  if (logEnabled(LogLevel::kInfo) && !route.device) logChoice(count * dataTypeSize(type));
   engineFor(route, env).allreduce(send, recv, count, type, op, env);
+}
+
+// Once per power of two of sizes: the selector's reasoning, so that a log shows what ran and why without a line per
+// call. Calls run one at a time, so the mask needs no lock.
+void CommunicatorImpl::logChoice(std::size_t bytes) {
+  int bucket = 0;
+  while (bucket < 63 && (std::size_t{1} << bucket) < bytes) ++bucket;
+  if ((loggedSizes_ >> bucket) & 1U) return;
+  loggedSizes_ |= std::uint64_t{1} << bucket;
+  logLine(LogLevel::kInfo, rank_, explainAllreduce(bytes));
 }
 
 std::optional<Error> CommunicatorImpl::asyncError() const {

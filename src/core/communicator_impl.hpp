@@ -51,6 +51,8 @@ class CommunicatorImpl {
 
   /// What the next allreduce of `bytes` would run and why.
   std::string explainAllreduce(std::size_t bytes) const;
+  /// BRAID_LOG=info: the selector's reasoning for the first host allreduce of each power of two of sizes.
+  void logChoice(std::size_t bytes);
 
   using Body = std::function<void(const host::OpEnv&)>;
   using Check = std::function<void(const ErrorContext&)>;
@@ -264,7 +266,8 @@ class CommunicatorImpl {
   std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   Placement placement_;
-  bool hierarchyFits_ = false;  // Hierarchy::fits(placement_), asked once rather than at every allreduce
+  std::uint64_t loggedSizes_ = 0;  // logChoice's powers of two already logged
+  bool hierarchyFits_ = false;     // Hierarchy::fits(placement_), asked once rather than at every allreduce
   FlightRecorder recorder_;
   /// With BRAID_TRACE=PREFIX, at destruction: the calls as a Chrome trace into PREFIX.rankR.PID-N.json.
   void writeTrace() const;

@@ -36,8 +36,12 @@ LinkCost defaultLinkCost(Link link) {
     case Link::kPcie:
       return {5.0, 22, "assumed: PCIe 4.0 x16 peer copies (~22 GB/s); not measured here", true};
     case Link::kShm:
-      // The 2-core development VM: an 8-byte allreduce (direct, two steps) 0.35 us; 16 MiB (two-shot) 4.8 GB/s.
-      return {0.17, 5.0, "2 ranks on the 2-core development VM, measured (8 B 0.35 us, 16 MiB 4.8 GB/s busbw)"};
+      // Fitted to the H200 machine's 16-core host, 2-16 ranks, each host algorithm forced from 8 B to 1 MiB
+      // (bench/results/shm-forced-h200host-2026-12-04.json): small calls take 0.85 + 0.1 p us direct (two steps,
+      // every peer's flag read once) and 1.1 + 0.2 (p - 1) us reduce-scatter + allgather (three steps, read twice);
+      // each rank reads its peers' data at ~5 GB/s in both.
+      return {0.37, 5.0, "16-core H200 host, 2-16 ranks, measured (steps 0.37 us + 0.1 us per peer, 5 GB/s)", false,
+              0.1};
     case Link::kTcp:
       // Loopback, 2 ranks on the 2-core VM: 8 B in 6-8 us (direct, two steps), 512 KiB-2 MiB at 2.7-2.9 GB/s.
       return {3.3, 2.8, "loopback, 2 ranks on the 2-core development VM, measured (8 B 6.7 us, 2 MiB 2.7 GB/s)"};
@@ -80,25 +84,27 @@ double cost(double steps, double bytes, const LinkCost& link) {
 // An allreduce of `n` bytes among `p` ranks joined by `link` (one host, or the bottleneck link of several). A step
 // is one message (or one batch of messages sent at once) and its latency; every schedule but LL ends with one more,
 // the synchronisation that lets the buffers be reused (LL's flags ride inside its data).
+// The waits of a schedule are priced apart from its steps: `waits` flags of peers read (link.perPeerUs each).
 std::optional<double> flatAllreduce(Schedule s, double n, int p, const LinkCost& link, bool oneHost) {
   if (p == 1) return 0.0;
   const double peers = p - 1;
+  const double wait = link.perPeerUs;
   switch (s) {
     case Schedule::kLL:
       if (!oneHost || !link.ll) return std::nullopt;
-      return cost(1, 2 * peers * n, link);  // half of every line is flags
+      return cost(1, 2 * peers * n, link) + peers * wait;  // half of every line is flags
     case Schedule::kDirect:
-      return cost(2, peers * n, link);
+      return cost(2, peers * n, link) + peers * wait;
     case Schedule::kTwoShot:
       if (!oneHost) return std::nullopt;
-      return cost(3, 2 * peers / p * n, link);
+      return cost(3, 2 * peers / p * n, link) + 2 * peers * wait;
     case Schedule::kRing:
-      return cost(2 * peers + 1, 2 * peers / p * n, link);
+      return cost(2 * peers + 1, 2 * peers / p * n, link) + 2 * peers * wait;
     case Schedule::kDoubling: {
       const double rounds = std::ceil(std::log2(p));
       // Where p is no power of two, the ranks past the largest power fold in first and are told at the end.
       const double extra = (1 << static_cast<int>(std::floor(std::log2(p)))) == p ? 0 : 2;
-      return cost(rounds + extra + 1, (rounds + extra) * n, link);
+      return cost(rounds + extra + 1, (rounds + extra) * n, link) + (rounds + extra) * wait;
     }
     case Schedule::kHierarchical:
       return std::nullopt;

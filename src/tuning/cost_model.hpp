@@ -20,6 +20,7 @@ struct LinkCost {
   double bandwidthGBs = 0;  ///< what one rank moves over it per second, its peers together (1e9 bytes)
   std::string source;       ///< where the numbers come from
   bool ll = false;          ///< GPU kernels over it can send flags inside the data (the LL protocol)
+  double perPeerUs = 0;     ///< what each peer a step waits for adds to it (a flag read per peer, over shm)
 };
 
 const char* linkName(Link link);

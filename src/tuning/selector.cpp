@@ -1,5 +1,9 @@
 #include "tuning/selector.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
 #include "base/error.hpp"
 
 namespace braid::tuning {
@@ -13,6 +17,24 @@ struct Named {
 constexpr Named kAlgorithms[] = {{"direct", Path::kHost},    {"rsag", Path::kHost},      {"ll", Path::kDevice},
                                  {"oneshot", Path::kDevice}, {"twoshot", Path::kDevice}, {"staged", Path::kDevice},
                                  {"shared", Path::kDevice}};
+
+const char* whyName(Selection::Why why) {
+  switch (why) {
+    case Selection::Why::kForced:
+      return "forced by BRAID_ALGO";
+    case Selection::Why::kMeasured:
+      return "measured crossover";
+    case Selection::Why::kModel:
+      return "cost model";
+  }
+  return "?";
+}
+
+std::string twoDecimals(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", v);
+  return text;
+}
 
 }  // namespace
 
@@ -39,38 +61,81 @@ std::string forcedAlgorithm(const Settings& settings, Path path) {
   return found;
 }
 
-Choice chooseLocalReduce(std::size_t bytes, int ranks, const Settings& settings) {
-  const std::string forced = forcedAlgorithm(settings, Path::kHost);
-  if (forced == "direct") return {LocalReduceAlgorithm::kDirect, Reason::kForced};
-  if (forced == "rsag") return {LocalReduceAlgorithm::kRsag, Reason::kForced};
-  // With two ranks both algorithms read each input once more than they write it; direct needs half the rounds.
-  if (ranks <= 2) return {LocalReduceAlgorithm::kDirect, Reason::kTwoRanks};
-  if (bytes <= settings.directMaxBytes) return {LocalReduceAlgorithm::kDirect, Reason::kSmall};
-  return {LocalReduceAlgorithm::kRsag, Reason::kLarge};
+Machine machineOf(const topology::Topology& host, int ranks, Link link) {
+  Machine m;
+  m.ranks = ranks;
+  m.usableCpus = host.usableCpus > 0 ? host.usableCpus : host.logicalCpus;
+  m.kind = link;
+  m.link = defaultLinkCost(link);
+  return m;
 }
 
-const char* algorithmName(LocalReduceAlgorithm algorithm) {
-  return algorithm == LocalReduceAlgorithm::kDirect ? "direct" : "rsag";
-}
-
-std::string explain(const Choice& choice, std::size_t bytes, int ranks, const Settings& settings) {
-  std::string why;
-  switch (choice.reason) {
-    case Reason::kForced:
-      why = "forced by BRAID_ALGO";
-      break;
-    case Reason::kTwoRanks:
-      why = "2 ranks: direct moves the same bytes in half the rounds";
-      break;
-    case Reason::kSmall:
-      why = strCat(bytes, " B <= BRAID_DIRECT_MAX_BYTES (", settings.directMaxBytes, " B): latency-bound");
-      break;
-    case Reason::kLarge:
-      why = strCat(bytes, " B > BRAID_DIRECT_MAX_BYTES (", settings.directMaxBytes, " B): each rank reduces 1/", ranks,
-                   " of the data");
-      break;
+Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine, const Settings& settings, Path path)
+    : candidates_(std::move(candidates)), machine_(std::move(machine)) {
+  cluster_.nodes = 1;
+  cluster_.ranksPerNode = machine_.ranks;
+  cluster_.intra = machine_.link;
+  // Ranks that outnumber the cores take turns on them: a step waits for the peers sharing a core to be run, so
+  // every step and wait costs about as many times more (an assumption: not yet measured).
+  if (machine_.usableCpus > 0 && machine_.ranks > machine_.usableCpus) {
+    const double turns = std::ceil(static_cast<double>(machine_.ranks) / machine_.usableCpus);
+    cluster_.intra.latencyUs *= turns;
+    cluster_.intra.perPeerUs *= turns;
   }
-  return strCat(algorithmName(choice.algorithm), ": ", why);
+  const std::string forced = forcedAlgorithm(settings, path);
+  for (const AlgorithmDescriptor& a : candidates_) {
+    if (!forced.empty() && forced == a.name) forced_ = &a;
+  }
+  if (settings.given("BRAID_DIRECT_MAX_BYTES") && candidates_.size() >= 2) {
+    measuredMax_ = settings.directMaxBytes;
+    measuredFrom_ =
+        settings.tuned.find("BRAID_DIRECT_MAX_BYTES") != std::string::npos ? "the tune file" : "the environment";
+  }
+}
+
+bool Selector::applies(const AlgorithmDescriptor& a, std::size_t bytes) const {
+  return bytes >= a.minBytes && bytes <= a.maxBytes && machine_.ranks >= a.minRanks;
+}
+
+std::optional<double> Selector::projectedUs(const AlgorithmDescriptor& a, std::size_t bytes) const {
+  return projectUs(a.collective, a.schedule, bytes, cluster_);
+}
+
+Selection Selector::choose(std::size_t bytes) const {
+  if (forced_ != nullptr && applies(*forced_, bytes)) return {forced_, Selection::Why::kForced};
+  if (measuredMax_) {
+    const AlgorithmDescriptor* a = bytes <= *measuredMax_ ? &candidates_[0] : &candidates_[1];
+    if (applies(*a, bytes)) return {a, Selection::Why::kMeasured};
+  }
+  const AlgorithmDescriptor* best = nullptr;
+  double bestUs = 0;
+  for (const AlgorithmDescriptor& a : candidates_) {
+    if (!applies(a, bytes)) continue;
+    const std::optional<double> us = projectedUs(a, bytes);
+    if (!us) continue;
+    // Ties go to the earlier candidate: fewer steps for the same projected time.
+    if (best == nullptr || *us < bestUs) {
+      best = &a;
+      bestUs = *us;
+    }
+  }
+  if (best == nullptr) best = &candidates_.front();
+  return {best, Selection::Why::kModel};
+}
+
+std::string Selector::explain(std::size_t bytes) const {
+  const Selection s = choose(bytes);
+  std::string out = strCat(s.algorithm->name, ": ", whyName(s.why));
+  if (s.why == Selection::Why::kMeasured) {
+    out += strCat(" (BRAID_DIRECT_MAX_BYTES=", *measuredMax_, " from ", measuredFrom_, ")");
+  }
+  out += strCat("; ", s.algorithm->how, ". Considered, for ", bytes, " B over ", machine_.ranks, " ranks (",
+                linkName(machine_.kind), "):");
+  for (const AlgorithmDescriptor& a : candidates_) {
+    const std::optional<double> us = applies(a, bytes) ? projectedUs(a, bytes) : std::nullopt;
+    out += us ? strCat(" ", a.name, " ", twoDecimals(*us), " us") : strCat(" ", a.name, " (does not apply)");
+  }
+  return out + strCat(" [model: ", cluster_.intra.source, "]");
 }
 
 }  // namespace braid::tuning

@@ -1,12 +1,17 @@
-// Picks an algorithm for a call from its size and the group, and says why (logs, `braid bench`, later
-// `braid explain`). The numbers it uses are data: knobs declared in base/config.cpp, later measured tables.
-// Choosing is on every call's path, so it builds no strings; explain() does that when asked.
+// One selector per engine and communicator: given the algorithms that can run a call (their descriptors), the
+// machine they run on (detected once at creation) and what `braid tune` measured, it picks one and can say why.
+// Choosing is on every call's path, so choose() builds no strings and allocates nothing; explain() does that when
+// asked (braid explain, BRAID_LOG=info, Communicator::explain).
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/config.hpp"
+#include "topology/topology.hpp"
+#include "tuning/algorithm.hpp"
 
 namespace braid::tuning {
 
@@ -15,19 +20,46 @@ enum class Path { kHost, kDevice };
 /// The algorithm BRAID_ALGO forces on `path` ("" when none); InvalidArgument for a name braid does not know.
 std::string forcedAlgorithm(const Settings& settings, Path path);
 
-enum class LocalReduceAlgorithm { kDirect, kRsag };
+/// What the selector knows of where the ranks run.
+struct Machine {
+  int ranks = 1;       ///< the ranks the algorithms run among
+  int usableCpus = 0;  ///< cores this process may run on; 0: unknown
+  Link kind = Link::kShm;
+  LinkCost link;  ///< what joins them, priced
+};
+/// The machine of `ranks` ranks of one host joined by `link`, from that host's detected topology.
+Machine machineOf(const topology::Topology& host, int ranks, Link link);
 
-enum class Reason { kForced, kTwoRanks, kSmall, kLarge };
-
-struct Choice {
-  LocalReduceAlgorithm algorithm;
-  Reason reason;
+struct Selection {
+  enum class Why { kForced, kMeasured, kModel };
+  const AlgorithmDescriptor* algorithm = nullptr;
+  Why why = Why::kModel;
 };
 
-/// For allreduce and reduce among the ranks of one host. Throws InvalidArgument for an unknown BRAID_ALGO.
-Choice chooseLocalReduce(std::size_t bytes, int ranks, const Settings& settings);
-const char* algorithmName(LocalReduceAlgorithm algorithm);
-/// "rsag: 1048576 B > BRAID_DIRECT_MAX_BYTES (65536 B): each rank reduces 1/4 of the data"
-std::string explain(const Choice& choice, std::size_t bytes, int ranks, const Settings& settings);
+class Selector {
+ public:
+  /// `candidates`: smallest-message algorithm first. A crossover measured for this machine (BRAID_DIRECT_MAX_BYTES
+  /// from the environment or the tune file) sends calls up to it to the first candidate and larger ones to the
+  /// second; otherwise the cost model of `machine` decides. InvalidArgument for an unknown BRAID_ALGO.
+  Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine, const Settings& settings, Path path);
+
+  Selection choose(std::size_t bytes) const;
+  /// "rsag: model: rsag 12.3 us < direct 20.1 us (8 ranks over shm: ...)": the choice, why, and every candidate's
+  /// projected cost.
+  std::string explain(std::size_t bytes) const;
+  /// The cost model's projection of `algorithm` for `bytes` on this machine; nullopt where it does not apply.
+  std::optional<double> projectedUs(const AlgorithmDescriptor& algorithm, std::size_t bytes) const;
+  const Machine& machine() const { return machine_; }
+
+ private:
+  bool applies(const AlgorithmDescriptor& a, std::size_t bytes) const;
+
+  std::vector<AlgorithmDescriptor> candidates_;
+  Machine machine_;
+  Cluster cluster_;
+  const AlgorithmDescriptor* forced_ = nullptr;
+  std::optional<std::size_t> measuredMax_;  // the first candidate's measured upper bound
+  std::string measuredFrom_;                // where that bound was read
+};
 
 }  // namespace braid::tuning

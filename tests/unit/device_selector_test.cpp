@@ -51,7 +51,6 @@ TEST(DeviceSelector, BraidAlgoForcesEachPathWithItsOwnNames) {
   EXPECT_EQ(chooseDeviceAllreduce(8, 2, true, true, withAlgo("rsag")).reason, DeviceReason::kTable);
   EXPECT_EQ(forcedAlgorithm(withAlgo("rsag,twoshot"), Path::kHost), "rsag");
   EXPECT_EQ(forcedAlgorithm(withAlgo("rsag,twoshot"), Path::kDevice), "twoshot");
-  EXPECT_EQ(chooseLocalReduce(8, 4, withAlgo("twoshot")).reason, Reason::kSmall);
 }
 
 Settings sharedGpu(const std::string& mode, const std::string& algo = "") {

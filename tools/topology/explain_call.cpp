@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "braid/introspect.hpp"
 #include "tuning/device_selector.hpp"
 #include "tuning/net_selector.hpp"
 #include "tuning/selector.hpp"
@@ -89,8 +90,7 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
     out << "  transport: shared memory between the " << local << " local rank(s)\n";
     if (reduces(call.collective)) {
       out << "  algorithm: "
-          << tuning::explain(tuning::chooseLocalReduce(call.bytes, local, settings), call.bytes, local, settings)
-          << "\n";
+          << explainSharedMemoryAllreduce(call.bytes, local, t.usableCpus > 0 ? t.usableCpus : t.logicalCpus) << "\n";
     } else {
       out << "  algorithm: every rank copies through the shared slots (one schedule for this collective)\n";
     }

@@ -14,11 +14,12 @@
 
 #include "algorithms/host/op_env.hpp"
 #include "transport/local_fabric.hpp"
+#include "tuning/algorithm.hpp"
 
 namespace braid::host {
 
-enum class ReduceAlgorithm { kDirect, kRsag };
-const char* reduceAlgorithmName(ReduceAlgorithm algo);
+/// What allreduce and reduce among the ranks of one host can run, smallest-message first, for the selector.
+std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms();
 
 class LocalCollectives {
  public:
@@ -28,10 +29,10 @@ class LocalCollectives {
   int size() const { return fabric_.size(); }
 
   void barrier(const OpEnv& env);
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, ReduceAlgorithm algo,
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, tuning::Algorithm algo,
                  const OpEnv& env);
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              ReduceAlgorithm algo, const OpEnv& env);
+              tuning::Algorithm algo, const OpEnv& env);
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
   void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env);
   void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);

@@ -3,7 +3,7 @@
 namespace braid::host {
 
 LocalEngine::LocalEngine(std::unique_ptr<transport::LocalGroup> group, const transport::FabricLayout& layout,
-                         std::function<ReduceAlgorithm(std::size_t)> chooseReduce,
+                         std::function<const tuning::AlgorithmDescriptor&(std::size_t)> chooseReduce,
                          std::function<std::string(std::size_t)> explainReduce, double heartbeatInterval,
                          double heartbeatTimeout)
     : fabric_(std::move(group), layout),

@@ -20,24 +20,24 @@ class LocalEngine final : public Engine {
   /// Heartbeats: every `heartbeatInterval` s this rank's counter advances; a peer's that stands still for
   /// `heartbeatTimeout` s makes waits on it fail with PeerLost (0 turns either off).
   LocalEngine(std::unique_ptr<transport::LocalGroup> group, const transport::FabricLayout& layout,
-              std::function<ReduceAlgorithm(std::size_t)> chooseReduce,
+              std::function<const tuning::AlgorithmDescriptor&(std::size_t)> chooseReduce,
               std::function<std::string(std::size_t)> explainReduce, double heartbeatInterval = 0,
               double heartbeatTimeout = 0);
 
   transport::LocalGroup& group() { return fabric_.group(); }
 
   const char* transportName() const override { return fabric_.group().kind(); }
-  std::string allreduceAlgorithm(std::size_t bytes) const override { return reduceAlgorithmName(choose_(bytes)); }
+  std::string allreduceAlgorithm(std::size_t bytes) const override { return choose_(bytes).name; }
   std::string explainAllreduce(std::size_t bytes) const override { return explain_(bytes); }
 
   void barrier(const OpEnv& env) override { collectives_.barrier(env); }
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                  const OpEnv& env) override {
-    collectives_.allreduce(send, recv, count, type, op, choose_(count * dataTypeSize(type)), env);
+    collectives_.allreduce(send, recv, count, type, op, choose_(count * dataTypeSize(type)).id, env);
   }
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
               const OpEnv& env) override {
-    collectives_.reduce(send, recv, count, type, op, root, choose_(count * dataTypeSize(type)), env);
+    collectives_.reduce(send, recv, count, type, op, root, choose_(count * dataTypeSize(type)).id, env);
   }
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
                      const OpEnv& env) override {
@@ -79,7 +79,7 @@ class LocalEngine final : public Engine {
   transport::LocalFabric fabric_;
   LocalCollectives collectives_;
   P2pEngine p2p_;
-  std::function<ReduceAlgorithm(std::size_t)> choose_;
+  std::function<const tuning::AlgorithmDescriptor&(std::size_t)> choose_;
   std::function<std::string(std::size_t)> explain_;
   transport::Ticker heartbeat_;  // last: it stops before the fabric it beats on goes
 };

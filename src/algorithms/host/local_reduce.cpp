@@ -16,7 +16,25 @@ std::size_t alignElements(std::size_t elementBytes) { return 64 / elementBytes; 
 
 }  // namespace
 
-const char* reduceAlgorithmName(ReduceAlgorithm algo) { return algo == ReduceAlgorithm::kDirect ? "direct" : "rsag"; }
+std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms() {
+  using tuning::Algorithm, tuning::Collective, tuning::Link, tuning::Schedule;
+  return {
+      {.id = Algorithm::kShmDirect,
+       .name = "direct",
+       .collective = Collective::kAllreduce,
+       .link = Link::kShm,
+       .schedule = Schedule::kDirect,
+       .how = "one round per slot: every rank reduces every peer's input"},
+      // With one rank there is nothing to scatter.
+      {.id = Algorithm::kShmRsag,
+       .name = "rsag",
+       .collective = Collective::kAllreduce,
+       .link = Link::kShm,
+       .schedule = Schedule::kTwoShot,
+       .minRanks = 2,
+       .how = "reduce-scatter then allgather, two rounds per slot: each rank reduces 1/n of the data"},
+  };
+}
 
 void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
                                    const RoundSync& sync, bool fromPayload) {
@@ -26,14 +44,14 @@ void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t co
 }
 
 void LocalCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                 ReduceAlgorithm algo, const OpEnv& env) {
+                                 tuning::Algorithm algo, const OpEnv& env) {
   reduce(send, recv, count, type, op, /*root=*/-1, algo, env);  // a reduce whose result every rank keeps
 }
 
 // root < 0: every rank receives the result (allreduce); otherwise only root does.
 void LocalCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                              ReduceAlgorithm algo, const OpEnv& env) {
-  if (algo == ReduceAlgorithm::kDirect) {
+                              tuning::Algorithm algo, const OpEnv& env) {
+  if (algo == tuning::Algorithm::kShmDirect) {
     allreduceDirect(send, recv, count, type, op, root, env);
   } else {
     allreduceRsag(send, recv, count, type, op, root, env);
