@@ -48,3 +48,32 @@ INSTANTIATE_TEST_SUITE_P(Forced, ThreadAlgorithms,
 
 }  // namespace
 }  // namespace braid::testing
+
+namespace braid::testing {
+namespace {
+
+// What the communicator runs is what its selector says, for the rank count: every rank answers alike, a large
+// allreduce of 4 ranks goes rsag by the cost model, 2 ranks go direct, and BRAID_ALGO shows as forced.
+TEST(ThreadSelector, TheCommunicatorRunsAndExplainsTheSelectorsChoice) {
+  for (int n : {2, 4}) {
+    const auto body = [n](Communicator& comm) {
+      const std::size_t bytes = std::size_t{4} << 20;
+      const std::string text = comm.explain(bytes);
+      require(text.find(n == 2 ? "direct: cost model" : "rsag: cost model") != std::string::npos,
+              "explain says: " + text);
+      require(comm.allreduceAlgorithm(bytes).find(n == 2 ? "/direct" : "/rsag") != std::string::npos,
+              "allreduceAlgorithm says " + comm.allreduceAlgorithm(bytes));
+    };
+    EXPECT_EQ(failures(runThreads(n, body)), "") << n << " ranks";
+  }
+  Settings forced = testSettings();
+  forced.algo = "rsag";
+  const auto body = [](Communicator& comm) {
+    const std::string text = comm.explain(8);
+    require(text.find("rsag: forced by BRAID_ALGO") != std::string::npos, "explain says: " + text);
+  };
+  EXPECT_EQ(failures(runThreads(3, body, forced)), "");
+}
+
+}  // namespace
+}  // namespace braid::testing
