@@ -72,6 +72,7 @@ Machine machineOf(const topology::Topology& host, int ranks, Link link) {
 
 Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine, const Settings& settings, Path path)
     : candidates_(std::move(candidates)), machine_(std::move(machine)) {
+  if (candidates_.empty()) fail(ErrorCode::kInternal, {}, "a selector needs at least one algorithm to choose from");
   cluster_.nodes = 1;
   cluster_.ranksPerNode = machine_.ranks;
   cluster_.intra = machine_.link;
@@ -83,8 +84,8 @@ Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine,
     cluster_.intra.perPeerUs *= turns;
   }
   const std::string forced = forcedAlgorithm(settings, path);
-  for (const AlgorithmDescriptor& a : candidates_) {
-    if (!forced.empty() && forced == a.name) forced_ = &a;
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    if (!forced.empty() && forced == candidates_[i].name) forced_ = static_cast<int>(i);
   }
   if (settings.given("BRAID_DIRECT_MAX_BYTES") && candidates_.size() >= 2) {
     measuredMax_ = settings.directMaxBytes;
@@ -102,7 +103,7 @@ std::optional<double> Selector::projectedUs(const AlgorithmDescriptor& a, std::s
 }
 
 Selection Selector::choose(std::size_t bytes) const {
-  if (forced_ != nullptr && applies(*forced_, bytes)) return {forced_, Selection::Why::kForced};
+  if (forced_ >= 0 && applies(candidates_[forced_], bytes)) return {&candidates_[forced_], Selection::Why::kForced};
   if (measuredMax_) {
     const AlgorithmDescriptor* a = bytes <= *measuredMax_ ? &candidates_[0] : &candidates_[1];
     if (applies(*a, bytes)) return {a, Selection::Why::kMeasured};

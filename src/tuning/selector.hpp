@@ -32,7 +32,7 @@ Machine machineOf(const topology::Topology& host, int ranks, Link link);
 
 struct Selection {
   enum class Why { kForced, kMeasured, kModel };
-  const AlgorithmDescriptor* algorithm = nullptr;
+  const AlgorithmDescriptor* algorithm = nullptr;  ///< one of the selector's candidates: lives as long as it
   Why why = Why::kModel;
 };
 
@@ -57,7 +57,7 @@ class Selector {
   std::vector<AlgorithmDescriptor> candidates_;
   Machine machine_;
   Cluster cluster_;
-  const AlgorithmDescriptor* forced_ = nullptr;
+  int forced_ = -1;                         // the candidate BRAID_ALGO names (an index: a copied Selector stays whole)
   std::optional<std::size_t> measuredMax_;  // the first candidate's measured upper bound
   std::string measuredFrom_;                // where that bound was read
 };
