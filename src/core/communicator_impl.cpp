@@ -1,6 +1,5 @@
 #include "core/communicator_impl.hpp"
 
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -29,13 +28,6 @@ const topology::Topology& thisHost() {
 }
 
 namespace {
-
-int usableCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  const long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
 
 // Errors after which ranks may be at different rounds: the communicator cannot be used again.
 bool leavesRanksOutOfStep(ErrorCode code) {
@@ -106,7 +98,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
       settings_(std::move(settings)),
       engine_(std::move(engine)),
       keepAlive_(std::move(keepAlive)),
-      yieldWhileSpinning_(size > usableCpus()) {
+      yieldWhileSpinning_(size > std::max(thisHost().usableCpus, 1)) {
   setLogLevel(settings_.logLevel);
   if (!settings_.trace.empty()) recorder_.startTrace(kMostTraceEvents);
   if (!settings_.flightRecorderSignal.empty()) {

@@ -1,6 +1,5 @@
 #include "tuning/selector.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -65,8 +64,7 @@ Machine machineOf(const topology::Topology& host, int ranks, Link link) {
   Machine m;
   m.ranks = ranks;
   m.usableCpus = host.usableCpus > 0 ? host.usableCpus : host.logicalCpus;
-  m.kind = link;
-  m.link = defaultLinkCost(link);
+  m.link = link;
   return m;
 }
 
@@ -75,7 +73,7 @@ Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine,
   if (candidates_.empty()) fail(ErrorCode::kInternal, {}, "a selector needs at least one algorithm to choose from");
   cluster_.nodes = 1;
   cluster_.ranksPerNode = machine_.ranks;
-  cluster_.intra = machine_.link;
+  cluster_.intra = defaultLinkCost(machine_.link);
   // Ranks that outnumber the cores take turns on them: a step waits for the peers sharing a core to be run, so
   // every step and wait costs about as many times more (an assumption: not yet measured).
   if (machine_.usableCpus > 0 && machine_.ranks > machine_.usableCpus) {
@@ -131,7 +129,7 @@ std::string Selector::explain(std::size_t bytes) const {
     out += strCat(" (BRAID_DIRECT_MAX_BYTES=", *measuredMax_, " from ", measuredFrom_, ")");
   }
   out += strCat("; ", s.algorithm->how, ". Considered, for ", bytes, " B over ", machine_.ranks, " ranks (",
-                linkName(machine_.kind), "):");
+                linkName(machine_.link), "):");
   for (const AlgorithmDescriptor& a : candidates_) {
     const std::optional<double> us = applies(a, bytes) ? projectedUs(a, bytes) : std::nullopt;
     out += us ? strCat(" ", a.name, " ", twoDecimals(*us), " us") : strCat(" ", a.name, " (does not apply)");

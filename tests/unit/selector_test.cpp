@@ -19,9 +19,7 @@ Settings settingsOf(std::map<std::string, std::string> env) {
   });
 }
 
-Machine machine(int ranks, int cores) {
-  return Machine{.ranks = ranks, .usableCpus = cores, .kind = Link::kShm, .link = defaultLinkCost(Link::kShm)};
-}
+Machine machine(int ranks, int cores) { return Machine{.ranks = ranks, .usableCpus = cores, .link = Link::kShm}; }
 
 Selector hostSelector(int ranks, int cores, const Settings& settings = settingsOf({})) {
   return Selector(host::localAllreduceAlgorithms(), machine(ranks, cores), settings, Path::kHost);
