@@ -168,9 +168,14 @@ std::optional<double> projectUs(Collective collective, Schedule schedule, std::s
   }
   // Flat schedules over several hosts: the ring (or doubling) crosses between hosts once per host and step, on
   // the crossing rank's NICs, which are slower than anything inside a host.
-  const LinkCost link = oneHost ? c.intra : crossingRank(c);
-  if (collective == Collective::kAllreduce) return flatAllreduce(schedule, n, p, link, oneHost);
-  return flatGather(schedule, n, p, link, oneHost);
+  // (Inside one host the link is used as it is: no copy, whose name would cost an allocation.)
+  if (oneHost) {
+    if (collective == Collective::kAllreduce) return flatAllreduce(schedule, n, p, c.intra, true);
+    return flatGather(schedule, n, p, c.intra, true);
+  }
+  const LinkCost link = crossingRank(c);
+  if (collective == Collective::kAllreduce) return flatAllreduce(schedule, n, p, link, false);
+  return flatGather(schedule, n, p, link, false);
 }
 
 std::vector<Projection> projectAll(Collective collective, std::size_t bytes, const Cluster& cluster) {

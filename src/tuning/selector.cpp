@@ -1,7 +1,9 @@
 #include "tuning/selector.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "base/error.hpp"
 
@@ -90,6 +92,7 @@ Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine,
     measuredFrom_ =
         settings.tuned.find("BRAID_DIRECT_MAX_BYTES") != std::string::npos ? "the tune file" : "the environment";
   }
+  findCrossovers();
 }
 
 bool Selector::applies(const AlgorithmDescriptor& a, std::size_t bytes) const {
@@ -100,26 +103,66 @@ std::optional<double> Selector::projectedUs(const AlgorithmDescriptor& a, std::s
   return projectUs(a.collective, a.schedule, bytes, cluster_);
 }
 
+std::size_t Selector::cheapest(std::size_t bytes) const {
+  std::size_t best = candidates_.size();
+  double bestUs = 0;
+  for (std::size_t i = 0; i < candidates_.size(); ++i) {
+    if (!applies(candidates_[i], bytes)) continue;
+    const std::optional<double> us = projectedUs(candidates_[i], bytes);
+    if (!us) continue;
+    // Ties go to the earlier candidate: fewer steps for the same projected time.
+    if (best == candidates_.size() || *us < bestUs) {
+      best = i;
+      bestUs = *us;
+    }
+  }
+  return best == candidates_.size() ? 0 : best;
+}
+
+// The model's choice only changes where a cost line crosses another or a candidate's byte range begins or ends.
+// Those sizes are found by evaluating every power of two and every range bound, then bisecting each interval whose
+// ends disagree down to the byte; an interval holding two crossings (a candidate cheapest only inside one octave)
+// resolves one of them, which the projections of the shapes priced here (lines in the size) do not produce.
+void Selector::findCrossovers() {
+  constexpr std::size_t kLast = std::numeric_limits<std::size_t>::max();
+  std::vector<std::size_t> points{0, kLast};
+  for (std::size_t b = 1; b != 0 && b < kLast; b <<= 1) points.push_back(b);
+  for (const AlgorithmDescriptor& a : candidates_) {
+    points.push_back(a.minBytes);
+    if (a.minBytes > 0) points.push_back(a.minBytes - 1);
+    points.push_back(a.maxBytes);
+    if (a.maxBytes < kLast) points.push_back(a.maxBytes + 1);
+  }
+  std::sort(points.begin(), points.end());
+  points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::size_t from = 0;  // the largest size known to run `current`
+  std::size_t current = cheapest(0);
+  for (const std::size_t point : points) {
+    const std::size_t atPoint = cheapest(point);
+    while (atPoint != current) {
+      std::size_t same = from, other = point;  // cheapest(same) == current, cheapest(other) != current
+      while (other - same > 1) {
+        const std::size_t mid = same + (other - same) / 2;
+        (cheapest(mid) == current ? same : other) = mid;
+      }
+      ranges_.push_back({same, current});
+      from = other;
+      current = cheapest(other);
+    }
+    from = point;
+  }
+  ranges_.push_back({kLast, current});
+}
+
 Selection Selector::choose(std::size_t bytes) const {
   if (forced_ >= 0 && applies(candidates_[forced_], bytes)) return {&candidates_[forced_], Selection::Why::kForced};
   if (measuredMax_) {
     const AlgorithmDescriptor* a = bytes <= *measuredMax_ ? &candidates_[0] : &candidates_[1];
     if (applies(*a, bytes)) return {a, Selection::Why::kMeasured};
   }
-  const AlgorithmDescriptor* best = nullptr;
-  double bestUs = 0;
-  for (const AlgorithmDescriptor& a : candidates_) {
-    if (!applies(a, bytes)) continue;
-    const std::optional<double> us = projectedUs(a, bytes);
-    if (!us) continue;
-    // Ties go to the earlier candidate: fewer steps for the same projected time.
-    if (best == nullptr || *us < bestUs) {
-      best = &a;
-      bestUs = *us;
-    }
-  }
-  if (best == nullptr) best = &candidates_.front();
-  return {best, Selection::Why::kModel};
+  const auto range =
+      std::lower_bound(ranges_.begin(), ranges_.end(), bytes, [](const Range& r, std::size_t b) { return r.upTo < b; });
+  return {&candidates_[range->candidate], Selection::Why::kModel};
 }
 
 std::string Selector::explain(std::size_t bytes) const {

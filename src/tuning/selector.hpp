@@ -1,7 +1,9 @@
 // One selector per engine and communicator: given the algorithms that can run a call (their descriptors), the
 // machine they run on (detected once at creation) and what `braid tune` measured, it picks one and can say why.
-// Choosing is on every call's path, so choose() builds no strings and allocates nothing; explain() does that when
-// asked (braid explain, BRAID_LOG=info, Communicator::explain).
+// Choosing is on every call's path, so the selector works out its crossovers once, when it is made (the sizes at
+// which the cheapest candidate changes), and choose() looks the size up among them: no model, no string, no
+// allocation per call. explain() prices every candidate when asked (braid explain, BRAID_LOG=info,
+// Communicator::explain).
 #pragma once
 
 #include <cstddef>
@@ -50,8 +52,21 @@ class Selector {
   std::optional<double> projectedUs(const AlgorithmDescriptor& algorithm, std::size_t bytes) const;
   const Machine& machine() const { return machine_; }
 
+  /// Calls of up to `upTo` bytes (and more than the previous range's) run candidate `candidate` by the cost model
+  /// (an index, so that a copied selector stays whole).
+  struct Range {
+    std::size_t upTo;
+    std::size_t candidate;
+  };
+  /// The model's choices over all sizes, smallest first; the last range ends at SIZE_MAX.
+  const std::vector<Range>& crossovers() const { return ranges_; }
+  const std::vector<AlgorithmDescriptor>& candidates() const { return candidates_; }
+
  private:
   bool applies(const AlgorithmDescriptor& a, std::size_t bytes) const;
+  /// The candidate the model projects cheapest for `bytes` (an index; the first when none applies).
+  std::size_t cheapest(std::size_t bytes) const;
+  void findCrossovers();
 
   std::vector<AlgorithmDescriptor> candidates_;
   Machine machine_;
@@ -59,6 +74,7 @@ class Selector {
   int forced_ = -1;                         // the candidate BRAID_ALGO names (an index: a copied Selector stays whole)
   std::optional<std::size_t> measuredMax_;  // the first candidate's measured upper bound
   std::string measuredFrom_;                // where that bound was read
+  std::vector<Range> ranges_;               // the model's choice, by size
 };
 
 }  // namespace braid::tuning

@@ -4,10 +4,32 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
 #include <map>
+#include <new>
+#include <random>
 
 #include "algorithms/host/local_collectives.hpp"
 #include "base/error.hpp"
+
+// Counts the allocations of this test binary while a test asks it to (choose() must make none).
+namespace {
+std::atomic<bool> countingAllocations{false};
+std::atomic<long> allocations{0};
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  if (countingAllocations.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+// GCC pairs free() with the standard operator new it sees at the call, not with this replacement.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace braid::tuning {
 namespace {
@@ -108,6 +130,58 @@ TEST(Selector, ExplainNamesTheChoiceAndEveryCandidatesCost) {
   const double direct = *s.projectedUs(host::localAllreduceAlgorithms()[0], 1 << 20);
   const double rsag = *s.projectedUs(host::localAllreduceAlgorithms()[1], 1 << 20);
   EXPECT_LT(rsag, direct);
+}
+
+// The cheapest applicable candidate by pricing every one, as the selector did on every call before it worked out
+// its crossovers once.
+Algorithm priced(const Selector& s, std::size_t bytes) {
+  const AlgorithmDescriptor* best = nullptr;
+  double bestUs = 0;
+  for (const AlgorithmDescriptor& a : s.candidates()) {
+    if (bytes < a.minBytes || bytes > a.maxBytes || s.machine().ranks < a.minRanks) continue;
+    const double us = *s.projectedUs(a, bytes);
+    if (best == nullptr || us < bestUs) best = &a, bestUs = us;
+  }
+  return best->id;
+}
+
+TEST(Selector, TheCrossoversItWorksOutAreThoseOfPricingEverySize) {
+  std::mt19937_64 random(7);
+  for (int ranks : {2, 3, 4, 8, 16, 64}) {
+    for (int cores : {2, 16}) {
+      const Selector s = hostSelector(ranks, cores);
+      ASSERT_FALSE(s.crossovers().empty());
+      EXPECT_EQ(s.crossovers().back().upTo, std::numeric_limits<std::size_t>::max());
+      for (const Selector::Range& r : s.crossovers()) {
+        // On both sides of every crossover, and at it.
+        for (std::size_t b : {r.upTo - 1, r.upTo, r.upTo + 1}) {
+          if (r.upTo == std::numeric_limits<std::size_t>::max() && b != r.upTo - 1) continue;
+          EXPECT_EQ(s.choose(b).algorithm->id, priced(s, b)) << ranks << " ranks, " << cores << " cores, " << b;
+        }
+      }
+      for (int i = 0; i < 2000; ++i) {
+        const std::size_t b = random() >> (random() % 64);
+        EXPECT_EQ(s.choose(b).algorithm->id, priced(s, b)) << ranks << " ranks, " << cores << " cores, " << b;
+      }
+    }
+  }
+}
+
+TEST(Selector, ChoosingAllocatesNothing) {
+  const Selector model = hostSelector(8, 16);
+  const Selector forced = hostSelector(8, 16, settingsOf({{"BRAID_ALGO", "rsag"}}));
+  const Selector measured = hostSelector(8, 16, settingsOf({{"BRAID_DIRECT_MAX_BYTES", "256K"}}));
+  allocations = 0;
+  countingAllocations = true;
+  std::size_t picked = 0;
+  for (std::size_t b = 1; b < (std::size_t{1} << 40); b = b * 3 + 1) {
+    picked += static_cast<std::size_t>(model.choose(b).algorithm->id) +
+              static_cast<std::size_t>(forced.choose(b).algorithm->id) +
+              static_cast<std::size_t>(measured.choose(b).algorithm->id);
+  }
+  countingAllocations = false;
+  EXPECT_EQ(allocations.load(), 0);
+  EXPECT_GT(picked, 0u);
 }
 
 }  // namespace
