@@ -12,4 +12,9 @@ namespace braid {
 /// the cost it projects for each algorithm it considered. InvalidArgument for ranks < 1 or a malformed setting.
 std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores = 0);
 
+/// How an allreduce of `bytes` per rank among `ranks` ranks joined by TCP would run: as above. Its first word
+/// names the algorithm: direct, doubling or ring (the one every other collective's direct-or-pipelined choice
+/// follows too). InvalidArgument for ranks < 1 or a malformed setting.
+std::string explainTcpAllreduce(std::size_t bytes, int ranks);
+
 }  // namespace braid

@@ -34,7 +34,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_WORLD_SIZE", KnobType::kString, "", "number of ranks in the job (set by the launcher)"},
        &Settings::worldSize},
       {{"BRAID_ALGO", KnobType::kString, "",
-        "force algorithms: host allreduce direct or rsag (reduce-scatter + allgather); GPU allreduce ll, oneshot, "
+        "force algorithms: host allreduce direct or rsag (reduce-scatter + allgather) over shared memory, direct, "
+        "doubling or ring over TCP; GPU allreduce ll, oneshot, "
         "twoshot, staged (through host memory) or shared (ranks sharing a GPU; see BRAID_CUDA_SHARED_GPU); "
         "comma-separated, one per path; empty lets braid choose"},
        &Settings::algo},
@@ -94,7 +95,7 @@ const std::vector<KnobRow>& rows() {
         "where windowed GPU-buffer allreduces between hosts reduce: host (the CPU, on copies of the input) or gpu "
         "(the GPU reads its input in place and the received data from pinned memory)"},
        &Settings::netStagingReduce},
-      // auto: from 2 MiB (tuning/net_selector.cpp), where the namespace bed measured the hierarchy ahead.
+      // auto: from 2 MiB (tuning/hierarchy.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
         "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},
        &Settings::hierarchy},
@@ -145,7 +146,7 @@ const std::vector<KnobRow>& rows() {
       // direct (or doubling) beats the ring, whose extra steps cost more than the bytes they save.
       {{"BRAID_DIRECT_MAX_BYTES", KnobType::kBytes, "64K",
         "largest message that host collectives move with the direct (one-round) algorithm; over shared memory, "
-        "unset lets the cost model of this machine and rank count choose"},
+        "unset lets the cost model of this machine and rank count choose; over TCP the default applies"},
        &Settings::directMaxBytes},
       // NCCL_SOCKET_IFNAME's syntax, so sites can reuse the value they already set for NCCL.
       // 1 s / 30 s: a beat costs a store of one word (shm) or one 88-byte frame per idle peer (TCP); 30 s leaves a

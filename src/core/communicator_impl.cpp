@@ -17,7 +17,7 @@
 #include "topology/topology.hpp"
 #include "transport/host_identity.hpp"
 #include "tuning/device_selector.hpp"
-#include "tuning/net_selector.hpp"
+#include "tuning/hierarchy.hpp"
 #include "tuning/selector.hpp"
 
 namespace braid::core {

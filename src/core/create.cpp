@@ -21,7 +21,7 @@
 #include "braid/braid.hpp"
 #include "core/communicator_impl.hpp"
 #include "transport/host_identity.hpp"
-#include "tuning/net_selector.hpp"
+#include "tuning/selector.hpp"
 
 namespace braid {
 
@@ -54,21 +54,16 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
+  // The ranks may be on several hosts: this host's cores say nothing of how many ranks share each (no
+  // oversubscription is assumed).
+  auto selector = std::make_shared<const tuning::Selector>(
+      host::netAllreduceAlgorithms(), tuning::Machine{.ranks = size, .usableCpus = 0, .link = tuning::Link::kTcp},
+      settings, tuning::Path::kHost);
   host::NetPolicy policy;
-  policy.choose = [size, settings](std::size_t bytes) {
-    switch (tuning::chooseNetAllreduce(bytes, size, settings).algorithm) {
-      case tuning::NetAlgorithm::kDoubling:
-        return host::NetAlgorithm::kDoubling;
-      case tuning::NetAlgorithm::kRing:
-        return host::NetAlgorithm::kRing;
-      case tuning::NetAlgorithm::kDirect:
-        break;
-    }
-    return host::NetAlgorithm::kDirect;
+  policy.choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
+    return *selector->choose(bytes).algorithm;
   };
-  policy.explain = [size, settings](std::size_t bytes) {
-    return tuning::explainNetAllreduce(tuning::chooseNetAllreduce(bytes, size, settings), bytes, size, settings);
-  };
+  policy.explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
   if (settings.compress != "" && settings.compress != "bf16") {
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_COMPRESS=", settings.compress, " is not one of: (empty), bf16");
   }

@@ -1,6 +1,7 @@
 #include "braid/introspect.hpp"
 
 #include "algorithms/host/local_collectives.hpp"
+#include "algorithms/host/net/net_engine.hpp"
 #include "base/config.hpp"
 #include "base/error.hpp"
 #include "core/this_host.hpp"
@@ -16,6 +17,15 @@ std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores
                                             : tuning::machineOf(core::thisHost(), ranks, tuning::Link::kShm);
   const tuning::Selector selector(host::localAllreduceAlgorithms(), machine, Settings::fromEnvironment(),
                                   tuning::Path::kHost);
+  return selector.explain(bytes);
+}
+
+std::string explainTcpAllreduce(std::size_t bytes, int ranks) {
+  if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
+  // As joinTcp makes it: the ranks may be on several hosts, so no oversubscription is assumed.
+  const tuning::Selector selector(host::netAllreduceAlgorithms(),
+                                  tuning::Machine{.ranks = ranks, .usableCpus = 0, .link = tuning::Link::kTcp},
+                                  Settings::fromEnvironment(), tuning::Path::kHost);
   return selector.explain(bytes);
 }
 

@@ -12,7 +12,7 @@
 namespace braid::tuning {
 
 /// Every algorithm a selector can choose, across engines.
-enum class Algorithm : std::uint8_t { kShmDirect, kShmRsag };
+enum class Algorithm : std::uint8_t { kShmDirect, kShmRsag, kTcpDirect, kTcpDoubling, kTcpRing };
 
 struct AlgorithmDescriptor {
   Algorithm id;
@@ -23,6 +23,9 @@ struct AlgorithmDescriptor {
   std::size_t minBytes = 0;
   std::size_t maxBytes = std::numeric_limits<std::size_t>::max();
   int minRanks = 1;
+  /// Bandwidth-bound (segments pipelined, fewer bytes per rank, more steps): the side of a measured crossover
+  /// (BRAID_DIRECT_MAX_BYTES) that takes the larger calls.
+  bool pipelined = false;
   const char* how = "";  ///< one line for explain(): what each rank does
 };
 

@@ -21,6 +21,10 @@ struct LinkCost {
   std::string source;       ///< where the numbers come from
   bool ll = false;          ///< GPU kernels over it can send flags inside the data (the LL protocol)
   double perPeerUs = 0;     ///< what each peer a step waits for adds to it (a flag read per peer, over shm)
+  /// False where the model misses what decides between a pipelined schedule and an unpipelined one over this link
+  /// (over TCP: the ring overlaps sends with reductions, which the model does not price); the selector then splits
+  /// them at a measured size instead (BRAID_DIRECT_MAX_BYTES, whose default was measured over such a link).
+  bool modelPricesPipelining = true;
 };
 
 const char* linkName(Link link);

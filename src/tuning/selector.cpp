@@ -15,9 +15,10 @@ struct Named {
   const char* name;
   Path path;
 };
-constexpr Named kAlgorithms[] = {{"direct", Path::kHost},    {"rsag", Path::kHost},      {"ll", Path::kDevice},
-                                 {"oneshot", Path::kDevice}, {"twoshot", Path::kDevice}, {"staged", Path::kDevice},
-                                 {"shared", Path::kDevice}};
+// Every name BRAID_ALGO accepts, and the calls it applies to ("direct" names the shared-memory and the TCP one).
+constexpr Named kAlgorithms[] = {{"direct", Path::kHost},    {"rsag", Path::kHost},     {"doubling", Path::kHost},
+                                 {"ring", Path::kHost},      {"ll", Path::kDevice},     {"oneshot", Path::kDevice},
+                                 {"twoshot", Path::kDevice}, {"staged", Path::kDevice}, {"shared", Path::kDevice}};
 
 const char* whyName(Selection::Why why) {
   switch (why) {
@@ -54,7 +55,7 @@ std::string forcedAlgorithm(const Settings& settings, Path path) {
     }
     if (!known) {
       fail(ErrorCode::kInvalidArgument, {}, "BRAID_ALGO='", settings.algo, "': '", name,
-           "' is not an algorithm (direct, rsag, ll, oneshot, twoshot, staged, shared)");
+           "' is not an algorithm (direct, rsag, doubling, ring, ll, oneshot, twoshot, staged, shared)");
     }
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -87,12 +88,19 @@ Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine,
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
     if (!forced.empty() && forced == candidates_[i].name) forced_ = static_cast<int>(i);
   }
-  if (settings.given("BRAID_DIRECT_MAX_BYTES") && candidates_.size() >= 2) {
+  if (settings.given("BRAID_DIRECT_MAX_BYTES")) {
     measuredMax_ = settings.directMaxBytes;
     measuredFrom_ =
         settings.tuned.find("BRAID_DIRECT_MAX_BYTES") != std::string::npos ? "the tune file" : "the environment";
+  } else if (!cluster_.intra.modelPricesPipelining) {
+    measuredMax_ = settings.directMaxBytes;
+    measuredFrom_ = strCat("its default, measured over ", linkName(machine_.link));
   }
-  findCrossovers();
+  ranges_ = findCrossovers(Side::kAll);
+  if (measuredMax_) {
+    unpipelined_ = findCrossovers(Side::kUnpipelined);
+    pipelined_ = findCrossovers(Side::kPipelined);
+  }
 }
 
 bool Selector::applies(const AlgorithmDescriptor& a, std::size_t bytes) const {
@@ -103,12 +111,14 @@ std::optional<double> Selector::projectedUs(const AlgorithmDescriptor& a, std::s
   return projectUs(a.collective, a.schedule, bytes, cluster_);
 }
 
-std::size_t Selector::cheapest(std::size_t bytes) const {
+std::size_t Selector::cheapest(std::size_t bytes, Side side) const {
   std::size_t best = candidates_.size();
   double bestUs = 0;
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
-    if (!applies(candidates_[i], bytes)) continue;
-    const std::optional<double> us = projectedUs(candidates_[i], bytes);
+    const AlgorithmDescriptor& a = candidates_[i];
+    if (side != Side::kAll && a.pipelined != (side == Side::kPipelined)) continue;
+    if (!applies(a, bytes)) continue;
+    const std::optional<double> us = projectedUs(a, bytes);
     if (!us) continue;
     // Ties go to the earlier candidate: fewer steps for the same projected time.
     if (best == candidates_.size() || *us < bestUs) {
@@ -116,14 +126,14 @@ std::size_t Selector::cheapest(std::size_t bytes) const {
       bestUs = *us;
     }
   }
-  return best == candidates_.size() ? 0 : best;
+  return best;
 }
 
 // The model's choice only changes where a cost line crosses another or a candidate's byte range begins or ends.
 // Those sizes are found by evaluating every power of two and every range bound, then bisecting each interval whose
 // ends disagree down to the byte; an interval holding two crossings (a candidate cheapest only inside one octave)
 // resolves one of them, which the projections of the shapes priced here (lines in the size) do not produce.
-void Selector::findCrossovers() {
+std::vector<Selector::Range> Selector::findCrossovers(Side side) const {
   constexpr std::size_t kLast = std::numeric_limits<std::size_t>::max();
   std::vector<std::size_t> points{0, kLast};
   for (std::size_t b = 1; b != 0 && b < kLast; b <<= 1) points.push_back(b);
@@ -135,34 +145,40 @@ void Selector::findCrossovers() {
   }
   std::sort(points.begin(), points.end());
   points.erase(std::unique(points.begin(), points.end()), points.end());
+  std::vector<Range> ranges;
   std::size_t from = 0;  // the largest size known to run `current`
-  std::size_t current = cheapest(0);
+  std::size_t current = cheapest(0, side);
   for (const std::size_t point : points) {
-    const std::size_t atPoint = cheapest(point);
+    const std::size_t atPoint = cheapest(point, side);
     while (atPoint != current) {
       std::size_t same = from, other = point;  // cheapest(same) == current, cheapest(other) != current
       while (other - same > 1) {
         const std::size_t mid = same + (other - same) / 2;
-        (cheapest(mid) == current ? same : other) = mid;
+        (cheapest(mid, side) == current ? same : other) = mid;
       }
-      ranges_.push_back({same, current});
+      ranges.push_back({same, current});
       from = other;
-      current = cheapest(other);
+      current = cheapest(other, side);
     }
     from = point;
   }
-  ranges_.push_back({kLast, current});
+  ranges.push_back({kLast, current});
+  return ranges;
+}
+
+std::size_t Selector::lookUp(const std::vector<Range>& ranges, std::size_t bytes) {
+  return std::lower_bound(ranges.begin(), ranges.end(), bytes, [](const Range& r, std::size_t b) { return r.upTo < b; })
+      ->candidate;
 }
 
 Selection Selector::choose(std::size_t bytes) const {
   if (forced_ >= 0 && applies(candidates_[forced_], bytes)) return {&candidates_[forced_], Selection::Why::kForced};
   if (measuredMax_) {
-    const AlgorithmDescriptor* a = bytes <= *measuredMax_ ? &candidates_[0] : &candidates_[1];
-    if (applies(*a, bytes)) return {a, Selection::Why::kMeasured};
+    const std::size_t i = lookUp(bytes <= *measuredMax_ ? unpipelined_ : pipelined_, bytes);
+    if (i < candidates_.size()) return {&candidates_[i], Selection::Why::kMeasured};
   }
-  const auto range =
-      std::lower_bound(ranges_.begin(), ranges_.end(), bytes, [](const Range& r, std::size_t b) { return r.upTo < b; });
-  return {&candidates_[range->candidate], Selection::Why::kModel};
+  const std::size_t i = lookUp(ranges_, bytes);
+  return {&candidates_[i < candidates_.size() ? i : 0], Selection::Why::kModel};
 }
 
 std::string Selector::explain(std::size_t bytes) const {

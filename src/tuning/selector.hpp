@@ -39,9 +39,10 @@ struct Selection {
 
 class Selector {
  public:
-  /// `candidates`: smallest-message algorithm first. A crossover measured for this machine (BRAID_DIRECT_MAX_BYTES
-  /// from the environment or the tune file) sends calls up to it to the first candidate and larger ones to the
-  /// second; otherwise the cost model of `machine` decides. InvalidArgument for an unknown BRAID_ALGO.
+  /// `candidates`: smallest-message algorithm first. A measured crossover (BRAID_DIRECT_MAX_BYTES from the
+  /// environment or the tune file; over a link whose model does not price pipelining, its default) sends calls up
+  /// to it to the unpipelined candidates and larger ones to the pipelined ones; the cost model of `machine` chooses
+  /// among those, or among all without such a crossover. InvalidArgument for an unknown BRAID_ALGO.
   Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine, const Settings& settings, Path path);
 
   Selection choose(std::size_t bytes) const;
@@ -63,10 +64,14 @@ class Selector {
   const std::vector<AlgorithmDescriptor>& candidates() const { return candidates_; }
 
  private:
+  enum class Side { kAll, kUnpipelined, kPipelined };
   bool applies(const AlgorithmDescriptor& a, std::size_t bytes) const;
-  /// The candidate the model projects cheapest for `bytes` (an index; the first when none applies).
-  std::size_t cheapest(std::size_t bytes) const;
-  void findCrossovers();
+  /// The candidate on `side` the model projects cheapest for `bytes` (an index); candidates_.size() when none
+  /// applies.
+  std::size_t cheapest(std::size_t bytes, Side side) const;
+  /// The model's choice on `side` over all sizes; where none applies, the first candidate.
+  std::vector<Range> findCrossovers(Side side) const;
+  static std::size_t lookUp(const std::vector<Range>& ranges, std::size_t bytes);
 
   std::vector<AlgorithmDescriptor> candidates_;
   Machine machine_;
@@ -75,6 +80,8 @@ class Selector {
   std::optional<std::size_t> measuredMax_;  // the first candidate's measured upper bound
   std::string measuredFrom_;                // where that bound was read
   std::vector<Range> ranges_;               // the model's choice, by size
+  std::vector<Range> unpipelined_;          // the same among the unpipelined candidates (with a measured crossover)
+  std::vector<Range> pipelined_;            // and among the pipelined ones
 };
 
 }  // namespace braid::tuning

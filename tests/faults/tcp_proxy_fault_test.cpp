@@ -127,7 +127,9 @@ std::vector<RankOutcome> runWithFault(int n, std::size_t count, Fault fault, int
         how.options.describe = host::describeInWords;
         auto mesh = bootstrap::joinTcpMesh(store, r, n, how, Deadline::after(30));
         host::NetPolicy policy{
-            [](std::size_t b) { return b > (64u << 10) ? host::NetAlgorithm::kRing : host::NetAlgorithm::kDirect; },
+            [](std::size_t b) -> const tuning::AlgorithmDescriptor& {
+              return host::netAlgorithm(b > (64u << 10) ? tuning::Algorithm::kTcpRing : tuning::Algorithm::kTcpDirect);
+            },
             [](std::size_t) { return std::string("test"); }};
         host::NetEngine engine(std::move(mesh), std::move(policy), 100);
         std::vector<std::int64_t> v(count);

@@ -75,7 +75,9 @@ TEST(TcpAuth, IntrudersAreDroppedAndTheJobCompletes) {
         if (r == 1) intrudersConnected.wait();
         auto mesh = bootstrap::joinTcpMesh(*store, r, 2, how, Deadline::after(30));
         // A direct allreduce of one int: the policy needs no table here.
-        host::NetPolicy direct{[](std::size_t) { return host::NetAlgorithm::kDirect; },
+        host::NetPolicy direct{[](std::size_t) -> const tuning::AlgorithmDescriptor& {
+                                 return host::netAlgorithm(tuning::Algorithm::kTcpDirect);
+                               },
                                [](std::size_t) { return std::string("direct"); }};
         host::NetEngine engine(std::move(mesh), std::move(direct), 100);
         host::OpEnv env;

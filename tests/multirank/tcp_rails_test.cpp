@@ -44,7 +44,9 @@ TEST(TcpRails, StreamsTakeTheRailsInTurnAndCarryARing) {
             throw std::runtime_error(strCat("streams to rank ", p, " use ", seen, "(want two on each rail)"));
           }
         }
-        host::NetPolicy ring{[](std::size_t) { return host::NetAlgorithm::kRing; },
+        host::NetPolicy ring{[](std::size_t) -> const tuning::AlgorithmDescriptor& {
+                               return host::netAlgorithm(tuning::Algorithm::kTcpRing);
+                             },
                              [](std::size_t) { return std::string("ring"); }};
         host::NetEngine engine(std::move(mesh), std::move(ring), 100);
         host::OpEnv env;

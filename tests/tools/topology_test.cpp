@@ -405,13 +405,13 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   EXPECT_TRUE(has(e, "algorithm: direct: cost model")) << e;
   e = explain("dgx-h100-nvswitch", {"allreduce", 1 << 20, false, 16, 2});
   EXPECT_TRUE(has(e, "TCP between all ranks over ibp0s0")) << e;
-  EXPECT_TRUE(has(e, "ring: 1048576 B")) << e;
+  EXPECT_TRUE(has(e, "ring: measured crossover") && has(e, "for 1048576 B over 16 ranks (tcp)")) << e;
   // From 2 MiB, hosts of several ranks each go hierarchical (core/hierarchy.cpp), as the communicator does.
   e = explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2});
   EXPECT_TRUE(has(e, "algorithm: hierarchical")) << e;
   EXPECT_TRUE(has(e, "each local rank's 2097152 B shard")) << e;
   settings.hierarchy = "off";
-  EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2}), "ring: 16777216 B"));
+  EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 16 << 20, false, 16, 2}), "for 16777216 B over 16"));
   settings.hierarchy = "auto";
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 8, false, 16, 2}), "doubling"));
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", 8, true, 16, 2}), "staged through pinned host memory"));

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "algorithms/host/local_collectives.hpp"
+#include "algorithms/host/net/net_engine.hpp"
 #include "base/error.hpp"
 
 // Counts the allocations of this test binary while a test asks it to (choose() must make none).
@@ -118,6 +119,52 @@ TEST(Selector, AMeasuredCrossoverWinsOverTheModel) {
       << s.explain(4096);
   // The default value alone is not a measurement.
   EXPECT_EQ(hostSelector(16, 16).choose(32 * 1024).why, Selection::Why::kModel);
+}
+
+// Over TCP the algorithms describe themselves too: direct up to BRAID_DIRECT_MAX_BYTES (its default measured over
+// loopback: the model does not price the ring's overlap), doubling instead from 4 ranks on (the model, with each
+// peer's messages priced), the pipelined ring above.
+Selector netSelector(int ranks, const Settings& settings = settingsOf({})) {
+  return Selector(host::netAllreduceAlgorithms(), Machine{.ranks = ranks, .usableCpus = 0, .link = Link::kTcp},
+                  settings, Path::kHost);
+}
+
+TEST(Selector, OverTcpDirectOrDoublingThenTheRing) {
+  EXPECT_EQ(netSelector(2).choose(8).algorithm->id, Algorithm::kTcpDirect);
+  EXPECT_EQ(netSelector(3).choose(64 * 1024).algorithm->id, Algorithm::kTcpDirect);
+  EXPECT_EQ(netSelector(4).choose(8).algorithm->id, Algorithm::kTcpDoubling);
+  EXPECT_EQ(netSelector(4).choose(64 * 1024).algorithm->id, Algorithm::kTcpDoubling);
+  EXPECT_EQ(netSelector(8).choose(64 * 1024).algorithm->id, Algorithm::kTcpDoubling);
+  EXPECT_EQ(netSelector(4).choose(64 * 1024 + 1).algorithm->id, Algorithm::kTcpRing);
+  EXPECT_EQ(netSelector(2).choose(64 * 1024 + 1).algorithm->id, Algorithm::kTcpRing);
+  EXPECT_EQ(netSelector(4).choose(64 * 1024).why, Selection::Why::kMeasured);
+  // One rank has nothing to send: direct copies, whatever the size.
+  EXPECT_EQ(netSelector(1).choose(std::size_t{1} << 30).algorithm->id, Algorithm::kTcpDirect);
+  // A measured crossover moves the split; 0 sends every size around the ring.
+  EXPECT_EQ(netSelector(8, settingsOf({{"BRAID_DIRECT_MAX_BYTES", "0"}})).choose(1024).algorithm->id,
+            Algorithm::kTcpRing);
+  EXPECT_EQ(netSelector(2, settingsOf({{"BRAID_DIRECT_MAX_BYTES", "1M"}})).choose(1 << 20).algorithm->id,
+            Algorithm::kTcpDirect);
+  Settings zero = settingsOf({});
+  zero.directMaxBytes = 0;  // as the tests of the ring set it
+  EXPECT_EQ(netSelector(2, zero).choose(8).algorithm->id, Algorithm::kTcpRing);
+}
+
+TEST(Selector, OverTcpBraidAlgoForcesAndExplainSaysWhy) {
+  EXPECT_EQ(netSelector(4, settingsOf({{"BRAID_ALGO", "ring"}})).choose(8).algorithm->id, Algorithm::kTcpRing);
+  EXPECT_EQ(netSelector(8, settingsOf({{"BRAID_ALGO", "direct"}})).choose(8).algorithm->id, Algorithm::kTcpDirect);
+  // Doubling needs 4 ranks: forced on 2 it does not apply, and the usual choice stands.
+  EXPECT_EQ(netSelector(2, settingsOf({{"BRAID_ALGO", "doubling"}})).choose(8).algorithm->id, Algorithm::kTcpDirect);
+  // A shared-memory name leaves TCP alone.
+  EXPECT_EQ(netSelector(4, settingsOf({{"BRAID_ALGO", "rsag"}})).choose(8).algorithm->id, Algorithm::kTcpDoubling);
+  const std::string ring = netSelector(4).explain(1 << 20);
+  EXPECT_EQ(
+      ring.rfind("ring: measured crossover (BRAID_DIRECT_MAX_BYTES=65536 from its default, measured over tcp)", 0), 0u)
+      << ring;
+  EXPECT_NE(ring.find("doubling "), std::string::npos) << ring;
+  EXPECT_NE(ring.find("4 ranks (tcp)"), std::string::npos) << ring;
+  const std::string doubling = netSelector(8).explain(8);
+  EXPECT_EQ(doubling.rfind("doubling:", 0), 0u) << doubling;
 }
 
 TEST(Selector, ExplainNamesTheChoiceAndEveryCandidatesCost) {

@@ -6,7 +6,7 @@
 #include "base/error.hpp"
 #include "braid/introspect.hpp"
 #include "tuning/device_selector.hpp"
-#include "tuning/net_selector.hpp"
+#include "tuning/hierarchy.hpp"
 #include "tuning/selector.hpp"
 
 namespace braid::tools {
@@ -63,17 +63,17 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
       tuning::useHierarchy(call.bytes, settings)) {
     // core/hierarchy.cpp: the same three steps the communicator takes.
     const std::size_t shard = call.bytes / static_cast<std::size_t>(local);
-    const tuning::NetChoice net = tuning::chooseNetAllreduce(shard, call.hosts, settings);
     out << "  transport: shared memory inside each host, TCP between hosts\n"
         << "  algorithm: hierarchical (" << call.bytes << " B >= " << tuning::kHierarchyMinBytes
         << " B, BRAID_HIERARCHY): reduce-scatter among the " << local << " local ranks; between the " << call.hosts
-        << " hosts, each local rank's " << shard << " B shard among the ranks of its local rank: "
-        << tuning::explainNetAllreduce(net, shard, call.hosts, settings) << "; allgather among the local ranks\n";
+        << " hosts, each local rank's " << shard
+        << " B shard among the ranks of its local rank: " << explainTcpAllreduce(shard, call.hosts)
+        << "; allgather among the local ranks\n";
     if (settings.compress == "bf16") out << "  float32 sums: bfloat16 on the wire between hosts (BRAID_COMPRESS)\n";
     return out.str();
   }
   if (call.hosts > 1) {
-    const tuning::NetChoice net = tuning::chooseNetAllreduce(call.bytes, call.ranks, settings);
+    const std::string net = explainTcpAllreduce(call.bytes, call.ranks);
     const topology::Nic* nic = t.fastestNic();
     out << "  transport: TCP between all ranks"
         << (nic != nullptr ? " over " + (settings.ifname.empty() ? nic->name : settings.ifname) : std::string()) << ", "
@@ -81,9 +81,7 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
     if (call.device)
       out << "  GPU buffers: staged through pinned host memory (braid has no GPU-direct network path yet)\n";
     out << "  algorithm: "
-        << (reduces(call.collective) ? tuning::explainNetAllreduce(net, call.bytes, call.ranks, settings)
-                                     : netSchedule(call.collective, net.algorithm != tuning::NetAlgorithm::kRing))
-        << "\n";
+        << (reduces(call.collective) ? net : netSchedule(call.collective, net.rfind("ring:", 0) != 0)) << "\n";
     return out.str();
   }
   if (!call.device) {

@@ -32,6 +32,7 @@ std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms() {
        .link = Link::kShm,
        .schedule = Schedule::kTwoShot,
        .minRanks = 2,
+       .pipelined = true,
        .how = "reduce-scatter then allgather, two rounds per slot: each rank reduces 1/n of the data"},
   };
 }

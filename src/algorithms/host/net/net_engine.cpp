@@ -7,8 +7,48 @@
 
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/p2p_feed.hpp"
+#include "base/error.hpp"
 
 namespace braid::host {
+
+std::vector<tuning::AlgorithmDescriptor> netAllreduceAlgorithms() {
+  using tuning::Algorithm, tuning::Collective, tuning::Link, tuning::Schedule;
+  return {
+      {.id = Algorithm::kTcpDirect,
+       .name = "direct",
+       .collective = Collective::kAllreduce,
+       .link = Link::kTcp,
+       .schedule = Schedule::kDirect,
+       .how = "every rank sends its input to every peer and reduces all n in rank order: one message latency, n-1 "
+              "messages"},
+      // With 2 ranks doubling is direct's one exchange; with 3 its fold adds two message latencies (the model
+      // prices that too); measured from 4 ranks on over loopback (docs/BENCHMARKS.md).
+      {.id = Algorithm::kTcpDoubling,
+       .name = "doubling",
+       .collective = Collective::kAllreduce,
+       .link = Link::kTcp,
+       .schedule = Schedule::kDoubling,
+       .minRanks = 4,
+       .how = "recursive doubling: log2 n exchanges of the whole buffer, one peer at a time"},
+      {.id = Algorithm::kTcpRing,
+       .name = "ring",
+       .collective = Collective::kAllreduce,
+       .link = Link::kTcp,
+       .schedule = Schedule::kRing,
+       .minRanks = 2,
+       .pipelined = true,
+       .how = "reduce-scatter then allgather around a ring, segments pipelined: each rank sends 2(n-1)/n of the "
+              "buffer (bandwidth-optimal)"},
+  };
+}
+
+const tuning::AlgorithmDescriptor& netAlgorithm(tuning::Algorithm id) {
+  static const std::vector<tuning::AlgorithmDescriptor> all = netAllreduceAlgorithms();
+  for (const tuning::AlgorithmDescriptor& a : all) {
+    if (a.id == id) return a;
+  }
+  fail(ErrorCode::kInvalidArgument, {}, "algorithm ", static_cast<int>(id), " is not one of the TCP engine's");
+}
 
 NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, NetPolicy policy, long spinMicros, bool fingerprint)
     : mesh_(std::move(mesh)), policy_(std::move(policy)), spinMicros_(spinMicros), fingerprint_(fingerprint) {}

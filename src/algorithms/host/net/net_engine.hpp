@@ -22,15 +22,19 @@
 #include "algorithms/host/net/registered_scratch.hpp"
 #include "algorithms/patterns/partition.hpp"
 #include "transport/tcp/tcp_mesh.hpp"
+#include "tuning/algorithm.hpp"
 
 namespace braid::host {
 
-enum class NetAlgorithm { kDirect, kDoubling, kRing };
+/// The allreduce algorithms over TCP, described for the selector: direct, recursive doubling and the ring.
+std::vector<tuning::AlgorithmDescriptor> netAllreduceAlgorithms();
+/// The descriptor of `id` among them, for a policy that fixes one (tests); InvalidArgument for another engine's id.
+const tuning::AlgorithmDescriptor& netAlgorithm(tuning::Algorithm id);
 
-/// The engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning): which allreduce
-/// algorithm a size takes (every other collective goes direct unless this says ring), and why.
+/// The engine's choices, made by core/'s selector over netAllreduceAlgorithms(): which allreduce algorithm a size
+/// takes (every other collective goes direct unless this says ring), and why.
 struct NetPolicy {
-  std::function<NetAlgorithm(std::size_t bytes)> choose;
+  std::function<const tuning::AlgorithmDescriptor&(std::size_t bytes)> choose;
   std::function<std::string(std::size_t bytes)> explain;
   /// BRAID_COMPRESS=bf16: ring allreduces of float32 sums and averages carry bfloat16 (net_compressed.cpp).
   bool compressBf16 = false;
@@ -120,9 +124,13 @@ class NetEngine final : public Engine {
   void runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body);
 
   /// Latency-bound sizes (one message per peer) against pipelined ones, and recursive doubling for allreduce
-  /// (tuning/net_selector.cpp says when and why).
-  bool direct(std::size_t bytes) const { return size() <= 1 || policy_.choose(bytes) != NetAlgorithm::kRing; }
-  bool doubling(std::size_t bytes) const { return size() > 1 && policy_.choose(bytes) == NetAlgorithm::kDoubling; }
+  /// (the selector says when and why: braid explain).
+  bool direct(std::size_t bytes) const {
+    return size() <= 1 || policy_.choose(bytes).id != tuning::Algorithm::kTcpRing;
+  }
+  bool doubling(std::size_t bytes) const {
+    return size() > 1 && policy_.choose(bytes).id == tuning::Algorithm::kTcpDoubling;
+  }
   /// Reduce-scatter around the ring over `accum` (this rank's contribution, or where hooks.input's is reduced to):
   /// afterwards block `rank` holds the reduction over all ranks, written to `ownedOut` (which may alias accum's
   /// block). `hooks` (for the windowed ring, net_staged.cpp) may stand in for reading and reducing accum.
