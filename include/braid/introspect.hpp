@@ -17,4 +17,16 @@ std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores
 /// follows too). InvalidArgument for ranks < 1 or a malformed setting.
 std::string explainTcpAllreduce(std::size_t bytes, int ranks);
 
+/// What decides how an allreduce of GPU buffers among the ranks of one host runs.
+struct GpuAllreduceFacts {
+  bool peerAccess = true;   ///< every GPU maps every other's memory (braid's kernels can run)
+  bool nvlink = true;       ///< every pair of GPUs is joined by NVLink (else PCIe)
+  bool sharedPath = false;  ///< the ranks share a GPU and take the shared-GPU path
+  bool processes = false;   ///< on that path, some of them are different processes
+};
+/// How an allreduce of `bytes` per rank of GPU buffers among `ranks` ranks of one host would run: as above, its
+/// first word the algorithm (ll, oneshot, twoshot, staged or shared). InvalidArgument for ranks < 1 or a malformed
+/// setting.
+std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts);
+
 }  // namespace braid

@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <mutex>
+#include <optional>
 
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
@@ -16,7 +19,7 @@
 #include "core/work_state.hpp"
 #include "topology/topology.hpp"
 #include "transport/host_identity.hpp"
-#include "tuning/device_selector.hpp"
+#include "tuning/device_path.hpp"
 #include "tuning/hierarchy.hpp"
 #include "tuning/selector.hpp"
 
@@ -53,30 +56,42 @@ std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transpor
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }
 
-// The device engine's choices from tuning's table, as makeLocalEngine does for the host engine.
+// The device engine's allreduce selectors, one for each set of facts it may report (before it connects, after,
+// on NVLink or PCIe), each made when first asked: an engine asks for one or two.
+class DeviceSelectors {
+ public:
+  DeviceSelectors(int size, Settings settings) : size_(size), settings_(std::move(settings)) {}
+
+  const tuning::Selector& of(const device::DeviceFacts& f, bool nvlink) {
+    const std::size_t key = (f.channel ? 1 : 0) | (f.shared ? 2 : 0) | (f.processes ? 4 : 0) | (nvlink ? 8 : 0);
+    std::call_once(made_[key], [&] {
+      const tuning::Machine machine{
+          .ranks = size_, .usableCpus = 0, .link = nvlink ? tuning::Link::kNvlink : tuning::Link::kPcie};
+      selectors_[key].emplace(device::allreduceAlgorithms(f, settings_), machine, settings_, tuning::Path::kDevice);
+    });
+    return *selectors_[key];
+  }
+
+ private:
+  const int size_;
+  const Settings settings_;
+  std::array<std::once_flag, 16> made_;
+  std::array<std::optional<tuning::Selector>, 16> selectors_;
+};
+
+// The device engine's choices: its algorithms weighed by a selector, as makeLocalEngine does for the host engine.
 device::DevicePolicy devicePolicy(int size, const Settings& settings) {
   device::DevicePolicy policy;
   policy.sharedPath = [settings](bool shared) {
     return tuning::chooseSharedGpuPath(shared, shared && topology::mpsServerRunning(), settings);
   };
-  policy.allreduce = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes) {
-    switch (tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared, processes).algorithm) {
-      case tuning::DeviceAlgorithm::kLL:
-        return device::AllreduceKernel::kLL;
-      case tuning::DeviceAlgorithm::kOneShot:
-        return device::AllreduceKernel::kOneShot;
-      case tuning::DeviceAlgorithm::kTwoShot:
-        return device::AllreduceKernel::kTwoShot;
-      case tuning::DeviceAlgorithm::kShared:
-        return device::AllreduceKernel::kShared;
-      case tuning::DeviceAlgorithm::kStaged:
-        break;
-    }
-    return device::AllreduceKernel::kStaged;
+  auto selectors = std::make_shared<DeviceSelectors>(size, settings);
+  policy.allreduce = [selectors](std::size_t bytes, const device::DeviceFacts& facts,
+                                 bool nvlink) -> const tuning::AlgorithmDescriptor& {
+    return *selectors->of(facts, nvlink).choose(bytes).algorithm;
   };
-  policy.explain = [size, settings](std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes) {
-    return tuning::explainDeviceAllreduce(
-        tuning::chooseDeviceAllreduce(bytes, size, nvlink, channel, settings, shared, processes), bytes, size, nvlink);
+  policy.explain = [selectors](std::size_t bytes, const device::DeviceFacts& facts, bool nvlink) {
+    return selectors->of(facts, nvlink).explain(bytes);
   };
   policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
     return tuning::deviceBlocks(windowBytes, maxBlocks, settings);

@@ -1,5 +1,6 @@
 #include "braid/introspect.hpp"
 
+#include "algorithms/device/device_algorithms.hpp"
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/net/net_engine.hpp"
 #include "base/config.hpp"
@@ -26,6 +27,18 @@ std::string explainTcpAllreduce(std::size_t bytes, int ranks) {
   const tuning::Selector selector(host::netAllreduceAlgorithms(),
                                   tuning::Machine{.ranks = ranks, .usableCpus = 0, .link = tuning::Link::kTcp},
                                   Settings::fromEnvironment(), tuning::Path::kHost);
+  return selector.explain(bytes);
+}
+
+std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts) {
+  if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
+  const Settings settings = Settings::fromEnvironment();
+  const device::DeviceFacts f{.channel = facts.peerAccess, .shared = facts.sharedPath, .processes = facts.processes};
+  const tuning::Selector selector(
+      device::allreduceAlgorithms(f, settings),
+      tuning::Machine{
+          .ranks = ranks, .usableCpus = 0, .link = facts.nvlink ? tuning::Link::kNvlink : tuning::Link::kPcie},
+      settings, tuning::Path::kDevice);
   return selector.explain(bytes);
 }
 

@@ -12,7 +12,18 @@
 namespace braid::tuning {
 
 /// Every algorithm a selector can choose, across engines.
-enum class Algorithm : std::uint8_t { kShmDirect, kShmRsag, kTcpDirect, kTcpDoubling, kTcpRing };
+enum class Algorithm : std::uint8_t {
+  kShmDirect,
+  kShmRsag,
+  kTcpDirect,
+  kTcpDoubling,
+  kTcpRing,
+  kGpuLL,
+  kGpuOneShot,
+  kGpuTwoShot,
+  kGpuStaged,
+  kGpuShared,
+};
 
 struct AlgorithmDescriptor {
   Algorithm id;
@@ -26,6 +37,9 @@ struct AlgorithmDescriptor {
   /// Bandwidth-bound (segments pipelined, fewer bytes per rank, more steps): the side of a measured crossover
   /// (BRAID_DIRECT_MAX_BYTES) that takes the larger calls.
   bool pipelined = false;
+  /// False where the cost model has no schedule for it (a path chosen by the machine's constraints and measured
+  /// sizes, as staging through host memory): the selector takes it only where no modelled candidate applies.
+  bool modelled = true;
   const char* how = "";  ///< one line for explain(): what each rank does
 };
 

@@ -28,6 +28,8 @@ const char* whyName(Selection::Why why) {
       return "measured crossover";
     case Selection::Why::kModel:
       return "cost model";
+    case Selection::Why::kPath:
+      return "the path this machine leaves";
   }
   return "?";
 }
@@ -88,11 +90,13 @@ Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine,
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
     if (!forced.empty() && forced == candidates_[i].name) forced_ = static_cast<int>(i);
   }
-  if (settings.given("BRAID_DIRECT_MAX_BYTES")) {
+  // BRAID_DIRECT_MAX_BYTES splits host algorithms only; the GPU kernels' measured bounds narrow their descriptors.
+  const bool host = path == Path::kHost;
+  if (host && settings.given("BRAID_DIRECT_MAX_BYTES")) {
     measuredMax_ = settings.directMaxBytes;
     measuredFrom_ =
         settings.tuned.find("BRAID_DIRECT_MAX_BYTES") != std::string::npos ? "the tune file" : "the environment";
-  } else if (!cluster_.intra.modelPricesPipelining) {
+  } else if (host && !cluster_.intra.modelPricesPipelining) {
     measuredMax_ = settings.directMaxBytes;
     measuredFrom_ = strCat("its default, measured over ", linkName(machine_.link));
   }
@@ -113,11 +117,16 @@ std::optional<double> Selector::projectedUs(const AlgorithmDescriptor& a, std::s
 
 std::size_t Selector::cheapest(std::size_t bytes, Side side) const {
   std::size_t best = candidates_.size();
+  std::size_t unmodelled = candidates_.size();  // the first that applies, where no modelled one does
   double bestUs = 0;
   for (std::size_t i = 0; i < candidates_.size(); ++i) {
     const AlgorithmDescriptor& a = candidates_[i];
     if (side != Side::kAll && a.pipelined != (side == Side::kPipelined)) continue;
     if (!applies(a, bytes)) continue;
+    if (!a.modelled) {
+      if (unmodelled == candidates_.size()) unmodelled = i;
+      continue;
+    }
     const std::optional<double> us = projectedUs(a, bytes);
     if (!us) continue;
     // Ties go to the earlier candidate: fewer steps for the same projected time.
@@ -126,7 +135,7 @@ std::size_t Selector::cheapest(std::size_t bytes, Side side) const {
       bestUs = *us;
     }
   }
-  return best;
+  return best != candidates_.size() ? best : unmodelled;
 }
 
 // The model's choice only changes where a cost line crosses another or a candidate's byte range begins or ends.
@@ -178,7 +187,8 @@ Selection Selector::choose(std::size_t bytes) const {
     if (i < candidates_.size()) return {&candidates_[i], Selection::Why::kMeasured};
   }
   const std::size_t i = lookUp(ranges_, bytes);
-  return {&candidates_[i < candidates_.size() ? i : 0], Selection::Why::kModel};
+  const AlgorithmDescriptor& a = candidates_[i < candidates_.size() ? i : 0];
+  return {&a, a.modelled ? Selection::Why::kModel : Selection::Why::kPath};
 }
 
 std::string Selector::explain(std::size_t bytes) const {
@@ -190,8 +200,15 @@ std::string Selector::explain(std::size_t bytes) const {
   out += strCat("; ", s.algorithm->how, ". Considered, for ", bytes, " B over ", machine_.ranks, " ranks (",
                 linkName(machine_.link), "):");
   for (const AlgorithmDescriptor& a : candidates_) {
-    const std::optional<double> us = applies(a, bytes) ? projectedUs(a, bytes) : std::nullopt;
-    out += us ? strCat(" ", a.name, " ", twoDecimals(*us), " us") : strCat(" ", a.name, " (does not apply)");
+    if (!applies(a, bytes)) {
+      out += strCat(" ", a.name, " (does not apply)");
+    } else if (!a.modelled) {
+      out += strCat(" ", a.name, " (not modelled)");
+    } else if (const std::optional<double> us = projectedUs(a, bytes)) {
+      out += strCat(" ", a.name, " ", twoDecimals(*us), " us");
+    } else {
+      out += strCat(" ", a.name, " (does not apply)");
+    }
   }
   return out + strCat(" [model: ", cluster_.intra.source, "]");
 }

@@ -32,7 +32,8 @@ struct Machine {
 Machine machineOf(const topology::Topology& host, int ranks, Link link);
 
 struct Selection {
-  enum class Why { kForced, kMeasured, kModel };
+  /// kPath: no modelled candidate applies, and this is the first unmodelled one that does (what the machine leaves).
+  enum class Why { kForced, kMeasured, kModel, kPath };
   const AlgorithmDescriptor* algorithm = nullptr;  ///< one of the selector's candidates: lives as long as it
   Why why = Why::kModel;
 };

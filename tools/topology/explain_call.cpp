@@ -5,7 +5,7 @@
 
 #include "base/error.hpp"
 #include "braid/introspect.hpp"
-#include "tuning/device_selector.hpp"
+#include "tuning/device_path.hpp"
 #include "tuning/hierarchy.hpp"
 #include "tuning/selector.hpp"
 
@@ -127,10 +127,10 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   }
   if (call.collective == "allreduce") {
     // Launchers start ranks as processes: those sharing one of several GPUs stage their small allreduces.
-    const tuning::DeviceChoice d =
-        tuning::chooseDeviceAllreduce(call.bytes, local, nvlink, channel, settings, sharedPath, sharesGpu && !leader);
-    out << "  algorithm: " << tuning::explainDeviceAllreduce(d, call.bytes, local, nvlink)
-        << (leader && d.algorithm == tuning::DeviceAlgorithm::kShared ? strCat(" (", leaderPath, ")") : "") << "\n";
+    const std::string d = explainGpuAllreduce(
+        call.bytes, local,
+        {.peerAccess = channel, .nvlink = nvlink, .sharedPath = sharedPath, .processes = sharesGpu && !leader});
+    out << "  algorithm: " << d << (leader && d.rfind("shared:", 0) == 0 ? strCat(" (", leaderPath, ")") : "") << "\n";
   } else if (leader && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
     out << "  algorithm: shared: " << leaderPath << "\n";
   } else if (sharedPath && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {

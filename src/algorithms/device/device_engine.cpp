@@ -49,22 +49,6 @@ std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int
   return engine;
 }
 
-const char* allreduceKernelName(AllreduceKernel kernel) {
-  switch (kernel) {
-    case AllreduceKernel::kLL:
-      return "ll";
-    case AllreduceKernel::kOneShot:
-      return "oneshot";
-    case AllreduceKernel::kTwoShot:
-      return "twoshot";
-    case AllreduceKernel::kStaged:
-      return "staged";
-    case AllreduceKernel::kShared:
-      return "shared";
-  }
-  return "?";
-}
-
 DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy,
                            int device, bool kernels)
     : host_(host),
@@ -128,12 +112,11 @@ DeviceEngine::~DeviceEngine() {
 const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
 
 std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
-  const AllreduceKernel kernel =
-      policy_.allreduce(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_, stagesSmallCalls());
-  if (kernel == AllreduceKernel::kStaged) return staging_.allreduceAlgorithm(bytes);
+  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), nvlink());
+  if (a.id == tuning::Algorithm::kGpuStaged) return staging_.allreduceAlgorithm(bytes);
   // Ranks on one GPU: each co-located path has a name of its own for whoever reads it.
-  if (kernel == AllreduceKernel::kShared && shared_) return strCat("cuda_ipc/", shared_->algorithm());
-  return strCat("cuda_ipc/", allreduceKernelName(kernel));
+  if (a.id == tuning::Algorithm::kGpuShared && shared_) return strCat("cuda_ipc/", shared_->algorithm());
+  return strCat("cuda_ipc/", a.name);
 }
 
 std::optional<bool> DeviceEngine::holdsCaller(const char* op, std::size_t bytes) const {
@@ -145,12 +128,13 @@ std::optional<bool> DeviceEngine::holdsCaller(const char* op, std::size_t bytes)
   if (!tried_) return std::nullopt;
   if (!channel_ || sharedPath_) return true;
   if (name != "allreduce") return false;
-  return policy_.allreduce(bytes, channel_->nvlink(), true, false, stagesSmallCalls()) == AllreduceKernel::kStaged;
+  return policy_
+             .allreduce(bytes, DeviceFacts{.channel = true, .shared = false, .processes = stagesSmallCalls()}, nvlink())
+             .id == tuning::Algorithm::kGpuStaged;
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
-  std::string text =
-      policy_.explain(bytes, channel_ && channel_->nvlink(), channel_ != nullptr, sharedPath_, stagesSmallCalls());
+  std::string text = policy_.explain(bytes, facts(), nvlink());
   if (shared_ && sharedPath_ && !text.starts_with("staged")) text += strCat(" (", shared_->name(), ")");
   if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
   if (channel_ && !channel_->sharing().empty()) text += strCat(" [", channel_->sharing(), "]");
@@ -478,12 +462,11 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  AllreduceKernel kernel = policy_.allreduce(bytes, channel_->nvlink(), true, sharedPath_, stagesSmallCalls());
-  if (kernel == AllreduceKernel::kLL && bytes > cuda::kernels::kLlMaxBytes) kernel = AllreduceKernel::kOneShot;
-  if (kernel == AllreduceKernel::kStaged) return staging_.allreduce(send, recv, count, type, op, env);
+  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), nvlink());
+  if (a.id == tuning::Algorithm::kGpuStaged) return staging_.allreduce(send, recv, count, type, op, env);
   // Refused here, before any rank publishes or launches anything, whichever path the call takes.
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
-  if (kernel == AllreduceKernel::kShared && onSharedPath(env)) {
+  if (a.id == tuning::Algorithm::kGpuShared && onSharedPath(env)) {
     return shared_->allreduce(send, recv, count, type, op, env);
   }
   CollectiveParams p{};
@@ -491,12 +474,12 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   p.recv = recv;
   p.count = count;
   p.avgDivisor = size_;
-  p.kind = kernel == AllreduceKernel::kLL        ? CollectiveKind::kAllreduceLL
-           : kernel == AllreduceKernel::kOneShot ? CollectiveKind::kAllreduceOneShot
-                                                 : CollectiveKind::kAllreduceTwoShot;
-  if (kernel != AllreduceKernel::kLL) readInPlaceIfRegistered(p, bytes, bytes, bytes);
-  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop, kernel == AllreduceKernel::kLL), dataTypeSize(type), env,
-         allreduceKernelName(kernel));
+  const bool ll = a.id == tuning::Algorithm::kGpuLL;
+  p.kind = ll                                       ? CollectiveKind::kAllreduceLL
+           : a.id == tuning::Algorithm::kGpuOneShot ? CollectiveKind::kAllreduceOneShot
+                                                    : CollectiveKind::kAllreduceTwoShot;
+  if (!ll) readInPlaceIfRegistered(p, bytes, bytes, bytes);
+  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop, ll), dataTypeSize(type), env, a.name);
 }
 
 void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,

@@ -123,6 +123,11 @@ class DeviceEngine final : public host::Engine {
   bool stagesSmallCalls() const {
     return channel_ && channel_->processesShareGpu() && (!shared_ || shared_->smallCallsFasterStaged());
   }
+  /// What decides which allreduce algorithms can run (DevicePolicy::allreduce), as far as the engine knows yet.
+  DeviceFacts facts() const {
+    return {.channel = channel_ != nullptr, .shared = sharedPath_, .processes = stagesSmallCalls()};
+  }
+  bool nvlink() const { return channel_ && channel_->nvlink(); }
 
   host::Engine& host_;
   StagingEngine staging_;

@@ -7,26 +7,22 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/device/device_algorithms.hpp"
 #include "algorithms/host/engine.hpp"
 #include "base/config.hpp"
 
 namespace braid::device {
 
-/// The allreduce kernels of the device engine, and its two paths without them (kShared: shared_gpu.hpp).
-enum class AllreduceKernel { kLL, kOneShot, kTwoShot, kStaged, kShared };
-/// "ll", "oneshot", "twoshot", "staged", "shared".
-const char* allreduceKernelName(AllreduceKernel kernel);
-
-/// The device engine's choices, made by core/ from tuning's table (algorithms do not reach into tuning):
-/// `sharedPath` says whether every collective takes the shared-GPU path, given whether some ranks share a GPU (core/
-/// knows whether an MPS server runs); `allreduce` and `explain` take the message size, whether every pair of GPUs is
-/// joined by NVLink, whether the kernels can run at all (a channel exists) and sharedPath's answer; `blocks` sizes a
-/// kernel's grid for a round of `windowBytes`; `chunkBytes`: what a block of the one-shot kernel pushes between two
-/// flags (0: its whole piece at once).
+/// The device engine's choices, made by core/ (algorithms do not reach into tuning's selector): `sharedPath` says
+/// whether every collective takes the shared-GPU path, given whether some ranks share a GPU (core/ knows whether an
+/// MPS server runs); `allreduce` picks one of allreduceAlgorithms(facts) (device_algorithms.hpp) for the message
+/// size, what the engine found and whether every pair of GPUs is joined by NVLink, and `explain` says why; `blocks`
+/// sizes a kernel's grid for a round of `windowBytes`; `chunkBytes`: what a block of the one-shot kernel pushes
+/// between two flags (0: its whole piece at once).
 struct DevicePolicy {
   std::function<bool(bool shared)> sharedPath;
-  std::function<AllreduceKernel(std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes)> allreduce;
-  std::function<std::string(std::size_t bytes, bool nvlink, bool channel, bool shared, bool processes)> explain;
+  std::function<const tuning::AlgorithmDescriptor&(std::size_t bytes, const DeviceFacts& facts, bool nvlink)> allreduce;
+  std::function<std::string(std::size_t bytes, const DeviceFacts& facts, bool nvlink)> explain;
   std::function<int(std::size_t windowBytes, int maxBlocks)> blocks;
   std::size_t chunkBytes = 0;
 };

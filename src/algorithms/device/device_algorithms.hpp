@@ -1,0 +1,27 @@
+// The allreduce algorithms of GPU buffers, described for the selector (tuning/algorithm.hpp): braid's kernels (LL,
+// one-shot, two-shot) where every GPU reaches every other, staging through host memory, and the path of ranks that
+// share a GPU. Which of them can run depends on what the engine found when it connected (DeviceFacts); among those
+// the selector chooses by size. Plain data, built without CUDA too, so that braid explain can describe GPU machines
+// from any build.
+#pragma once
+
+#include <vector>
+
+#include "base/config.hpp"
+#include "tuning/algorithm.hpp"
+
+namespace braid::device {
+
+/// What decides which allreduce algorithms can run, as the engine knows it.
+struct DeviceFacts {
+  bool channel = false;    ///< braid's kernels can run: every GPU maps every other's memory (P2P)
+  bool shared = false;     ///< the ranks take the shared-GPU path (they share a GPU without MPS)
+  bool processes = false;  ///< on that path, some of the ranks sharing a GPU are different processes
+};
+
+/// The candidates for `facts`, smallest-message first, with the bounds `braid tune` measured for the kernels
+/// (BRAID_CUDA_LL_MAX_BYTES, BRAID_CUDA_ONESHOT_MAX_BYTES in `settings`) narrowing their byte ranges. Staging is
+/// always among them (BRAID_ALGO=staged), unmodelled: it runs where nothing else can.
+std::vector<tuning::AlgorithmDescriptor> allreduceAlgorithms(const DeviceFacts& facts, const Settings& settings);
+
+}  // namespace braid::device
