@@ -41,8 +41,6 @@ KNOWN = {
     ("tools", "base"): 16,      # settings, logging, string helpers: for a public introspection header
     ("tools", "topology"): 5,   # braid detect/doctor/env/explain read the machine through src/topology
     ("tools", "tuning"): 2,     # braid model and explain reach the cost model and the selectors
-    ("tools", "core"): 1,       # braid bench sums its checkers' counts through the store (Communicator::impl())
-    ("tools", "bootstrap"): 1,  # braid bench's own rendezvous
     ("bench", "base"): 2,       # braid-bench-device and the CPU reduction bench: settings and types
     ("bench", "topology"): 1,   # braid-bench-device describes the GPUs in its meta
     ("bench", "cuda"): 1,       # the empty kernel the device bench times launches against

@@ -39,6 +39,7 @@ namespace braid {
 
 namespace core {
 class CommunicatorImpl;
+struct CommunicatorAccess;
 struct WorkState;
 }  // namespace core
 
@@ -324,11 +325,10 @@ class Communicator {
   /// is empty, repeats a rank, names one out of range, or leaves out the caller.
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks);
 
-  /// For tests and tools: the communicator behind the public face.
-  core::CommunicatorImpl& impl() { return *impl_; }
+ private:
+  friend struct core::CommunicatorAccess;  // made only by braid itself (create, split, shrink, subgroup)
   explicit Communicator(std::unique_ptr<core::CommunicatorImpl> impl);
 
- private:
   std::unique_ptr<core::CommunicatorImpl> impl_;
 };
 

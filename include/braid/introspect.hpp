@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 namespace braid {
+
+class Communicator;
 
 /// How an allreduce (or reduce) of `bytes` per rank among `ranks` ranks of one host over shared memory would run
 /// on a host whose processes may use `cores` cores (0: this host's): the algorithm the selector chooses, why, and
@@ -28,5 +31,12 @@ struct GpuAllreduceFacts {
 /// first word the algorithm (ll, oneshot, twoshot, staged or shared). InvalidArgument for ranks < 1 or a malformed
 /// setting.
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts);
+
+/// Adds `mine` over every rank of `comm` through the store it was created over rather than through its
+/// collectives: for checkers that must not trust the collectives they check (braid bench's count of wrong
+/// elements). Collective: every rank calls it with the same `key`, which no earlier call used on this
+/// communicator; it returns once every rank has read the sum. nullopt where `comm` was made without a store
+/// (thread ranks over memory); Timeout after BRAID_TIMEOUT.
+std::optional<long long> sumThroughStore(Communicator& comm, const std::string& key, long long mine);
 
 }  // namespace braid

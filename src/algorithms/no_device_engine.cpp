@@ -15,8 +15,6 @@ std::string gpuIdentity(int) { return ""; }
 
 void waitForStream(const host::OpEnv&) {}
 
-const char* allreduceKernelName(AllreduceKernel) { return "unavailable"; }
-
 std::unique_ptr<StreamHandoff> makeStreamHandoff(int, int) { return nullptr; }
 
 }  // namespace braid::device

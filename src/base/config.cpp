@@ -39,7 +39,7 @@ const std::vector<KnobRow>& rows() {
         "twoshot, staged (through host memory) or shared (ranks sharing a GPU; see BRAID_CUDA_SHARED_GPU); "
         "comma-separated, one per path; empty lets braid choose"},
        &Settings::algo},
-      // 0: the table in tuning/device_selector.cpp sizes each kernel's grid.
+      // 0: tuning/device_path.cpp sizes each kernel's grid.
       {{"BRAID_CUDA_BLOCKS", KnobType::kInt, "0",
         "thread blocks of every GPU collective kernel (1-128); 0 lets braid choose by size"},
        &Settings::cudaBlocks},
@@ -110,7 +110,7 @@ const std::vector<KnobRow>& rows() {
         "1: time every GPU collective kernel between CUDA events and log (info) its GPU time and how long the "
         "GPU waited before it; for finding where a call's time goes"},
        &Settings::cudaTimeline},
-      // 0: the table in tuning/device_selector.cpp; braid tune --mem device measures and writes both.
+      // 0: the selector's cost model places them; braid tune --mem device measures and writes both.
       {{"BRAID_CUDA_LL_MAX_BYTES", KnobType::kBytes, "0",
         "largest GPU allreduce the LL kernel takes (at most 512K); 0 lets braid's table choose"},
        &Settings::cudaLlMaxBytes},

@@ -19,6 +19,7 @@
 #include "bootstrap/tcp_store.hpp"
 #include "bootstrap/unique_id.hpp"
 #include "braid/braid.hpp"
+#include "core/communicator_access.hpp"
 #include "core/communicator_impl.hpp"
 #include "transport/host_identity.hpp"
 #include "tuning/selector.hpp"
@@ -137,7 +138,7 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   }
   impl->attachPlacement(std::move(placement));
   if (abort) impl->attachAbortHandle(abort);
-  return std::make_unique<Communicator>(std::move(impl));
+  return core::CommunicatorAccess::wrap(std::move(impl));
 }
 
 // Built when the library loads: throwing a copy allocates nothing (its strings are short, or shared), so a creation

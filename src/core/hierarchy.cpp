@@ -2,6 +2,7 @@
 
 #include "base/data_type.hpp"
 #include "base/error.hpp"
+#include "core/communicator_access.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/create.hpp"
 
@@ -85,8 +86,9 @@ void Hierarchy::abort() {
 
 std::string Hierarchy::describe(std::size_t bytes) const {
   const std::size_t shard = bytes / static_cast<std::size_t>(local_->size());
-  return strCat("hierarchical (reduce-scatter and allgather over ", local_->impl().engine().transportName(),
-                " inside hosts, ", cross_->impl().allreduceAlgorithm(shard), " between)");
+  return strCat("hierarchical (reduce-scatter and allgather over ",
+                CommunicatorAccess::impl(*local_).engine().transportName(), " inside hosts, ",
+                CommunicatorAccess::impl(*cross_).allreduceAlgorithm(shard), " between)");
 }
 
 }  // namespace braid::core

@@ -4,7 +4,10 @@
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/net/net_engine.hpp"
 #include "base/config.hpp"
+#include "base/deadline.hpp"
 #include "base/error.hpp"
+#include "bootstrap/store.hpp"
+#include "core/communicator_access.hpp"
 #include "core/this_host.hpp"
 #include "tuning/selector.hpp"
 
@@ -40,6 +43,28 @@ std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduce
           .ranks = ranks, .usableCpus = 0, .link = facts.nvlink ? tuning::Link::kNvlink : tuning::Link::kPcie},
       settings, tuning::Path::kDevice);
   return selector.explain(bytes);
+}
+
+std::optional<long long> sumThroughStore(Communicator& comm, const std::string& key, long long mine) {
+  core::CommunicatorImpl& impl = core::CommunicatorAccess::impl(comm);
+  const auto& store = impl.store();
+  if (!store) return std::nullopt;
+  const int n = comm.size(), me = comm.rank();
+  if (n == 1) return mine;
+  // A split's store is a prefixed view of its parent's, so keys of different communicators cannot meet.
+  const std::string at = strCat("braid-sum/", key);
+  const Deadline deadline = Deadline::after(impl.settings().timeoutSeconds);
+  store->add(at + "/sum", mine);
+  bootstrap::barrier(*store, at + "/counted", me, n, deadline);
+  const long long total = store->add(at + "/sum", 0);
+  // Rank 0 (where the store's server usually lives) leaves last: once it returns it may exit, and a rank still
+  // reading the total would lose the store.
+  if (me != 0) {
+    if (store->add(at + "/read", 1) == n - 1) store->set(at + "/all-read", "1");
+  } else {
+    store->get(at + "/all-read", deadline);
+  }
+  return total;
 }
 
 }  // namespace braid

@@ -19,6 +19,7 @@
 #include "cuda/runtime/stream_writes.hpp"
 #include "gpu/device_ranks.hpp"
 #include "support/collective_cases.hpp"
+#include "support/internals.hpp"
 
 namespace braid::gputest {
 namespace {
@@ -27,7 +28,7 @@ using namespace std::chrono_literals;
 using testing::require;
 
 const device::DeviceEngine& engineOf(Communicator& c) {
-  const auto* engine = dynamic_cast<const device::DeviceEngine*>(c.impl().deviceEngine());
+  const auto* engine = dynamic_cast<const device::DeviceEngine*>(test::implOf(c).deviceEngine());
   if (engine == nullptr) throw std::runtime_error("the communicator has no device engine yet");
   return *engine;
 }

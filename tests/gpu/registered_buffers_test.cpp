@@ -16,6 +16,7 @@
 #include "cuda/runtime/vmm_allocation.hpp"
 #include "gpu/device_ranks.hpp"
 #include "support/collective_cases.hpp"
+#include "support/internals.hpp"
 
 namespace braid::gputest {
 namespace {
@@ -38,7 +39,7 @@ std::vector<float> rampSum(std::size_t n, int ranks, std::size_t from = 0) {
 }
 
 const device::DeviceEngine* engineOf(Communicator& c) {
-  return dynamic_cast<const device::DeviceEngine*>(c.impl().deviceEngine());
+  return dynamic_cast<const device::DeviceEngine*>(test::implOf(c).deviceEngine());
 }
 
 std::uint64_t registeredCalls(Communicator& c) {

@@ -10,6 +10,7 @@
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
 #include "support/free_port.hpp"
+#include "support/internals.hpp"
 #include "support/matrix.hpp"
 #include "support/rank_runner.hpp"
 #include "transport/shm/shm_local_group.hpp"
@@ -34,7 +35,7 @@ INSTANTIATE_TEST_SUITE_P(Shm, ProcessShm, ::testing::Values(2, 3, 8),
 TEST(ProcessShm, SegmentsAreUnlinkedOnceEveryRankMappedThem) {
   auto results = runProcesses(3, [&](Communicator& comm) {
     comm.barrier();  // creation finished on every rank: every name of this communicator must be gone by now
-    auto* group = dynamic_cast<transport::ShmLocalGroup*>(comm.impl().localGroup());
+    auto* group = dynamic_cast<transport::ShmLocalGroup*>(test::implOf(comm).localGroup());
     require(group != nullptr, "ranks as processes should use shared memory");
     for (const auto& name : group->segmentNames()) {
       require(::access(("/dev/shm" + name).c_str(), F_OK) != 0, name + " left in /dev/shm after creation");

@@ -11,6 +11,7 @@
 #include "algorithms/host/reduce_cpu.hpp"
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
+#include "support/internals.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::testing {
@@ -166,8 +167,8 @@ TEST_P(StagedNetAllreduce, WindowsGiveTheExactSumOnEveryRank) {
               std::vector<float> in(count);
               for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>((i * 7 + r * 13) % 1000);
               LateCopies copies(bytesOf(in), window, static_cast<unsigned>(r * 31 + count), reducing);
-              const bool ran = comm.impl().engine().allreduceStaged(copies, count, DataType::kFloat32,
-                                                                    ReduceOp{ReduceKind::kSum}, envFor(r, seq++));
+              const bool ran = test::implOf(comm).engine().allreduceStaged(
+                  copies, count, DataType::kFloat32, ReduceOp{ReduceKind::kSum}, envFor(r, seq++));
               require(ran, strCat("a ring allreduce of ", count, " floats in ", window, " B windows was not staged"));
               require(copies.deliveredOnce(), strCat("not every output byte delivered exactly once (", count,
                                                      " floats, ", window, " B windows)"));
@@ -207,7 +208,7 @@ TEST_P(StagedNetAllreduce, EveryMessageMovesRegisteredMemory) {
       3,
       [&](Communicator& comm) {
         const int r = comm.rank();
-        auto& engine = comm.impl().engine();
+        auto& engine = test::implOf(comm).engine();
         tcp::TcpMesh& mesh = dynamic_cast<host::NetEngine&>(engine).mesh();
         const std::size_t count = (std::size_t{1} << 18) + 13;
         // A host-buffer ring allreduce receives into the engine's registered scratch, and sends from the caller's
@@ -253,8 +254,8 @@ TEST_P(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
         for (std::size_t i = 0; i < count; ++i)
           in[i] = static_cast<std::int64_t>((i * 2654435761u + r) % 100003) - 50000;
         LateCopies maxCopies(bytesOf(in), 8192, 7u + r, reducing);
-        require(comm.impl().engine().allreduceStaged(maxCopies, count, DataType::kInt64, ReduceOp{ReduceKind::kMax},
-                                                     envFor(r, 2000)),
+        require(test::implOf(comm).engine().allreduceStaged(maxCopies, count, DataType::kInt64,
+                                                            ReduceOp{ReduceKind::kMax}, envFor(r, 2000)),
                 "max was not staged");
         for (std::size_t i = 0; i < count; ++i) {
           std::int64_t want = INT64_MIN;
@@ -269,8 +270,8 @@ TEST_P(StagedNetAllreduce, MaxOfInt64AndAverageAcrossManyWindows) {
         std::vector<double> d(count);
         for (std::size_t i = 0; i < count; ++i) d[i] = 3.0 * static_cast<double>((i + r) % 97);
         LateCopies avgCopies(bytesOf(d), 16384, 11u + r, reducing);
-        require(comm.impl().engine().allreduceStaged(avgCopies, count, DataType::kFloat64, ReduceOp{ReduceKind::kAvg},
-                                                     envFor(r, 2001)),
+        require(test::implOf(comm).engine().allreduceStaged(avgCopies, count, DataType::kFloat64,
+                                                            ReduceOp{ReduceKind::kAvg}, envFor(r, 2001)),
                 "average was not staged");
         require(avgCopies.deliveredOnce(), "average: not every byte delivered once");
         for (std::size_t i = 0; i < count; ++i) {
@@ -300,7 +301,7 @@ TEST(StagedNetMoves, AllgatherAndReduceScatterWindowByWindow) {
         [&](Communicator& comm) {
           const int r = comm.rank();
           const auto un = static_cast<std::size_t>(n);
-          auto& engine = comm.impl().engine();
+          auto& engine = test::implOf(comm).engine();
           std::int64_t seq = 1000;
           for (std::size_t count : {std::size_t{1}, std::size_t{1000}, std::size_t{40009}}) {
             for (std::size_t window : {std::size_t{256}, std::size_t{64 * 1024}, std::size_t{4} << 20}) {
@@ -354,14 +355,15 @@ TEST(StagedNetAllreduceDeclines, WhatItDoesNotPipeline) {
         const int r = comm.rank();
         std::vector<float> in(1024, 1.0f);
         LateCopies small(bytesOf(in), 1 << 20, 1);
-        require(!comm.impl().engine().allreduceStaged(small, in.size(), DataType::kFloat32, ReduceOp{ReduceKind::kSum},
-                                                      envFor(r, 3000)),
+        require(!test::implOf(comm).engine().allreduceStaged(small, in.size(), DataType::kFloat32,
+                                                             ReduceOp{ReduceKind::kSum}, envFor(r, 3000)),
                 "a 4 KiB allreduce (direct) was staged");
         require(small.output()[0] == std::byte{0x5a}, "a declined call delivered something");
         const ReduceOp scaled = ReduceOp::premulSum(0.5);
         std::vector<float> big(1 << 20, 1.0f);
         LateCopies premul(bytesOf(big), 1 << 20, 2);
-        require(!comm.impl().engine().allreduceStaged(premul, big.size(), DataType::kFloat32, scaled, envFor(r, 3001)),
+        require(!test::implOf(comm).engine().allreduceStaged(premul, big.size(), DataType::kFloat32, scaled,
+                                                             envFor(r, 3001)),
                 "a premultiplied sum was staged");
       },
       tcpSettings());

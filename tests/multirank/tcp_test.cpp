@@ -12,6 +12,7 @@
 #include "algorithms/host/net/net_engine.hpp"
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
+#include "support/internals.hpp"
 #include "support/matrix.hpp"
 #include "support/rank_runner.hpp"
 
@@ -165,7 +166,7 @@ TEST(TcpFlowControl, ARootRunningAheadIsHeldBackAndEverythingArrives) {
         std::vector<float> buf(kCount);
         if (comm.rank() == 1) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-          auto* net = dynamic_cast<host::NetEngine*>(&comm.impl().engine());
+          auto* net = dynamic_cast<host::NetEngine*>(&test::implOf(comm).engine());
           require(net != nullptr, "BRAID_TRANSPORT=tcp should give the TCP engine");
           const std::size_t kept = net->mesh().stashedBytes(0);
           require(kept <= (std::size_t{65} << 20), "kept " + std::to_string(kept) + " bytes aside for the root");

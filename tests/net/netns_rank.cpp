@@ -19,6 +19,7 @@
 
 #include "core/communicator_impl.hpp"
 #include "support/collective_cases.hpp"
+#include "support/internals.hpp"
 #include "transport/host_identity.hpp"
 
 namespace {
@@ -154,7 +155,7 @@ int checkHierarchy(braid::Communicator& comm) {
 // last success (the cut), else 1.
 int loopUntilCut(braid::Communicator& comm) {
   using Clock = std::chrono::steady_clock;
-  const double bound = comm.impl().settings().heartbeatTimeoutSeconds + 1;
+  const double bound = braid::test::implOf(comm).settings().heartbeatTimeoutSeconds + 1;
   std::vector<float> buf(1 << 16, 1.0f);
   std::printf("rank %d: LOOPING\n", comm.rank());
   std::fflush(stdout);

@@ -14,6 +14,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/create.hpp"
+#include "support/internals.hpp"
 #include "transport/local_fabric.hpp"
 #include "transport/memory/memory_local_group.hpp"
 
@@ -51,9 +52,9 @@ std::vector<std::string> runThreads(int ranks, const Body& body, const Settings&
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        Communicator comm(std::make_unique<core::CommunicatorImpl>(
+        const auto comm = test::wrap(std::make_unique<core::CommunicatorImpl>(
             r, ranks, std::make_unique<transport::MemoryLocalGroup>(arena, r), settings));
-        body(comm);
+        body(*comm);
       } catch (const std::exception& e) {
         results[r] = e.what();
       }

@@ -11,8 +11,7 @@
 #include "base/deadline.hpp"
 #include "base/element_value.hpp"
 #include "base/error.hpp"
-#include "bootstrap/store.hpp"
-#include "core/communicator_impl.hpp"
+#include "braid/introspect.hpp"
 
 namespace braid::tools {
 
@@ -212,23 +211,10 @@ SweepCase sweepCase(Communicator& comm, const std::string& collective, const Ben
 long sumWrongCounts(Communicator& comm, const std::string& collective, long mine) {
   const int n = comm.size(), me = comm.rank();
   if (n == 1) return mine;
-  core::CommunicatorImpl& impl = comm.impl();
-  if (const auto& store = impl.store()) {
-    // One set of keys per checked call: the sequence number is the same on every rank here and never repeats
-    // on this communicator (a split's store is a prefixed view, so its keys cannot meet ours).
-    const std::string key = strCat("braid-bench/wrong/", comm.sequenceNumber());
-    const Deadline deadline = Deadline::after(impl.settings().timeoutSeconds);
-    store->add(key + "/sum", mine);
-    bootstrap::barrier(*store, key + "/counted", me, n, deadline);
-    const long total = static_cast<long>(store->add(key + "/sum", 0));
-    // Rank 0 (where the store's server usually lives) leaves last: once it returns it may exit, and a rank still
-    // reading the total would lose the store.
-    if (me != 0) {
-      if (store->add(key + "/read", 1) == n - 1) store->set(key + "/all-read", "1");
-    } else {
-      store->get(key + "/all-read", deadline);
-    }
-    return total;
+  // One key per checked call: the sequence number is the same on every rank here and never repeats on this
+  // communicator.
+  if (const auto total = sumThroughStore(comm, strCat("bench-wrong/", comm.sequenceNumber()), mine)) {
+    return static_cast<long>(*total);
   }
   std::int64_t total = mine;
   if (collective == "sendrecv") {

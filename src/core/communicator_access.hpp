@@ -1,0 +1,21 @@
+// The only way from a public Communicator to the communicator behind it, and the only way to make one: braid.hpp
+// names this struct its friend and offers nothing else. Core uses it (creation, the hierarchy); tests reach it
+// through tests/support/internals.hpp. Tools and benches use the public API and braid/introspect.hpp instead.
+#pragma once
+
+#include <memory>
+
+#include "braid/braid.hpp"
+#include "core/communicator_impl.hpp"
+
+namespace braid::core {
+
+struct CommunicatorAccess {
+  static CommunicatorImpl& impl(Communicator& c) { return *c.impl_; }
+  static const CommunicatorImpl& impl(const Communicator& c) { return *c.impl_; }
+  static std::unique_ptr<Communicator> wrap(std::unique_ptr<CommunicatorImpl> impl) {
+    return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+  }
+};
+
+}  // namespace braid::core
