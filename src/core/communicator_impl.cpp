@@ -42,12 +42,20 @@ bool leavesRanksOutOfStep(ErrorCode code) {
 
 namespace {
 
+// Where the placement did not say, every rank runs here on this process's CPUs.
+HostCpus orThisProcess(HostCpus host, int size) {
+  if (host.ranks <= 0) host.ranks = size;
+  if (host.cpus <= 0) host.cpus = tuning::machineOf(thisHost(), size, tuning::Link::kShm).usableCpus;
+  return host;
+}
+
 std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
-                                              const Settings& settings) {
+                                              const Settings& settings, HostCpus host) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  auto selector = std::make_shared<const tuning::Selector>(host::localAllreduceAlgorithms(),
-                                                           tuning::machineOf(thisHost(), size, tuning::Link::kShm),
-                                                           settings, tuning::Path::kHost);
+  auto selector = std::make_shared<const tuning::Selector>(
+      host::localAllreduceAlgorithms(),
+      tuning::Machine{.ranks = size, .usableCpus = orThisProcess(host, size).cpus, .link = tuning::Link::kShm},
+      settings, tuning::Path::kHost);
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;
   };
@@ -103,17 +111,19 @@ device::DevicePolicy devicePolicy(int size, const Settings& settings) {
 }  // namespace
 
 CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
-                                   std::shared_ptr<void> keepAlive)
-    : CommunicatorImpl(rank, size, makeLocalEngine(size, std::move(group), settings), settings, std::move(keepAlive)) {}
+                                   std::shared_ptr<void> keepAlive, HostCpus host)
+    : CommunicatorImpl(rank, size, makeLocalEngine(size, std::move(group), settings, host), settings,
+                       std::move(keepAlive), host) {}
 
 CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Engine> engine, Settings settings,
-                                   std::shared_ptr<void> keepAlive)
+                                   std::shared_ptr<void> keepAlive, HostCpus host)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
       engine_(std::move(engine)),
       keepAlive_(std::move(keepAlive)),
-      yieldWhileSpinning_(size > std::max(thisHost().usableCpus, 1)) {
+      // Oversubscribed: more ranks on this host than the CPUs they may use (ranks on other hosts take none).
+      yieldWhileSpinning_(orThisProcess(host, size).ranks > std::max(orThisProcess(host, size).cpus, 1)) {
   setLogLevel(settings_.logLevel);
   if (!settings_.trace.empty()) recorder_.startTrace(kMostTraceEvents);
   if (!settings_.flightRecorderSignal.empty()) {

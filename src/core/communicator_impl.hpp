@@ -31,14 +31,21 @@
 
 namespace braid::core {
 
+/// The ranks of this communicator on this rank's host and the CPUs they may use together (Placement::localSize and
+/// localCpus, the same on each of them); zeros: every rank here, on the CPUs this process may use.
+struct HostCpus {
+  int ranks = 0;
+  int cpus = 0;
+};
+
 class CommunicatorImpl {
  public:
   /// `keepAlive` holds what the bootstrap made that must live as long as the communicator (store, server).
   CommunicatorImpl(int rank, int size, std::unique_ptr<host::Engine> engine, Settings settings,
-                   std::shared_ptr<void> keepAlive = nullptr);
-  /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector.
+                   std::shared_ptr<void> keepAlive = nullptr, HostCpus host = {});
+  /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
   CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
-                   std::shared_ptr<void> keepAlive = nullptr);
+                   std::shared_ptr<void> keepAlive = nullptr, HostCpus host = {});
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }

@@ -21,6 +21,7 @@
 #include "braid/braid.hpp"
 #include "core/communicator_access.hpp"
 #include "core/communicator_impl.hpp"
+#include "core/this_host.hpp"
 #include "transport/host_identity.hpp"
 #include "tuning/selector.hpp"
 
@@ -44,7 +45,7 @@ void checkWorld(int rank, int size) {
 
 // Over TCP: a mesh among all ranks (other hosts, or BRAID_TRANSPORT=tcp).
 std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
-                                                const Settings& settings, Deadline deadline) {
+                                                const Settings& settings, Deadline deadline, core::HostCpus hostCpus) {
   bootstrap::MeshRendezvous how;
   how.prefix = "tcp";
   how.ifname = settings.ifname;
@@ -71,17 +72,21 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   policy.compressBf16 = settings.compress == "bf16";
   auto engine = std::make_unique<host::NetEngine>(std::move(mesh), std::move(policy), settings.tcpSpinMicros,
                                                   settings.debug == "detail");
-  return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous));
+  return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous),
+                                                  hostCpus);
 }
 
 // Every rank tells the others its host. Ranks share a host when they share a boot id and a network namespace:
 // only then may they map each other's shared memory and trust each other's pids (a hostname says neither).
 // BRAID_HOST_ID splits one machine into several such hosts, each named for its id.
 core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Settings& settings, Deadline deadline) {
+  // With its CPUs: the ranks of a host then weigh the same machine when they choose algorithms, whatever masks
+  // their launcher gave each.
+  const std::vector<int>& cpus = core::thisHost().usableCpuIds;
   const std::string mine = settings.hostId.empty()
-                               ? core::Placement::encode({transport::hostIdentity(), transport::hostName()})
+                               ? core::Placement::encode({transport::hostIdentity(), transport::hostName(), cpus})
                                : core::Placement::encode({strCat(transport::hostIdentity(), "/id:", settings.hostId),
-                                                          strCat(transport::hostName(), "/", settings.hostId)});
+                                                          strCat(transport::hostName(), "/", settings.hostId), cpus});
   std::vector<core::RankHost> hosts;
   for (const std::string& text : bootstrap::allGather(store, "host", rank, size, mine, deadline)) {
     hosts.push_back(core::Placement::decode(text));
@@ -124,13 +129,15 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   core::Placement placement = placeRanks(*rendezvous->store, rank, size, settings, deadline);
   const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
+  const core::HostCpus hostCpus{.ranks = placement.localSize, .cpus = placement.localCpus};
   std::unique_ptr<core::CommunicatorImpl> impl;
   if (tcp) {
-    impl = joinTcp(rank, size, std::move(rendezvous), settings, deadline);
+    impl = joinTcp(rank, size, std::move(rendezvous), settings, deadline, hostCpus);
   } else {
     const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
     auto group = bootstrap::joinShmGroup(*store, rank, size, layout.regionBytes, deadline);
-    impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous));
+    impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous),
+                                                    hostCpus);
   }
   impl->attachStore(store);
   if (tcp && placement.machineRunsSeveralRanks) {

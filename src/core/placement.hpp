@@ -9,8 +9,9 @@
 namespace braid::core {
 
 struct RankHost {
-  std::string identity;  ///< transport::hostIdentity(): equal strings mean one host (shared memory possible)
-  std::string name;      ///< the host's name, for messages
+  std::string identity;   ///< transport::hostIdentity(): equal strings mean one host (shared memory possible)
+  std::string name;       ///< the host's name, for messages
+  std::vector<int> cpus;  ///< the CPUs the rank may run on (its affinity mask); empty: unknown
 };
 
 struct Placement {
@@ -21,6 +22,9 @@ struct Placement {
   /// Some machine (one boot id) runs two ranks or more, whatever their hosts: BRAID_HOST_ID and network
   /// namespaces split one machine into several hosts, whose ranks may still share a GPU. The same on every rank.
   bool machineRunsSeveralRanks = false;
+  /// The CPUs the ranks of this rank's host may run on together (the union of their masks), the same on each of
+  /// them, so that their selectors weigh one machine and choose alike; 0 where some rank's mask is unknown.
+  int localCpus = 0;
 
   int hosts() const { return static_cast<int>(hostNames.size()); }
 
@@ -29,9 +33,13 @@ struct Placement {
   static std::string machineOf(const std::string& identity) { return identity.substr(0, identity.find('/')); }
   /// The placement seen from `rank`, given every rank's host.
   static Placement of(const std::vector<RankHost>& ranks, int rank);
-  /// One line per rank's host, and back (what ranks exchange).
+  /// Lines of a rank's host and CPUs, and back (what ranks exchange); a text of two lines has no CPUs.
   static std::string encode(const RankHost& host);
   static RankHost decode(const std::string& text);
 };
+
+/// "0-3,8,10-11", and back; InvalidArgument names a malformed list.
+std::string formatCpuList(const std::vector<int>& cpus);
+std::vector<int> parseCpuList(const std::string& text);
 
 }  // namespace braid::core

@@ -103,7 +103,12 @@ void readCpus(Topology& t, const std::string& root, bool live) {
   t.usableCpus = t.logicalCpus;
   if (live) {
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) t.usableCpus = CPU_COUNT(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+      t.usableCpus = CPU_COUNT(&set);
+      for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) t.usableCpuIds.push_back(c);
+      }
+    }
   }
   std::set<long> packages;
   for (const std::string& name : entries(cpuDir)) {

@@ -72,8 +72,9 @@ struct NumaNode {
 struct Topology {
   std::string hostname;
   std::string cpuModel;
-  int logicalCpus = 0;  ///< online CPUs
-  int usableCpus = 0;   ///< in this process's affinity mask
+  int logicalCpus = 0;            ///< online CPUs
+  int usableCpus = 0;             ///< in this process's affinity mask
+  std::vector<int> usableCpuIds;  ///< their ids, read live (empty for a described machine or an unreadable mask)
   int sockets = 0;
   std::vector<NumaNode> numa;
   std::uint64_t memoryBytes = 0;

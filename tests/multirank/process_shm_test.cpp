@@ -2,9 +2,13 @@
 // to 16 MiB, in place and out of place), creation from the environment, and what shm leaves behind.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "base/data_type.hpp"
 #include "core/communicator_impl.hpp"
@@ -91,6 +95,49 @@ TEST(ProcessShm, ForkingRanksRightAfterMakingTheIdNeverHangs) {
         8, [](Communicator& comm) { comm.barrier(); }, 30);
     ASSERT_EQ(failures(results), "") << "round " << round;
   }
+}
+
+// Ranks a launcher bound to different CPUs of one host still weigh one machine (the CPUs they may use together,
+// traded at creation), so their selectors choose alike at every size: a rank choosing another algorithm than its
+// peers would fail the call, or wait for them until the timeout.
+TEST(ProcessShm, RanksBoundToDifferentCpusChooseAlike) {
+  cpu_set_t all;
+  ASSERT_EQ(::sched_getaffinity(0, sizeof all, &all), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &all)) last = c;
+  }
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "one CPU: nothing to bind apart";
+  constexpr int kRanks = 4;
+  auto results = runProcessesWith(
+      kRanks,
+      [&](int r) {
+        // Runs in the rank's process, before it creates its communicator: rank 0 keeps every CPU, the others one.
+        if (r != 0) {
+          cpu_set_t one;
+          CPU_ZERO(&one);
+          CPU_SET(last, &one);
+          require(::sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity");
+        }
+        return testSettings();
+      },
+      [&](Communicator& comm) {
+        std::string choices;
+        for (double b = 8; b <= 4 << 20; b *= 1.19) {
+          choices += comm.allreduceAlgorithm(static_cast<std::size_t>(b), Memory::kHost) + ",";
+        }
+        std::uint64_t mine = std::hash<std::string>{}(choices);
+        std::vector<std::uint64_t> all(kRanks);
+        comm.allgather(&mine, all.data(), 1, DataType::kUint64);
+        for (int r = 0; r < kRanks; ++r) {
+          require(all[r] == mine, "rank " + std::to_string(r) + " chose otherwise than rank " +
+                                      std::to_string(comm.rank()) + " (" + choices + ")");
+        }
+        std::vector<float> x(300 * 1024, 1.0f);
+        comm.allreduce(x.data(), x.data(), x.size(), DataType::kFloat32, ReduceKind::kSum);
+        require(x.front() == kRanks && x.back() == kRanks, "allreduce after the choice");
+      });
+  EXPECT_EQ(failures(results), "");
 }
 
 TEST(ProcessShm, CreatesFromTheLaunchEnvironment) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "base/error.hpp"
 #include "core/hierarchy.hpp"
 
 namespace braid::core {
@@ -57,6 +58,38 @@ TEST(Placement, WhatRanksSendRoundTrips) {
   const RankHost back = Placement::decode(Placement::encode(host));
   EXPECT_EQ(back.identity, host.identity);
   EXPECT_EQ(back.name, host.name);
+}
+
+TEST(Placement, TheCpusOfARankTravelWithItsHost) {
+  const RankHost host{"boot/net:[1]", "node", {0, 1, 2, 3, 8, 10, 11}};
+  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11");
+  const RankHost back = Placement::decode(Placement::encode(host));
+  EXPECT_EQ(back.cpus, host.cpus);
+  // What an older braid sends (no CPUs) still decodes: its CPUs are unknown.
+  EXPECT_TRUE(Placement::decode("boot/net:[1]\nnode").cpus.empty());
+  EXPECT_EQ(parseCpuList(""), std::vector<int>{});
+  EXPECT_EQ(formatCpuList({}), "");
+  EXPECT_EQ(parseCpuList("5"), std::vector<int>{5});
+  for (const char* bad : {"1-", "a", "3-1", "0,,1", "-2"}) {
+    try {
+      parseCpuList(bad);
+      FAIL() << "'" << bad << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(Placement, TheRanksOfAHostCountTheCpusTheyMayUseTogether) {
+  // Two ranks of host A bound to different halves, one of host B: A's ranks see 4 CPUs, B's rank its own 2.
+  const std::vector<RankHost> ranks = {{"A", "a", {0, 1}}, {"B", "b", {0, 1}}, {"A", "a", {2, 3}}};
+  EXPECT_EQ(Placement::of(ranks, 0).localCpus, 4);
+  EXPECT_EQ(Placement::of(ranks, 2).localCpus, 4);
+  EXPECT_EQ(Placement::of(ranks, 1).localCpus, 2);
+  // Overlapping masks count each CPU once; one unknown mask on the host makes the count unknown.
+  EXPECT_EQ(Placement::of({{"A", "a", {0, 1, 2}}, {"A", "a", {1, 2, 3}}}, 0).localCpus, 4);
+  EXPECT_EQ(Placement::of({{"A", "a", {0, 1}}, {"A", "a", {}}}, 0).localCpus, 0);
 }
 
 TEST(Hierarchy, FitsSeveralHostsOfEqualRankCountsAboveOne) {
