@@ -1,12 +1,13 @@
 // `braid tune`: measures this machine's allreduce crossovers by running `braid bench` with each algorithm forced,
 // and writes them into the tune file every communicator reads (the environment still overrides it):
 //   host: where local ranks switch from direct (every rank reads every input: one round) to reduce-scatter +
-//         allgather (each rank reduces 1/n) -> BRAID_DIRECT_MAX_BYTES;
+//         allgather (each rank reduces 1/n), for each rank count asked -> BRAID_DIRECT_MAX_BYTES_BY_RANKS;
 //   device (--mem device): LL up to where one-shot wins, one-shot up to where two-shot wins ->
 //         BRAID_CUDA_LL_MAX_BYTES, BRAID_CUDA_ONESHOT_MAX_BYTES.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -106,6 +108,24 @@ std::map<std::string, Times> measure(const std::vector<std::string>& algos, bool
   return times;
 }
 
+// "2,4,8" -> {2, 4, 8}; InvalidArgument names what is not a rank count of at least 2.
+std::vector<int> rankCounts(const std::string& list) {
+  std::vector<int> counts;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    const std::string item = list.substr(start, comma - start);
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 2 || n > 4096) {
+      fail(ErrorCode::kInvalidArgument, {}, "--nranks '", list, "': '", item, "' is not a rank count of 2 or more");
+    }
+    counts.push_back(static_cast<int>(n));
+    start = comma + 1;
+  }
+  return counts;
+}
+
 }  // namespace
 
 void addTuneCommand(CLI::App& app) {
@@ -113,7 +133,7 @@ void addTuneCommand(CLI::App& app) {
                                  "measure this machine's algorithm crossovers and write them where braid "
                                  "reads them (BRAID_TUNE_FILE)");
   struct Options {
-    int ranks = 0;
+    std::string ranks;  // host: a list; device: one count
     std::string mem = "host";
     std::string minBytes;  // default: host 1K, device 8
     std::string maxBytes;  // default: host 4M, device 512M
@@ -124,7 +144,8 @@ void addTuneCommand(CLI::App& app) {
   cmd->add_option("--mem", o->mem, "host (direct vs rsag among local ranks) or device (LL, one-shot, two-shot)")
       ->check(CLI::IsMember({"host", "device"}));
   cmd->add_option("--nranks", o->ranks,
-                  "ranks to tune for (host: at least 3, default cores, 3..8; device: one per GPU)");
+                  "ranks to tune for (host: a list such as 2,4,8, default the powers of two from 2 up to the cores, "
+                  "at most 16; device: one count, default one per GPU)");
   cmd->add_option("-b,--minbytes", o->minBytes, "smallest size (default: host 1K, device 8)");
   cmd->add_option("-e,--maxbytes", o->maxBytes, "largest size (default: host 4M, device 512M)");
   cmd->add_option("-n,--iters", o->iters, "calls per timed loop")->capture_default_str();
@@ -147,7 +168,8 @@ void addTuneCommand(CLI::App& app) {
       if (o->maxBytes.empty()) o->maxBytes = device ? "512M" : "4M";
       if (device) {
         // LL against one-shot up to the LL area's 512 KiB, then one-shot against two-shot.
-        auto t = measure({"ll", "oneshot", "twoshot"}, true, o->ranks, o->minBytes, o->maxBytes, o->iters);
+        const int ranks = o->ranks.empty() ? 0 : rankCounts(o->ranks).front();
+        auto t = measure({"ll", "oneshot", "twoshot"}, true, ranks, o->minBytes, o->maxBytes, o->iters);
         Times ll;
         for (const auto& [bytes, us] : t["ll"]) {
           if (bytes <= (512u << 10)) ll[bytes] = us;
@@ -161,21 +183,27 @@ void addTuneCommand(CLI::App& app) {
                   {"BRAID_CUDA_ONESHOT_MAX_BYTES", std::to_string(std::max<std::size_t>(b.maxBytes, 1))}};
         std::printf("%s\n%s\n", a.why.c_str(), b.why.c_str());
       } else {
-        // Two ranks always run direct (the same bytes as reduce-scatter + allgather in half the rounds): the
-        // crossover exists from three on.
-        const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-        const int ranks = o->ranks > 0 ? o->ranks : std::min(8, std::max(3, cores));
-        if (ranks < 3) {
-          fail(ErrorCode::kInvalidArgument, {}, "--nranks ", ranks,
-               ": with 2 ranks braid always runs direct; the crossover to tune exists from 3 ranks on");
+        // The crossover moves with the rank count, and even two ranks have one on some machines (each reduces
+        // half the data instead of all of it): every count asked is measured.
+        std::vector<int> counts;
+        if (o->ranks.empty()) {
+          const int cores = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+          for (int n = 2; n <= std::min(cores, 16); n *= 2) counts.push_back(n);
+          if (counts.empty()) counts.push_back(2);
+        } else {
+          counts = rankCounts(o->ranks);
         }
-        auto t = measure({"direct", "rsag"}, false, ranks, o->minBytes, o->maxBytes, o->iters);
-        const Crossover c = keepUpTo(t["direct"], t["rsag"], "direct", "rsag");
-        std::printf("%s%s\n", crossoverTable(t["direct"], t["rsag"], "direct", "rsag").c_str(), c.why.c_str());
-        comments = {std::string("braid tune, ") + date + ": allreduce over shared memory with " +
-                        std::to_string(ranks) + " local ranks",
-                    c.why};
-        values = {{"BRAID_DIRECT_MAX_BYTES", std::to_string(c.maxBytes)}};
+        std::string table;
+        comments = {std::string("braid tune, ") + date + ": allreduce over shared memory, per count of local ranks"};
+        for (const int ranks : counts) {
+          auto t = measure({"direct", "rsag"}, false, ranks, o->minBytes, o->maxBytes, o->iters);
+          const Crossover c = keepUpTo(t["direct"], t["rsag"], "direct", "rsag");
+          std::printf("%d ranks:\n%s%s\n", ranks, crossoverTable(t["direct"], t["rsag"], "direct", "rsag").c_str(),
+                      c.why.c_str());
+          comments.push_back(std::to_string(ranks) + " ranks: " + c.why);
+          table += (table.empty() ? "" : ",") + std::to_string(ranks) + ":" + std::to_string(c.maxBytes);
+        }
+        values = {{"BRAID_DIRECT_MAX_BYTES_BY_RANKS", table}};
       }
       updateTuneFile(out, values, comments);
       for (const auto& [key, value] : values)

@@ -148,6 +148,11 @@ const std::vector<KnobRow>& rows() {
         "largest message that host collectives move with the direct (one-round) algorithm; over shared memory, "
         "unset lets the cost model of this machine and rank count choose; over TCP the default applies"},
        &Settings::directMaxBytes},
+      // The crossover moves with the rank count (and the machine): braid tune measures it for each count it runs.
+      {{"BRAID_DIRECT_MAX_BYTES_BY_RANKS", KnobType::kString, "",
+        "the crossover of BRAID_DIRECT_MAX_BYTES measured per count of local ranks, as RANKS:BYTES,... (braid tune "
+        "writes it); over shared memory a rank count listed takes its own"},
+       &Settings::directMaxBytesByRanks},
       // NCCL_SOCKET_IFNAME's syntax, so sites can reuse the value they already set for NCCL.
       // 1 s / 30 s: a beat costs a store of one word (shm) or one 88-byte frame per idle peer (TCP); 30 s leaves a
       // busy machine's stalls (swap, a long GC pause) alone while a stopped peer is named long before users give up.

@@ -24,6 +24,7 @@ struct Settings {
   double timeoutSeconds = 0;               // BRAID_TIMEOUT
   std::string algo;                        // BRAID_ALGO
   std::size_t directMaxBytes = 0;          // BRAID_DIRECT_MAX_BYTES
+  std::string directMaxBytesByRanks;       // BRAID_DIRECT_MAX_BYTES_BY_RANKS
   std::size_t shmSlotBytes = 0;            // BRAID_SHM_SLOT_BYTES
   std::size_t shmP2pBytes = 0;             // BRAID_SHM_P2P_BYTES
   long spinMicros = 0;                     // BRAID_SPIN_US

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 
 #include "base/error.hpp"
@@ -65,6 +66,26 @@ std::string forcedAlgorithm(const Settings& settings, Path path) {
   return found;
 }
 
+std::optional<std::size_t> measuredCrossoverFor(const std::string& table, int ranks) {
+  std::size_t start = 0;
+  while (start < table.size()) {
+    const std::size_t comma = std::min(table.find(',', start), table.size());
+    const std::string entry = table.substr(start, comma - start);
+    const std::size_t colon = entry.find(':');
+    char* end = nullptr;
+    const long count = colon == std::string::npos ? 0 : std::strtol(entry.c_str(), &end, 10);
+    const std::optional<std::size_t> bytes =
+        colon == std::string::npos ? std::nullopt : parseBytes(entry.substr(colon + 1));
+    if (colon == std::string::npos || end != entry.c_str() + colon || count < 1 || !bytes) {
+      fail(ErrorCode::kInvalidArgument, {}, "BRAID_DIRECT_MAX_BYTES_BY_RANKS='", table, "': '", entry,
+           "' is not RANKS:BYTES (e.g. 8:16K)");
+    }
+    if (count == ranks) return bytes;
+    start = comma + 1;
+  }
+  return std::nullopt;
+}
+
 Machine machineOf(const topology::Topology& host, int ranks, Link link) {
   Machine m;
   m.ranks = ranks;
@@ -91,14 +112,29 @@ Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine,
     if (!forced.empty() && forced == candidates_[i].name) forced_ = static_cast<int>(i);
   }
   // BRAID_DIRECT_MAX_BYTES splits host algorithms only; the GPU kernels' measured bounds narrow their descriptors.
+  // What the environment says wins over the tune file; of what one source says, the crossover measured for this
+  // rank count over shared memory wins over the one for all counts.
   const bool host = path == Path::kHost;
-  if (host && settings.given("BRAID_DIRECT_MAX_BYTES")) {
+  const auto fromTuneFile = [&](const char* knob) {
+    return settings.tuned.find(strCat(knob, "=")) != std::string::npos;
+  };
+  const auto where = [&](const char* knob) { return fromTuneFile(knob) ? "the tune file" : "the environment"; };
+  const bool directGiven = settings.given("BRAID_DIRECT_MAX_BYTES");
+  const std::optional<std::size_t> perRanks =
+      host && machine_.link == Link::kShm && settings.given("BRAID_DIRECT_MAX_BYTES_BY_RANKS")
+          ? measuredCrossoverFor(settings.directMaxBytesByRanks, machine_.ranks)
+          : std::nullopt;
+  const bool directFromEnvironment = directGiven && !fromTuneFile("BRAID_DIRECT_MAX_BYTES");
+  if (perRanks && !(directFromEnvironment && fromTuneFile("BRAID_DIRECT_MAX_BYTES_BY_RANKS"))) {
+    measuredMax_ = *perRanks;
+    measuredFrom_ = strCat("BRAID_DIRECT_MAX_BYTES_BY_RANKS for ", machine_.ranks, " ranks, from ",
+                           where("BRAID_DIRECT_MAX_BYTES_BY_RANKS"));
+  } else if (host && directGiven) {
     measuredMax_ = settings.directMaxBytes;
-    measuredFrom_ =
-        settings.tuned.find("BRAID_DIRECT_MAX_BYTES") != std::string::npos ? "the tune file" : "the environment";
+    measuredFrom_ = strCat("BRAID_DIRECT_MAX_BYTES from ", where("BRAID_DIRECT_MAX_BYTES"));
   } else if (host && !cluster_.intra.modelPricesPipelining) {
     measuredMax_ = settings.directMaxBytes;
-    measuredFrom_ = strCat("its default, measured over ", linkName(machine_.link));
+    measuredFrom_ = strCat("BRAID_DIRECT_MAX_BYTES's default, measured over ", linkName(machine_.link));
   }
   ranges_ = findCrossovers(Side::kAll);
   if (measuredMax_) {
@@ -195,7 +231,7 @@ std::string Selector::explain(std::size_t bytes) const {
   const Selection s = choose(bytes);
   std::string out = strCat(s.algorithm->name, ": ", whyName(s.why));
   if (s.why == Selection::Why::kMeasured) {
-    out += strCat(" (BRAID_DIRECT_MAX_BYTES=", *measuredMax_, " from ", measuredFrom_, ")");
+    out += strCat(" (", *measuredMax_, " B: ", measuredFrom_, ")");
   }
   out += strCat("; ", s.algorithm->how, ". Considered, for ", bytes, " B over ", machine_.ranks, " ranks (",
                 linkName(machine_.link), "):");

@@ -21,6 +21,9 @@ namespace braid::tuning {
 enum class Path { kHost, kDevice };
 /// The algorithm BRAID_ALGO forces on `path` ("" when none); InvalidArgument for a name braid does not know.
 std::string forcedAlgorithm(const Settings& settings, Path path);
+/// The crossover BRAID_DIRECT_MAX_BYTES_BY_RANKS ("2:16K,8:4096") lists for `ranks`, if any; InvalidArgument names a
+/// malformed entry.
+std::optional<std::size_t> measuredCrossoverFor(const std::string& table, int ranks);
 
 /// What the selector knows of where the ranks run.
 struct Machine {

@@ -115,7 +115,7 @@ TEST(Selector, AMeasuredCrossoverWinsOverTheModel) {
   EXPECT_EQ(s.choose(256 * 1024).algorithm->id, Algorithm::kShmDirect);
   EXPECT_EQ(s.choose(256 * 1024).why, Selection::Why::kMeasured);
   EXPECT_EQ(s.choose(256 * 1024 + 4).algorithm->id, Algorithm::kShmRsag);
-  EXPECT_NE(s.explain(4096).find("BRAID_DIRECT_MAX_BYTES=262144 from the environment"), std::string::npos)
+  EXPECT_NE(s.explain(4096).find("(262144 B: BRAID_DIRECT_MAX_BYTES from the environment)"), std::string::npos)
       << s.explain(4096);
   // The default value alone is not a measurement.
   EXPECT_EQ(hostSelector(16, 16).choose(32 * 1024).why, Selection::Why::kModel);
@@ -158,13 +158,40 @@ TEST(Selector, OverTcpBraidAlgoForcesAndExplainSaysWhy) {
   // A shared-memory name leaves TCP alone.
   EXPECT_EQ(netSelector(4, settingsOf({{"BRAID_ALGO", "rsag"}})).choose(8).algorithm->id, Algorithm::kTcpDoubling);
   const std::string ring = netSelector(4).explain(1 << 20);
-  EXPECT_EQ(
-      ring.rfind("ring: measured crossover (BRAID_DIRECT_MAX_BYTES=65536 from its default, measured over tcp)", 0), 0u)
+  EXPECT_EQ(ring.rfind("ring: measured crossover (65536 B: BRAID_DIRECT_MAX_BYTES's default, measured over tcp)", 0),
+            0u)
       << ring;
   EXPECT_NE(ring.find("doubling "), std::string::npos) << ring;
   EXPECT_NE(ring.find("4 ranks (tcp)"), std::string::npos) << ring;
   const std::string doubling = netSelector(8).explain(8);
   EXPECT_EQ(doubling.rfind("doubling:", 0), 0u) << doubling;
+}
+
+TEST(Selector, ACrossoverMeasuredForThisRankCountWinsOverTheOneForAll) {
+  const Settings table = settingsOf({{"BRAID_DIRECT_MAX_BYTES_BY_RANKS", "2:16K,8:4K"}});
+  // Two ranks: rsag from 16 KiB on (as measured on a host where it reads half as much), direct below.
+  EXPECT_EQ(hostSelector(2, 16, table).choose(16 * 1024).algorithm->id, Algorithm::kShmDirect);
+  EXPECT_EQ(hostSelector(2, 16, table).choose(16 * 1024 + 4).algorithm->id, Algorithm::kShmRsag);
+  EXPECT_EQ(hostSelector(2, 16, table).choose(16 * 1024 + 4).why, Selection::Why::kMeasured);
+  EXPECT_EQ(hostSelector(8, 16, table).choose(4096 + 4).algorithm->id, Algorithm::kShmRsag);
+  EXPECT_NE(hostSelector(8, 16, table).explain(8).find("BRAID_DIRECT_MAX_BYTES_BY_RANKS for 8 ranks"),
+            std::string::npos);
+  // A rank count the table does not list: the model (or BRAID_DIRECT_MAX_BYTES where given).
+  EXPECT_EQ(hostSelector(4, 16, table).choose(8).why, Selection::Why::kModel);
+  const Settings both = settingsOf({{"BRAID_DIRECT_MAX_BYTES_BY_RANKS", "2:16K"}, {"BRAID_DIRECT_MAX_BYTES", "1M"}});
+  EXPECT_EQ(hostSelector(2, 16, both).choose(1 << 20).algorithm->id, Algorithm::kShmRsag);  // both from the environment
+  EXPECT_EQ(hostSelector(4, 16, both).choose(1 << 20).algorithm->id, Algorithm::kShmDirect);
+  // TCP's crossover is its own: the shared-memory table does not move it.
+  EXPECT_EQ(netSelector(2, table).choose(32 * 1024).algorithm->id, Algorithm::kTcpDirect);
+  for (const char* bad : {"8", "x:4K", "8:lots", "0:4K", "8 :4K", "4:1K,,8:4K"}) {
+    try {
+      hostSelector(8, 16, settingsOf({{"BRAID_DIRECT_MAX_BYTES_BY_RANKS", bad}}));
+      FAIL() << "'" << bad << "' was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << bad;
+      EXPECT_NE(std::string(e.what()).find("BRAID_DIRECT_MAX_BYTES_BY_RANKS"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(Selector, ExplainNamesTheChoiceAndEveryCandidatesCost) {
