@@ -73,6 +73,21 @@ std::string join(const std::vector<std::string>& items, const std::string& separ
 }
 
 // The command line as given, which the ranks and the JSON's "command" repeat.
+// The provenance of braid's rows, with what changes what braid runs besides the command: the knobs set in the
+// environment (secrets left out) and the values braid tune measured.
+nlohmann::json braidMeta(const std::string& command, const std::string& date, const MachineInfo& info,
+                         const std::string& link, const std::map<std::string, std::string>& peers) {
+  nlohmann::json meta = provenanceMeta(command, date, info, link, peers);
+  nlohmann::json knobs = nlohmann::json::object();
+  for (const KnobInfo& k : allKnobs()) {
+    if (k.name.find("TOKEN") != std::string::npos) continue;
+    if (const char* v = std::getenv(k.name.c_str())) knobs[k.name] = v;
+  }
+  if (!knobs.empty()) meta["knobs"] = knobs;
+  if (const std::string tuned = Settings::fromEnvironment().tuned; !tuned.empty()) meta["tuned"] = tuned;
+  return meta;
+}
+
 std::string commandOf(const BenchArgs& a) {
   std::vector<std::string> words = {"braid"};
   words.insert(words.end(), a.argv.begin(), a.argv.end());
@@ -132,7 +147,7 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
       rows.insert(rows.end(), part.begin(), part.end());
     }
     if (rank == 0) {
-      const nlohmann::json meta = provenanceMeta(commandOf(a), a.started, info, comm->linkDescription(), {});
+      const nlohmann::json meta = braidMeta(commandOf(a), a.started, info, comm->linkDescription(), {});
       if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta, rows);
       if (a.rowsOut.empty() && !a.json.empty()) writeResults(a.json, meta, rows);
       if (a.rowsOut.empty() && !a.plot.empty()) plotBusbw(a.plot, rows, "braid bench, " + machine);
@@ -281,7 +296,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   const MachineInfo info = machineInfo();
   // Alone, braid's link needs no name; beside peers, each says what joined its own ranks.
   const std::string link = ran.empty() ? peerLink("braid", ranksMeta) : join(links, "; ");
-  const nlohmann::json meta = provenanceMeta(commandOf(a), a.started, info, link, versions);
+  const nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
   const int checked =
       saveAndCheck(a, meta, rows,
                    "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));
