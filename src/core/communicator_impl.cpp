@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "base/logging.hpp"
 #include "base/threads.hpp"
+#include "core/engine_selectors.hpp"
 #include "core/record_signal.hpp"
 #include "core/this_host.hpp"
 #include "core/work_state.hpp"
@@ -49,13 +50,13 @@ HostCpus orThisProcess(HostCpus host, int size) {
   return host;
 }
 
+bool outnumbersItsCpus(HostCpus host) { return host.ranks > std::max(host.cpus, 1); }
+
 std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                               const Settings& settings, HostCpus host) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  auto selector = std::make_shared<const tuning::Selector>(
-      host::localAllreduceAlgorithms(),
-      tuning::Machine{.ranks = size, .usableCpus = orThisProcess(host, size).cpus, .link = tuning::Link::kShm},
-      settings, tuning::Path::kHost);
+  auto selector =
+      std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size).cpus, settings));
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;
   };
@@ -72,11 +73,7 @@ class DeviceSelectors {
 
   const tuning::Selector& of(const device::DeviceFacts& f, bool nvlink) {
     const std::size_t key = (f.channel ? 1 : 0) | (f.shared ? 2 : 0) | (f.processes ? 4 : 0) | (nvlink ? 8 : 0);
-    std::call_once(made_[key], [&] {
-      const tuning::Machine machine{
-          .ranks = size_, .usableCpus = 0, .link = nvlink ? tuning::Link::kNvlink : tuning::Link::kPcie};
-      selectors_[key].emplace(device::allreduceAlgorithms(f, settings_), machine, settings_, tuning::Path::kDevice);
-    });
+    std::call_once(made_[key], [&] { selectors_[key].emplace(deviceSelector(f, nvlink, size_, settings_)); });
     return *selectors_[key];
   }
 
@@ -123,7 +120,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
       engine_(std::move(engine)),
       keepAlive_(std::move(keepAlive)),
       // Oversubscribed: more ranks on this host than the CPUs they may use (ranks on other hosts take none).
-      yieldWhileSpinning_(orThisProcess(host, size).ranks > std::max(orThisProcess(host, size).cpus, 1)) {
+      yieldWhileSpinning_(outnumbersItsCpus(orThisProcess(host, size))) {
   setLogLevel(settings_.logLevel);
   if (!settings_.trace.empty()) recorder_.startTrace(kMostTraceEvents);
   if (!settings_.flightRecorderSignal.empty()) {

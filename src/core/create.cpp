@@ -21,9 +21,9 @@
 #include "braid/braid.hpp"
 #include "core/communicator_access.hpp"
 #include "core/communicator_impl.hpp"
+#include "core/engine_selectors.hpp"
 #include "core/this_host.hpp"
 #include "transport/host_identity.hpp"
-#include "tuning/selector.hpp"
 
 namespace braid {
 
@@ -56,11 +56,7 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
-  // The ranks may be on several hosts: this host's cores say nothing of how many ranks share each (no
-  // oversubscription is assumed).
-  auto selector = std::make_shared<const tuning::Selector>(
-      host::netAllreduceAlgorithms(), tuning::Machine{.ranks = size, .usableCpus = 0, .link = tuning::Link::kTcp},
-      settings, tuning::Path::kHost);
+  auto selector = std::make_shared<const tuning::Selector>(core::tcpSelector(size, settings));
   host::NetPolicy policy;
   policy.choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;

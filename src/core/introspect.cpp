@@ -1,13 +1,11 @@
 #include "braid/introspect.hpp"
 
-#include "algorithms/device/device_algorithms.hpp"
-#include "algorithms/host/local_collectives.hpp"
-#include "algorithms/host/net/net_engine.hpp"
 #include "base/config.hpp"
 #include "base/deadline.hpp"
 #include "base/error.hpp"
 #include "bootstrap/store.hpp"
 #include "core/communicator_access.hpp"
+#include "core/engine_selectors.hpp"
 #include "core/this_host.hpp"
 #include "tuning/selector.hpp"
 
@@ -17,32 +15,19 @@ std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores
   if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
   if (cores < 0) fail(ErrorCode::kInvalidArgument, {}, "explain: ", cores, " cores: at least 0");
   // Cores given: the host they describe is not this one, so nothing here need be detected.
-  const tuning::Machine machine = cores > 0 ? tuning::Machine{.ranks = ranks, .usableCpus = cores}
-                                            : tuning::machineOf(core::thisHost(), ranks, tuning::Link::kShm);
-  const tuning::Selector selector(host::localAllreduceAlgorithms(), machine, Settings::fromEnvironment(),
-                                  tuning::Path::kHost);
-  return selector.explain(bytes);
+  const int cpus = cores > 0 ? cores : tuning::machineOf(core::thisHost(), ranks, tuning::Link::kShm).usableCpus;
+  return core::sharedMemorySelector(ranks, cpus, Settings::fromEnvironment()).explain(bytes);
 }
 
 std::string explainTcpAllreduce(std::size_t bytes, int ranks) {
   if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
-  // As joinTcp makes it: the ranks may be on several hosts, so no oversubscription is assumed.
-  const tuning::Selector selector(host::netAllreduceAlgorithms(),
-                                  tuning::Machine{.ranks = ranks, .usableCpus = 0, .link = tuning::Link::kTcp},
-                                  Settings::fromEnvironment(), tuning::Path::kHost);
-  return selector.explain(bytes);
+  return core::tcpSelector(ranks, Settings::fromEnvironment()).explain(bytes);
 }
 
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts) {
   if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
-  const Settings settings = Settings::fromEnvironment();
   const device::DeviceFacts f{.channel = facts.peerAccess, .shared = facts.sharedPath, .processes = facts.processes};
-  const tuning::Selector selector(
-      device::allreduceAlgorithms(f, settings),
-      tuning::Machine{
-          .ranks = ranks, .usableCpus = 0, .link = facts.nvlink ? tuning::Link::kNvlink : tuning::Link::kPcie},
-      settings, tuning::Path::kDevice);
-  return selector.explain(bytes);
+  return core::deviceSelector(f, facts.nvlink, ranks, Settings::fromEnvironment()).explain(bytes);
 }
 
 std::optional<long long> sumThroughStore(Communicator& comm, const std::string& key, long long mine) {

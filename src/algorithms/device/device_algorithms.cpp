@@ -23,29 +23,27 @@ constexpr const char* kStagedHow =
     "through pinned host memory: copies to the host, the host engine's allreduce, copies back";
 
 AlgorithmDescriptor staged(std::size_t maxBytes, const char* how = kStagedHow) {
-  AlgorithmDescriptor a{.id = Algorithm::kGpuStaged,
-                        .name = "staged",
-                        .collective = Collective::kAllreduce,
-                        .link = Link::kShm,
-                        .schedule = Schedule::kDirect,
-                        .maxBytes = maxBytes,
-                        .how = how};
-  a.modelled = false;
-  return a;
+  return {.id = Algorithm::kGpuStaged,
+          .name = "staged",
+          .collective = Collective::kAllreduce,
+          .link = Link::kShm,
+          .schedule = Schedule::kDirect,
+          .maxBytes = maxBytes,
+          .modelled = false,
+          .how = how};
 }
 
 AlgorithmDescriptor shared() {
-  AlgorithmDescriptor a{.id = Algorithm::kGpuShared,
-                        .name = "shared",
-                        .collective = Collective::kAllreduce,
-                        .link = Link::kShm,
-                        .schedule = Schedule::kDirect,
-                        .how =
-                            "ranks share a GPU, whose kernels take turns (no MPS): each copies into its workspace, "
-                            "the host meets the peers, then each GPU reduces from every workspace, so no kernel "
-                            "waits for another rank's"};
-  a.modelled = false;
-  return a;
+  return {.id = Algorithm::kGpuShared,
+          .name = "shared",
+          .collective = Collective::kAllreduce,
+          .link = Link::kShm,
+          .schedule = Schedule::kDirect,
+          .modelled = false,
+          .how =
+              "ranks share a GPU, whose kernels take turns (no MPS): each copies into its workspace, the host "
+              "meets the peers, then each GPU reduces from every workspace, so no kernel waits for another "
+              "rank's"};
 }
 
 // Braid's kernels, priced on the link the selector's machine names (NVLink or PCIe).
