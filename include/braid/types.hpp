@@ -126,7 +126,11 @@ const char* errorCodeName(ErrorCode code) noexcept;
 const char* dataTypeName(DataType type) noexcept;
 /// "sum", "premul_sum", ...
 const char* reduceKindName(ReduceKind kind) noexcept;
-/// Bytes per element.
-std::size_t dataTypeSize(DataType type) noexcept;
+/// Bytes per element; 0 for a value outside DataType. Inline: every call sizes its buffers with it.
+constexpr std::size_t dataTypeSize(DataType type) noexcept {
+  constexpr unsigned char kSizes[kNumDataTypes] = {1, 1, 1, 4, 4, 8, 8, 2, 2, 4, 8, 1, 1};  // by DataType's value
+  const auto i = static_cast<unsigned>(type);
+  return i < static_cast<unsigned>(kNumDataTypes) ? kSizes[i] : 0;
+}
 
 }  // namespace braid

@@ -14,25 +14,29 @@ namespace {
 struct TypeRow {
   DataType type;
   const char* name;
-  std::size_t size;
 };
 
 // Index = numeric value of DataType.
 constexpr TypeRow kTypes[kNumDataTypes] = {
-    {DataType::kBool, "bool", 1},
-    {DataType::kInt8, "int8", 1},
-    {DataType::kUint8, "uint8", 1},
-    {DataType::kInt32, "int32", 4},
-    {DataType::kUint32, "uint32", 4},
-    {DataType::kInt64, "int64", 8},
-    {DataType::kUint64, "uint64", 8},
-    {DataType::kFloat16, "float16", 2},
-    {DataType::kBFloat16, "bfloat16", 2},
-    {DataType::kFloat32, "float32", 4},
-    {DataType::kFloat64, "float64", 8},
-    {DataType::kFloat8E4M3, "float8_e4m3", 1},
-    {DataType::kFloat8E5M2, "float8_e5m2", 1},
+    {DataType::kBool, "bool"},
+    {DataType::kInt8, "int8"},
+    {DataType::kUint8, "uint8"},
+    {DataType::kInt32, "int32"},
+    {DataType::kUint32, "uint32"},
+    {DataType::kInt64, "int64"},
+    {DataType::kUint64, "uint64"},
+    {DataType::kFloat16, "float16"},
+    {DataType::kBFloat16, "bfloat16"},
+    {DataType::kFloat32, "float32"},
+    {DataType::kFloat64, "float64"},
+    {DataType::kFloat8E4M3, "float8_e4m3"},
+    {DataType::kFloat8E5M2, "float8_e5m2"},
 };
+
+static_assert(dataTypeSize(DataType::kBool) == sizeof(bool) && dataTypeSize(DataType::kInt32) == 4 &&
+              dataTypeSize(DataType::kUint64) == 8 && dataTypeSize(DataType::kBFloat16) == 2 &&
+              dataTypeSize(DataType::kFloat64) == sizeof(double) && dataTypeSize(DataType::kFloat8E5M2) == 1 &&
+              dataTypeSize(static_cast<DataType>(kNumDataTypes)) == 0);
 
 constexpr const char* kReduceNames[kNumReduceKinds] = {"sum",        "prod", "min", "max", "avg",
                                                        "premul_sum", "band", "bor", "bxor"};
@@ -50,10 +54,6 @@ bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kind) < kN
 
 const char* dataTypeName(DataType type) noexcept {
   return isValid(type) ? kTypes[static_cast<unsigned>(type)].name : "invalid-dtype";
-}
-
-std::size_t dataTypeSize(DataType type) noexcept {
-  return isValid(type) ? kTypes[static_cast<unsigned>(type)].size : 0;
 }
 
 const char* reduceKindName(ReduceKind kind) noexcept {
@@ -110,22 +110,27 @@ std::optional<ReduceKind> parseReduceKind(std::string_view name) {
 }
 
 void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
-  const ErrorContext ctx{.op = std::string(opName)};
-  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
-  if (!isValid(op.kind)) fail(ErrorCode::kInvalidArgument, ctx, "invalid reduce op value ", static_cast<int>(op.kind));
+  // The context is made only for a failure: this check runs on every reducing call.
+  const auto context = [opName] { return ErrorContext{.op = std::string(opName)}; };
+  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, context(), "invalid data type value ", static_cast<int>(type));
+  if (!isValid(op.kind)) {
+    fail(ErrorCode::kInvalidArgument, context(), "invalid reduce op value ", static_cast<int>(op.kind));
+  }
   const bool bitwise = op.kind == ReduceKind::kBand || op.kind == ReduceKind::kBor || op.kind == ReduceKind::kBxor;
   if (bitwise && isFloating(type)) {
-    fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind),
+    fail(ErrorCode::kInvalidArgument, context(), "reduce op ", reduceKindName(op.kind),
          " needs an integer or bool type, got ", dataTypeName(type));
   }
   if (type == DataType::kBool && (op.kind == ReduceKind::kAvg || op.kind == ReduceKind::kPremulSum)) {
-    fail(ErrorCode::kInvalidArgument, ctx, "reduce op ", reduceKindName(op.kind), " is not defined for bool");
+    fail(ErrorCode::kInvalidArgument, context(), "reduce op ", reduceKindName(op.kind), " is not defined for bool");
   }
   if (op.kind == ReduceKind::kPremulSum) {
-    if (!std::isfinite(op.scale)) fail(ErrorCode::kInvalidArgument, ctx, "premul_sum scale is not finite: ", op.scale);
+    if (!std::isfinite(op.scale)) {
+      fail(ErrorCode::kInvalidArgument, context(), "premul_sum scale is not finite: ", op.scale);
+    }
     if (isInteger(type) && std::trunc(op.scale) != op.scale) {
-      fail(ErrorCode::kInvalidArgument, ctx, "premul_sum on ", dataTypeName(type), " needs an integral scale, got ",
-           op.scale);
+      fail(ErrorCode::kInvalidArgument, context(), "premul_sum on ", dataTypeName(type),
+           " needs an integral scale, got ", op.scale);
     }
   }
 }

@@ -131,8 +131,8 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Eng
     armRecordSignal(settings_.flightRecorderSignal);
     registerForRecordSignal(this);
   }
-  placement_ =
-      Placement::of(std::vector<RankHost>(static_cast<std::size_t>(size_), RankHost{"", transport::hostName()}), rank_);
+  placement_ = Placement::of(
+      std::vector<RankHost>(static_cast<std::size_t>(size_), RankHost{"", transport::hostName(), {}}), rank_);
   if (logEnabled(LogLevel::kInfo)) {
     logLine(LogLevel::kInfo, rank_,
             strCat("communicator of ", size_, " ranks over ", engine_->transportName(),

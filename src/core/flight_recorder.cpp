@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 namespace braid::core {
 
@@ -37,96 +38,94 @@ double epochUs() {
 
 }  // namespace
 
-FlightRecorder::FlightRecorder(std::size_t capacity) : ring_(capacity == 0 ? 1 : capacity) {}
+FlightRecorder::FlightRecorder(std::size_t capacity)
+    : capacity_(capacity == 0 ? 1 : capacity), ring_(std::make_unique<Entry[]>(capacity_)) {}
+
+FlightRecorder::Hold::Hold(Entry& e) : e_(e) {
+  while (e_.busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();
+}
 
 // Three reads a call: the precise clock costs tens of nanoseconds a read on some machines (a fifth of a small call
 // over shared memory on a 2-core VM), the kernel's tick a few. A record says how long a call has been stuck, which
 // the tick (1-4 ms) answers; a trace times calls, and reads the precise clock.
-double FlightRecorder::nowUs() const {
-  if (!tracing_) {
+std::int64_t FlightRecorder::nowNs() const {
+  if (!tracing_.load(std::memory_order_relaxed)) {
     timespec tick{};
     if (::clock_gettime(CLOCK_MONOTONIC_COARSE, &tick) == 0) {
-      const auto since =
-          std::chrono::seconds(tick.tv_sec) + std::chrono::nanoseconds(tick.tv_nsec) - origin_.time_since_epoch();
-      return std::chrono::duration<double, std::micro>(since).count();
+      return (std::int64_t{tick.tv_sec} * 1'000'000'000 + tick.tv_nsec) -
+             std::chrono::duration_cast<std::chrono::nanoseconds>(origin_.time_since_epoch()).count();
     }
   }
-  return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - origin_).count();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
 }
 
-FlightRecorder::Entry* FlightRecorder::find(std::uint64_t id) {
-  Entry& e = ring_[id % ring_.size()];
-  return e.id == id ? &e : nullptr;
-}
-
-std::uint64_t FlightRecorder::issued(const char* op, std::int64_t seq, const CallInfo& info) {
-  const double t = nowUs();
-  std::lock_guard lock(mu_);
-  return add(op, seq, info, t).id;
-}
-
-std::uint64_t FlightRecorder::began(const char* op, std::int64_t seq, const CallInfo& info) {
-  const double t = nowUs();
-  const double epoch = tracing_ ? epochUs() : 0;
-  std::lock_guard lock(mu_);
-  Entry& e = add(op, seq, info, t);
-  e.state = State::kRunning;
-  e.startedUs = t;
-  e.startedEpochUs = epoch;
-  return e.id;
-}
-
-FlightRecorder::Entry& FlightRecorder::add(const char* op, std::int64_t seq, const CallInfo& info, double t) {
-  const std::uint64_t id = ++next_;
-  Entry& e = ring_[id % ring_.size()];
+std::uint64_t FlightRecorder::add(const char* op, std::int64_t seq, const CallInfo& info, std::int64_t t,
+                                  bool running) {
+  const double epoch = running && tracing_.load(std::memory_order_relaxed) ? epochUs() : 0;
+  const std::uint64_t id = next_.fetch_add(1, std::memory_order_relaxed) + 1;
+  Entry& e = slot(id);
+  const Hold hold(e);
   e.id = id;
   e.seq = seq;
   e.op = op;
   e.info = info;
-  e.state = State::kQueued;
-  e.issuedUs = t;
-  e.startedUs = e.endedUs = -1;
+  e.state = running ? State::kRunning : State::kQueued;
+  e.issuedNs = t;
+  e.startedNs = running ? t : -1;
+  e.endedNs = -1;
+  e.startedEpochUs = epoch;
   e.error.clear();
-  return e;
+  return id;
+}
+
+std::uint64_t FlightRecorder::issued(const char* op, std::int64_t seq, const CallInfo& info) {
+  return add(op, seq, info, nowNs(), false);
+}
+
+std::uint64_t FlightRecorder::began(const char* op, std::int64_t seq, const CallInfo& info) {
+  return add(op, seq, info, nowNs(), true);
 }
 
 void FlightRecorder::started(std::uint64_t id) {
-  const double t = nowUs();
-  const double epoch = tracing_ ? epochUs() : 0;
-  std::lock_guard lock(mu_);
-  if (Entry* e = find(id)) {
-    e->state = State::kRunning;
-    e->startedUs = t;
-    e->startedEpochUs = epoch;
-  }
+  const std::int64_t t = nowNs();
+  const double epoch = tracing_.load(std::memory_order_relaxed) ? epochUs() : 0;
+  Entry& e = slot(id);
+  const Hold hold(e);
+  if (e.id != id) return;  // the ring wrote over it
+  e.state = State::kRunning;
+  e.startedNs = t;
+  e.startedEpochUs = epoch;
 }
 
 void FlightRecorder::ended(std::uint64_t id, const Error* error) {
-  const double t = nowUs();
-  std::lock_guard lock(mu_);
-  if (Entry* e = find(id)) {
-    e->state = error ? State::kFailed : State::kDone;
-    e->endedUs = t;
-    if (error) e->error = error->what();
-    if (tracing_ && e->startedUs >= 0) {
-      if (trace_.size() < maxTrace_) {
-        trace_.push_back({e->op, e->seq, e->info, e->startedEpochUs, t - e->startedUs, error != nullptr});
-      } else {
-        ++traceDropped_;
-      }
-    }
+  const std::int64_t t = nowNs();
+  Entry& e = slot(id);
+  const Hold hold(e);
+  if (e.id != id) return;
+  e.state = error ? State::kFailed : State::kDone;
+  e.endedNs = t;
+  if (error) e.error = error->what();
+  if (tracing_.load(std::memory_order_relaxed) && e.startedNs >= 0) keepTraceEvent(e, t, error != nullptr);
+}
+
+void FlightRecorder::keepTraceEvent(const Entry& e, std::int64_t endedNs, bool failed) {
+  std::lock_guard lock(traceMu_);
+  if (trace_.size() < maxTrace_) {
+    trace_.push_back({e.op, e.seq, e.info, e.startedEpochUs, static_cast<double>(endedNs - e.startedNs) / 1e3, failed});
+  } else {
+    ++traceDropped_;
   }
 }
 
 void FlightRecorder::startTrace(std::size_t maxEvents) {
-  std::lock_guard lock(mu_);
-  tracing_ = true;
+  std::lock_guard lock(traceMu_);
   maxTrace_ = maxEvents;
   trace_.reserve(std::min<std::size_t>(maxEvents, 4096));
+  tracing_.store(true, std::memory_order_relaxed);
 }
 
 std::string FlightRecorder::chromeTrace(int rank) const {
-  std::lock_guard lock(mu_);
+  std::lock_guard lock(traceMu_);
   std::string out = "{\"displayTimeUnit\": \"ns\", \"traceEvents\": [";
   char line[320];
   std::snprintf(line, sizeof line,
@@ -167,11 +166,13 @@ std::string FlightRecorder::json(int rank, int size, const std::vector<transport
     out += line;
   }
   out += "], \"calls\": [";
-  std::lock_guard lock(mu_);
-  const std::uint64_t first = next_ >= ring_.size() ? next_ - ring_.size() + 1 : 1;
+  const std::uint64_t last = next_.load(std::memory_order_relaxed);
+  const std::uint64_t first = last >= capacity_ ? last - capacity_ + 1 : 1;
   bool comma = false;
-  for (std::uint64_t id = first; id <= next_; ++id) {
-    const Entry& e = ring_[id % ring_.size()];
+  for (std::uint64_t id = first; id <= last; ++id) {
+    Entry& slotted = slot(id);
+    const Hold hold(slotted);
+    const Entry& e = slotted;
     if (e.id != id) continue;
     out += comma ? ",\n  {" : "\n  {";
     comma = true;
@@ -187,10 +188,11 @@ std::string FlightRecorder::json(int rank, int size, const std::vector<transport
       appendString(out, reduceKindName(e.info.reduce));
       out += ", \"root\": " + std::to_string(e.info.root);
     }
+    const auto us = [](std::int64_t ns) { return ns < 0 ? -1.0 : static_cast<double>(ns) / 1e3; };
     char times[160];
     std::snprintf(times, sizeof times,
                   ", \"state\": \"%s\", \"issued_us\": %.1f, \"started_us\": %.1f, \"ended_us\": %.1f",
-                  stateName(static_cast<int>(e.state)), e.issuedUs, e.startedUs, e.endedUs);
+                  stateName(static_cast<int>(e.state)), us(e.issuedNs), us(e.startedNs), us(e.endedNs));
     out += times;
     if (!e.error.empty()) {
       out += ", \"error\": ";

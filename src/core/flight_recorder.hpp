@@ -3,11 +3,16 @@
 // running calls write it, any thread reads it; a fixed ring of entries, so recording allocates only for an error's
 // text. Dumped as JSON on demand (Communicator::flightRecord) and, with BRAID_FLIGHT_RECORDER set, into a file per
 // rank when a failure leaves the ranks out of step (timeout, lost peer, mismatch, abort).
+//
+// Every call writes it twice, so the call path takes no shared lock: a call's id comes from an atomic counter and
+// each entry has its own flag, held for a few stores (a reader dumping the ring takes each entry's in turn).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -52,13 +57,14 @@ class FlightRecorder {
  private:
   enum class State : std::uint8_t { kQueued, kRunning, kDone, kFailed };
   struct Entry {
+    std::atomic_flag busy;  // held by the one thread writing or reading the fields below
     std::uint64_t id = 0;
     std::int64_t seq = -1;
     const char* op = "";
     CallInfo info;
     State state = State::kQueued;
-    double issuedUs = 0, startedUs = -1, endedUs = -1;
-    double startedEpochUs = 0;  // the system clock's, for traces
+    std::int64_t issuedNs = 0, startedNs = -1, endedNs = -1;  // since the recorder was made
+    double startedEpochUs = 0;                                // the system clock's, for traces
     std::string error;
   };
   struct TraceEvent {
@@ -68,15 +74,30 @@ class FlightRecorder {
     double startEpochUs, durationUs;
     bool failed;
   };
-  double nowUs() const;
-  Entry& add(const char* op, std::int64_t seq, const CallInfo& info, double t);  // under mu_
-  Entry* find(std::uint64_t id);                                                 // null once the ring wrote over it
+  /// Holds an entry's flag; the ring's entries are written by at most two threads at once (the issuing one and the
+  /// one running calls), each for a few stores, so waiting is short and yields the core rather than spin.
+  class Hold {
+   public:
+    explicit Hold(Entry& e);
+    ~Hold() { e_.busy.clear(std::memory_order_release); }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+
+   private:
+    Entry& e_;
+  };
+
+  std::int64_t nowNs() const;
+  Entry& slot(std::uint64_t id) const { return ring_[id % capacity_]; }
+  std::uint64_t add(const char* op, std::int64_t seq, const CallInfo& info, std::int64_t t, bool running);
+  void keepTraceEvent(const Entry& e, std::int64_t endedNs, bool failed);
 
   const std::chrono::steady_clock::time_point origin_ = std::chrono::steady_clock::now();
-  mutable std::mutex mu_;
-  std::vector<Entry> ring_;
-  std::uint64_t next_ = 0;
-  bool tracing_ = false;
+  const std::size_t capacity_;
+  const std::unique_ptr<Entry[]> ring_;
+  std::atomic<std::uint64_t> next_{0};
+  std::atomic<bool> tracing_{false};
+  mutable std::mutex traceMu_;  // the trace's fields below
   std::size_t maxTrace_ = 0;
   std::size_t traceDropped_ = 0;
   std::vector<TraceEvent> trace_;

@@ -5,10 +5,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <optional>
 
 #include "base/deadline.hpp"
+#include "base/function_ref.hpp"
 
 namespace braid::transport {
 
@@ -19,10 +19,11 @@ struct WaitPolicy {
   /// The call's deadline, shared by its waits: set by the first wait that has to sleep, so that a wait answered
   /// while spinning reads no clock (a clock read is a system call on some virtual machines).
   std::optional<Deadline>* deadline = nullptr;
-  /// Called between sleep slices (every few ms); throws to end the wait (peer lost, aborted, ...).
-  std::function<void()> check;
+  /// Called between sleep slices (every few ms); throws to end the wait (peer lost, aborted, ...). Both callbacks
+  /// refer to callables the waiter keeps alive for the wait.
+  FunctionRef<void()> check;
   /// Called when the deadline passes; must throw (Timeout naming what was awaited).
-  std::function<void()> onTimeout;
+  FunctionRef<void()> onTimeout;
 };
 
 /// A word with a waiter count beside it, so that posting costs no system call when nobody sleeps. Where it lives

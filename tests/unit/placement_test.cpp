@@ -12,8 +12,8 @@ namespace {
 
 TEST(Placement, HostsAreNumberedByTheirLowestRankAndLocalRanksFollowRankOrder) {
   // Ranks 0, 2 on host a; 1, 3, 5 on b; 4 on c.
-  const std::vector<RankHost> ranks = {{"id-a", "a"}, {"id-b", "b"}, {"id-a", "a"},
-                                       {"id-b", "b"}, {"id-c", "c"}, {"id-b", "b"}};
+  const std::vector<RankHost> ranks = {{"id-a", "a", {}}, {"id-b", "b", {}}, {"id-a", "a", {}},
+                                       {"id-b", "b", {}}, {"id-c", "c", {}}, {"id-b", "b", {}}};
   const std::vector<int> hostOf = {0, 1, 0, 1, 2, 1};
   const std::vector<int> localRank = {0, 0, 1, 1, 0, 2};
   const std::vector<int> localSize = {2, 3, 2, 3, 1, 3};
@@ -29,7 +29,7 @@ TEST(Placement, HostsAreNumberedByTheirLowestRankAndLocalRanksFollowRankOrder) {
 
 TEST(Placement, TheIdentityDecidesNotTheName) {
   // Two network namespaces of one machine share its name but are two hosts to braid; one name twice is no merger.
-  const std::vector<RankHost> ranks = {{"boot/net:[1]", "node"}, {"boot/net:[2]", "node"}};
+  const std::vector<RankHost> ranks = {{"boot/net:[1]", "node", {}}, {"boot/net:[2]", "node", {}}};
   EXPECT_EQ(Placement::of(ranks, 1).hosts(), 2);
   EXPECT_EQ(Placement::of(ranks, 1).localSize, 1);
 }
@@ -38,7 +38,7 @@ TEST(Placement, SaysWhenOneMachineRunsSeveralRanksWhateverTheirHosts) {
   // The machine is the boot id before the first '/': namespaces and BRAID_HOST_ID split hosts, not machines.
   auto several = [](const std::vector<std::string>& ids) {
     std::vector<RankHost> hosts;
-    for (const auto& id : ids) hosts.push_back({id, "node"});
+    for (const auto& id : ids) hosts.push_back({id, "node", {}});
     for (int r = 0; r < static_cast<int>(ids.size()); ++r) {
       if (Placement::of(hosts, r).machineRunsSeveralRanks != Placement::of(hosts, 0).machineRunsSeveralRanks) {
         ADD_FAILURE() << "ranks disagree";
@@ -54,7 +54,7 @@ TEST(Placement, SaysWhenOneMachineRunsSeveralRanksWhateverTheirHosts) {
 }
 
 TEST(Placement, WhatRanksSendRoundTrips) {
-  const RankHost host{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/net:[4026531840]", "gpu-node-7.example"};
+  const RankHost host{"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/net:[4026531840]", "gpu-node-7.example", {}};
   const RankHost back = Placement::decode(Placement::encode(host));
   EXPECT_EQ(back.identity, host.identity);
   EXPECT_EQ(back.name, host.name);
@@ -95,7 +95,7 @@ TEST(Placement, TheRanksOfAHostCountTheCpusTheyMayUseTogether) {
 TEST(Hierarchy, FitsSeveralHostsOfEqualRankCountsAboveOne) {
   auto place = [](const std::vector<std::string>& ids) {
     std::vector<RankHost> hosts;
-    for (const auto& id : ids) hosts.push_back({id, id});
+    for (const auto& id : ids) hosts.push_back({id, id, {}});
     return Placement::of(hosts, 0);
   };
   EXPECT_TRUE(Hierarchy::fits(place({"a", "a", "b", "b"})));

@@ -43,7 +43,7 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   policy.yieldWhileSpinning = env.yieldWhileSpinning;
   policy.timeoutSeconds = env.timeoutSeconds;
   policy.deadline = &env.deadline;
-  policy.check = [&] {
+  const auto checkWait = [&] {
     checkCall(env);
     for (std::size_t i = 0; i < ops.size(); ++i) {
       // Only what is still pending: a peer may leave once it has everything this rank sent it (a completed send to
@@ -61,7 +61,7 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
       }
     }
   };
-  policy.onTimeout = [&] {
+  const auto failTimedOut = [&] {
     ErrorContext ctx = env.context;
     ctx.peer = blockedOn;
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -73,6 +73,8 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
     }
     fail(ErrorCode::kTimeout, ctx, "point-to-point group timed out");
   };
+  policy.check = checkWait;
+  policy.onTimeout = failTimedOut;
 
   transport::WaitWord& bell = fabric_.doorbell(fabric_.rank());
   while (true) {

@@ -49,21 +49,25 @@ RoundSync::RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
   policy_.timeoutSeconds = env.timeoutSeconds;
   policy_.deadline = &env.deadline;
-  policy_.check = [this] {
-    checkCall(env_);
-    const std::string why = fabric_.peerFailure(waitingFor_);
-    if (!why.empty()) {
-      ErrorContext ctx = env_.context;
-      ctx.peer = waitingFor_;
-      fail(ErrorCode::kPeerLost, ctx, why, " while this rank waited for it in round ", round_ + 1);
-    }
-  };
-  policy_.onTimeout = [this] {
+  policy_.check = FunctionRef<void()>::to<&RoundSync::checkWait>(this);
+  policy_.onTimeout = FunctionRef<void()>::to<&RoundSync::failTimedOut>(this);
+}
+
+void RoundSync::checkWait() {
+  checkCall(env_);
+  const std::string why = fabric_.peerFailure(waitingFor_);
+  if (!why.empty()) {
     ErrorContext ctx = env_.context;
     ctx.peer = waitingFor_;
-    fail(ErrorCode::kTimeout, ctx, "peer ", waitingFor_, " did not reach round ", round_ + 1, " of this call within ",
-         "the timeout (BRAID_TIMEOUT or the call's timeout); it may be in another call or stuck");
-  };
+    fail(ErrorCode::kPeerLost, ctx, why, " while this rank waited for it in round ", round_ + 1);
+  }
+}
+
+void RoundSync::failTimedOut() {
+  ErrorContext ctx = env_.context;
+  ctx.peer = waitingFor_;
+  fail(ErrorCode::kTimeout, ctx, "peer ", waitingFor_, " did not reach round ", round_ + 1, " of this call within ",
+       "the timeout (BRAID_TIMEOUT or the call's timeout); it may be in another call or stuck");
 }
 
 void RoundSync::exchange() {

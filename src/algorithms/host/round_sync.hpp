@@ -44,6 +44,8 @@ class RoundSync {
  private:
   void waitFor(int peer);
   void checkDescriptors();
+  void checkWait();     // between a wait's sleeps: the call aborted, the awaited peer lost
+  void failTimedOut();  // throws Timeout naming the awaited peer
 
   transport::LocalFabric& fabric_;
   std::uint32_t& round_;

@@ -303,7 +303,7 @@ void TcpMesh::waitFor(std::span<MeshOp* const> ops, const ErrorContext& context,
                       const std::function<bool()>* interrupted) {
   transport::WaitPolicy mine = policy;
   MeshOp* awaited = nullptr;
-  mine.onTimeout = [&] {
+  const auto failTimedOut = [&] {
     ErrorContext ctx = context;
     ctx.peer = awaited ? awaited->peer : -1;
     const bool sending = awaited && awaited->dir == MeshOp::Dir::kSend;
@@ -311,6 +311,7 @@ void TcpMesh::waitFor(std::span<MeshOp* const> ops, const ErrorContext& context,
          awaited ? awaited->step : 0, " of this call within the timeout (BRAID_TIMEOUT or the call's); it may be in ",
          "another call or stuck");
   };
+  mine.onTimeout = failTimedOut;
   auto cancelAll = [&] { cancel(ops); };
   // While it spins, the caller reads its sockets itself: a message that arrives then costs no wake-up of the
   // progress thread and of the caller (each ~5-20 us), which is most of a small collective's time over TCP.

@@ -13,8 +13,10 @@ NetCall::NetCall(tcp::TcpMesh& mesh, const transport::CallDescriptor& call, cons
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
   policy_.timeoutSeconds = env.timeoutSeconds;
   policy_.deadline = &env.deadline;
-  policy_.check = [this] { checkCall(env_); };
+  policy_.check = FunctionRef<void()>::to<&NetCall::checkWait>(this);
 }
+
+void NetCall::checkWait() { checkCall(env_); }
 
 NetCall::~NetCall() {
   std::vector<tcp::MeshOp*> pending;

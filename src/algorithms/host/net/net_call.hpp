@@ -46,6 +46,7 @@ class NetCall {
  private:
   tcp::MeshOp& make(tcp::MeshOp::Dir dir, int peer, std::uint32_t step, const void* data, std::size_t bytes,
                     std::int64_t key);
+  void checkWait();  // between a wait's sleeps: the call aborted or timed out
 
   tcp::TcpMesh& mesh_;
   transport::CallDescriptor call_;
