@@ -145,11 +145,12 @@ class AbortHandle {
   void abort();
   bool aborted() const { return aborted_.load(std::memory_order_acquire); }
 
-  /// For braid itself: the flag creation waits look at, and the communicator made with the handle (null detaches).
+ private:
+  friend struct core::CommunicatorAccess;  // creation waits on flag() and attaches the communicator it made
   const std::atomic<bool>* flag() const { return &aborted_; }
+  /// The communicator made with the handle (null detaches); aborts it at once when the handle already fired.
   void attach(core::CommunicatorImpl* comm);
 
- private:
   std::atomic<bool> aborted_{false};
   std::mutex mu_;
   core::CommunicatorImpl* comm_ = nullptr;

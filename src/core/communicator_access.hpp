@@ -1,8 +1,10 @@
-// The only way from a public Communicator to the communicator behind it, and the only way to make one: braid.hpp
-// names this struct its friend and offers nothing else. Core uses it (creation, the hierarchy); tests reach it
-// through tests/support/internals.hpp. Tools and benches use the public API and braid/introspect.hpp instead.
+// The only way from a public Communicator to the communicator behind it, the only way to make one, and the only way
+// to an AbortHandle's flag and attachment: braid.hpp names this struct their friend and offers nothing else. Core uses
+// it (creation, the hierarchy); tests reach it through tests/support/internals.hpp. Tools and benches use the public
+// API and braid/introspect.hpp instead.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "braid/braid.hpp"
@@ -16,6 +18,9 @@ struct CommunicatorAccess {
   static std::unique_ptr<Communicator> wrap(std::unique_ptr<CommunicatorImpl> impl) {
     return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
   }
+  /// The flag a creation made with `abort` waits on (null without a handle).
+  static const std::atomic<bool>* abortFlag(const AbortHandle* abort) { return abort ? abort->flag() : nullptr; }
+  static void attach(AbortHandle& abort, CommunicatorImpl* comm) { abort.attach(comm); }
 };
 
 }  // namespace braid::core

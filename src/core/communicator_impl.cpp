@@ -14,6 +14,7 @@
 #include "base/error.hpp"
 #include "base/logging.hpp"
 #include "base/threads.hpp"
+#include "core/communicator_access.hpp"
 #include "core/engine_selectors.hpp"
 #include "core/record_signal.hpp"
 #include "core/this_host.hpp"
@@ -168,7 +169,7 @@ CommunicatorImpl::~CommunicatorImpl() {
   handoffView_.store(nullptr, std::memory_order_release);
   handoff_.reset();
   // Detached only now: while the destructor waited for a queued call, the handle could still abort it.
-  if (abortHandle_) abortHandle_->attach(nullptr);
+  if (abortHandle_) CommunicatorAccess::attach(*abortHandle_, nullptr);
   if (!settings_.trace.empty()) writeTrace();
 }
 
@@ -280,7 +281,7 @@ void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
 
 void CommunicatorImpl::attachAbortHandle(std::shared_ptr<AbortHandle> handle) {
   abortHandle_ = std::move(handle);
-  abortHandle_->attach(this);  // aborts at once when the handle fired while this was being made
+  CommunicatorAccess::attach(*abortHandle_, this);  // aborts at once when the handle fired while this was being made
 }
 
 void CommunicatorImpl::abort() {

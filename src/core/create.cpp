@@ -121,7 +121,8 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   if (settings.hostId.find('\n') != std::string::npos) {
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_HOST_ID holds a line break: it must be one line");
   }
-  const Deadline deadline = Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr);
+  const Deadline deadline =
+      Deadline::after(settings.timeoutSeconds).cancellable(core::CommunicatorAccess::abortFlag(abort.get()));
   core::Placement placement = placeRanks(*rendezvous->store, rank, size, settings, deadline);
   const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
@@ -183,7 +184,7 @@ std::unique_ptr<Communicator> Communicator::fromEnvironment(std::shared_ptr<Abor
   return abortable(abort, [&] {
     const Settings settings = Settings::fromEnvironment();
     bootstrap::JobRendezvous job =
-        bootstrap::rendezvousFromEnvironment(settings, {}, {}, abort ? abort->flag() : nullptr);
+        bootstrap::rendezvousFromEnvironment(settings, {}, {}, core::CommunicatorAccess::abortFlag(abort.get()));
     auto rendezvous = std::make_shared<Rendezvous>();
     rendezvous->server = std::move(job.server);
     rendezvous->store = std::move(job.client);
@@ -222,7 +223,8 @@ std::unique_ptr<Communicator> core::createWithSettings(const UniqueId& id, int r
     rendezvous->abort = abort;
     rendezvous->store = std::make_unique<bootstrap::TcpStoreClient>(
         decoded.root, decoded.token,
-        Deadline::after(settings.timeoutSeconds).cancellable(abort ? abort->flag() : nullptr), settings.timeoutSeconds);
+        Deadline::after(settings.timeoutSeconds).cancellable(core::CommunicatorAccess::abortFlag(abort.get())),
+        settings.timeoutSeconds);
     return join(rank, size, std::move(rendezvous), settings);
   });
 }

@@ -62,6 +62,11 @@ class CheckLayers(unittest.TestCase):
         self.assertEqual(code, 1, text)
         self.assertIn("nccl includes base", text)
 
+    def test_a_folder_of_src_the_rule_does_not_name_is_refused(self):
+        code, text = check(tree({"src/base/error.hpp": "", "src/rdma/verbs.hpp": '#include "base/error.hpp"\n'}))
+        self.assertEqual(code, 1, text)
+        self.assertIn("src/rdma is a folder of src/ but no layer of src/layers.txt", text)
+
     def test_a_known_departure_that_shrank_asks_for_its_count_to_drop(self):
         # The small tree has none of the real tree's known departures: every KNOWN entry is now too high.
         code, text = check(tree({"src/base/error.hpp": ""}), known=True)
