@@ -328,18 +328,18 @@ TEST(MeshClose, ALeavingRankDeliversItsLastMessage) {
     auto mesh = bootstrap::joinTcpMesh(store, r, 2, how, Deadline::after(30));
     return mesh;
   };
-  auto post = [](tcp::TcpMesh& mesh, tcp::MeshOp& op, tcp::MeshOp::Dir dir, std::int64_t tag, std::byte* data,
+  auto post = [](tcp::TcpMesh& mesh, transport::NetOp& op, transport::NetOp::Dir dir, std::int64_t tag, std::byte* data,
                  std::size_t bytes) {
     op.dir = dir;
     op.peer = 1 - mesh.rank();
-    op.kind = tcp::FrameKind::kPointToPoint;
+    op.kind = transport::MessageKind::kPointToPoint;
     op.key = tag;
     op.data = data;
     op.bytes = bytes;
     mesh.post(op);
   };
-  auto waitFor = [](tcp::TcpMesh& mesh, tcp::MeshOp& op) {
-    tcp::MeshOp* ops[] = {&op};
+  auto waitFor = [](tcp::TcpMesh& mesh, transport::NetOp& op) {
+    transport::NetOp* ops[] = {&op};
     transport::WaitPolicy policy;
     policy.timeoutSeconds = 30;
     mesh.wait(ops, ErrorContext{.rank = mesh.rank(), .op = "send/recv"}, policy);
@@ -351,8 +351,8 @@ TEST(MeshClose, ALeavingRankDeliversItsLastMessage) {
       for (std::size_t i = 0; i < kBytes; ++i) data[i] = static_cast<std::byte>(i * 131 + 7);
       while (!ready.load()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the flood has filled what rank 0 keeps aside
-      tcp::MeshOp send;
-      post(*mesh, send, tcp::MeshOp::Dir::kSend, 1, data.data(), kBytes);
+      transport::NetOp send;
+      post(*mesh, send, transport::NetOp::Dir::kSend, 1, data.data(), kBytes);
       waitFor(*mesh, send);
       // Destroyed here, the send done but its bytes still on the slow path.
     } catch (const std::exception& e) {
@@ -365,12 +365,12 @@ TEST(MeshClose, ALeavingRankDeliversItsLastMessage) {
       // Every proxy exists once both ranks joined: the path from rank 0 becomes slow.
       proxies.forEach([](TcpProxy& p) { p.setDelay(2); });
       std::vector<std::byte> flood(kFlood), got(kBytes);
-      tcp::MeshOp floodOp, recv;
-      post(*mesh, floodOp, tcp::MeshOp::Dir::kSend, 9, flood.data(), kFlood);  // never received
-      post(*mesh, recv, tcp::MeshOp::Dir::kRecv, 1, got.data(), kBytes);
+      transport::NetOp floodOp, recv;
+      post(*mesh, floodOp, transport::NetOp::Dir::kSend, 9, flood.data(), kFlood);  // never received
+      post(*mesh, recv, transport::NetOp::Dir::kRecv, 1, got.data(), kBytes);
       ready.store(true);
       waitFor(*mesh, recv);
-      tcp::MeshOp* pending[] = {&floodOp};
+      transport::NetOp* pending[] = {&floodOp};
       mesh->cancel(pending);
       for (std::size_t i = 0; i < kBytes; ++i) {
         if (got[i] != static_cast<std::byte>(i * 131 + 7)) {

@@ -13,6 +13,7 @@
 #include "support/collective_cases.hpp"
 #include "support/internals.hpp"
 #include "support/rank_runner.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace braid::testing {
 namespace {
@@ -209,7 +210,7 @@ TEST_P(StagedNetAllreduce, EveryMessageMovesRegisteredMemory) {
       [&](Communicator& comm) {
         const int r = comm.rank();
         auto& engine = test::implOf(comm).engine();
-        tcp::TcpMesh& mesh = dynamic_cast<host::NetEngine&>(engine).mesh();
+        auto& mesh = dynamic_cast<tcp::TcpMesh&>(dynamic_cast<host::NetEngine&>(engine).transport());
         const std::size_t count = (std::size_t{1} << 18) + 13;
         // A host-buffer ring allreduce receives into the engine's registered scratch, and sends from the caller's
         // memory, which nobody registered. (First: the engine-level call below takes a later sequence number.)

@@ -15,6 +15,7 @@
 #include "support/internals.hpp"
 #include "support/matrix.hpp"
 #include "support/rank_runner.hpp"
+#include "transport/tcp/tcp_mesh.hpp"
 
 namespace braid::testing {
 namespace {
@@ -168,7 +169,7 @@ TEST(TcpFlowControl, ARootRunningAheadIsHeldBackAndEverythingArrives) {
           std::this_thread::sleep_for(std::chrono::milliseconds(1500));
           auto* net = dynamic_cast<host::NetEngine*>(&test::implOf(comm).engine());
           require(net != nullptr, "BRAID_TRANSPORT=tcp should give the TCP engine");
-          const std::size_t kept = net->mesh().stashedBytes(0);
+          const std::size_t kept = dynamic_cast<tcp::TcpMesh&>(net->transport()).stashedBytes(0);
           require(kept <= (std::size_t{65} << 20), "kept " + std::to_string(kept) + " bytes aside for the root");
           require(kept >= (std::size_t{32} << 20),
                   "the root should have run ahead: " + std::to_string(kept) + " bytes");

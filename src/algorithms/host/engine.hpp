@@ -1,7 +1,7 @@
 // What the communicator runs its calls on: all collectives and point-to-point over one kind of connection
 // between the ranks. LocalEngine serves ranks of one host (shared memory or, for thread ranks, the heap);
-// NetEngine serves ranks anywhere over the TCP mesh. Calls arrive one at a time, in issue order, with their
-// arguments already checked by core/; only point-to-point calls may join a point-to-point group that is running
+// NetEngine serves ranks anywhere over a network transport (TCP). Calls arrive one at a time, in issue order, with
+// their arguments already checked by core/; only point-to-point calls may join a point-to-point group that is running
 // (p2p_feed.hpp).
 #pragma once
 

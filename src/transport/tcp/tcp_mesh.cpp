@@ -187,39 +187,16 @@ std::vector<transport::PeerProgress> TcpMesh::peerProgress() const {
   return out;
 }
 
-std::vector<std::string> TcpMesh::streamAddresses(int p) {
-  std::lock_guard lock(mu_);
-  std::vector<std::string> out;
-  for (const Stream* st : peer(p).streams) {
-    // A lower rank accepted (the pair's address is its own end), a higher one dialled (the far end).
-    if (!st->socket.valid()) {
-      out.emplace_back("(closed)");
-    } else {
-      out.push_back(p < rank_ ? st->socket.peer() : st->socket.localAddress().toString());
-    }
-  }
-  return out;
-}
-
-std::vector<std::string> TcpMesh::localStreamHosts(int p) {
-  std::lock_guard lock(mu_);
-  std::vector<std::string> out;
-  for (const Stream* st : peer(p).streams) {
-    if (st->socket.valid()) out.push_back(st->socket.localAddress().host);
-  }
-  return out;
-}
-
 // ---- posting and waiting (caller thread) ----
 
-void TcpMesh::post(MeshOp& op) {
+void TcpMesh::post(NetOp& op) {
   if (op.peer < 0 || op.peer >= size_ || op.peer == rank_) {
     fail(ErrorCode::kInternal, {}, "mesh op addressed to peer ", op.peer, " of ", size_, " from rank ", rank_);
   }
   postedBytes_.fetch_add(op.bytes, std::memory_order_relaxed);
   if (op.region != nullptr) postedRegisteredBytes_.fetch_add(op.bytes, std::memory_order_relaxed);
   std::lock_guard lock(mu_);
-  op.state.store(MeshOp::kPending, std::memory_order_relaxed);
+  op.state.store(NetOp::kPending, std::memory_order_relaxed);
   op.done = 0;
   op.error.clear();
   op.blame = -1;
@@ -228,7 +205,7 @@ void TcpMesh::post(MeshOp& op) {
     return;
   }
   Peer& p = peer(op.peer);
-  if (op.dir == MeshOp::Dir::kSend) {
+  if (op.dir == NetOp::Dir::kSend) {
     if (!p.lost.empty()) {
       failOp(op, ErrorCode::kPeerLost, p.lost);
       return;
@@ -237,7 +214,7 @@ void TcpMesh::post(MeshOp& op) {
     op.framesLeft = static_cast<std::uint32_t>(frames);
     for (std::size_t i = 0; i < frames; ++i) {
       FrameHeader h;
-      h.kind = op.kind;
+      h.kind = frameKindOf(op.kind);
       h.key = op.key;
       h.step = op.step;
       h.call = op.call;
@@ -256,14 +233,14 @@ void TcpMesh::post(MeshOp& op) {
       }
       Stream& s = *pick;
       queueFrame(s, OutFrame{encodeFrame(h), op.data + h.offset, h.length, &op});
-      if (op.state.load(std::memory_order_relaxed) != MeshOp::kPending) return;  // the stream broke
+      if (op.state.load(std::memory_order_relaxed) != NetOp::kPending) return;  // the stream broke
     }
     return;
   }
-  const MatchKey key{op.kind, op.key, op.step};
+  const MatchKey key{frameKindOf(op.kind), op.key, op.step};
   // A peer's notice explains more than its absence (it names the cause), so it is looked at first; a message
   // that arrived in full before its sender left is still good.
-  if (op.kind == FrameKind::kCollective) {
+  if (op.kind == transport::MessageKind::kCollective) {
     if (auto n = notices_.find(op.key); n != notices_.end()) {
       op.blame = n->second.suspect;
       failOp(op, n->second.code, n->second.text);
@@ -278,16 +255,16 @@ void TcpMesh::post(MeshOp& op) {
   p.posted.emplace(key, &op);
   bindReceive(op);
   updateReading(op.peer);
-  if (op.state.load(std::memory_order_relaxed) == MeshOp::kPending && !p.lost.empty()) {
+  if (op.state.load(std::memory_order_relaxed) == NetOp::kPending && !p.lost.empty()) {
     failOp(op, ErrorCode::kPeerLost, p.lost);
   }
 }
 
-void TcpMesh::wait(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) {
+void TcpMesh::wait(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) {
   waitFor(ops, context, policy, nullptr);
 }
 
-void TcpMesh::waitAny(std::span<MeshOp* const> ops, const std::function<bool()>& interrupted,
+void TcpMesh::waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted,
                       const ErrorContext& context, const transport::WaitPolicy& policy) {
   waitFor(ops, context, policy, &interrupted);
 }
@@ -299,14 +276,14 @@ void TcpMesh::wakeWaiter() {
   }
 }
 
-void TcpMesh::waitFor(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
+void TcpMesh::waitFor(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
                       const std::function<bool()>* interrupted) {
   transport::WaitPolicy mine = policy;
-  MeshOp* awaited = nullptr;
+  NetOp* awaited = nullptr;
   const auto failTimedOut = [&] {
     ErrorContext ctx = context;
     ctx.peer = awaited ? awaited->peer : -1;
-    const bool sending = awaited && awaited->dir == MeshOp::Dir::kSend;
+    const bool sending = awaited && awaited->dir == NetOp::Dir::kSend;
     fail(ErrorCode::kTimeout, ctx, "peer ", ctx.peer, sending ? " did not take" : " did not send", " message ",
          awaited ? awaited->step : 0, " of this call within the timeout (BRAID_TIMEOUT or the call's); it may be in ",
          "another call or stuck");
@@ -327,17 +304,17 @@ void TcpMesh::waitFor(std::span<MeshOp* const> ops, const ErrorContext& context,
     ~Unblock() { flag.store(false, std::memory_order_relaxed); }
   } unblock{callerBlocked_};
   for (;;) {
-    MeshOp* failed = nullptr;
+    NetOp* failed = nullptr;
     awaited = nullptr;
     bool anyDone = false;
-    for (MeshOp* op : ops) {
+    for (NetOp* op : ops) {
       const int state = op->state.load(std::memory_order_acquire);
-      if (state == MeshOp::kFailed) {
+      if (state == NetOp::kFailed) {
         failed = op;
         break;
       }
-      if (state == MeshOp::kPending && !awaited) awaited = op;
-      anyDone |= state == MeshOp::kDone;
+      if (state == NetOp::kPending && !awaited) awaited = op;
+      anyDone |= state == NetOp::kDone;
     }
     if (failed) {
       cancelAll();
@@ -385,10 +362,10 @@ void TcpMesh::blockOnce(int timeoutMs) {
   tCallerHandling = false;
 }
 
-void TcpMesh::cancel(std::span<MeshOp* const> ops) {
+void TcpMesh::cancel(std::span<NetOp* const> ops) {
   std::lock_guard lock(mu_);
-  for (MeshOp* op : ops) {
-    if (op->state.load(std::memory_order_acquire) == MeshOp::kPending) cancel(*op);
+  for (NetOp* op : ops) {
+    if (op->state.load(std::memory_order_acquire) == NetOp::kPending) cancel(*op);
   }
 }
 
@@ -431,14 +408,14 @@ void TcpMesh::abort() {
     }
   }
   for (auto& pe : peers_) {
-    std::vector<MeshOp*> ops;
+    std::vector<NetOp*> ops;
     for (auto& [key, op] : pe->posted) ops.push_back(op);
     for (auto* s : pe->streams) {
       for (auto& f : s->out) {
         if (f.op) ops.push_back(f.op);
       }
     }
-    for (MeshOp* op : ops) failOp(*op, ErrorCode::kAborted, "the communicator was aborted on this rank");
+    for (NetOp* op : ops) failOp(*op, ErrorCode::kAborted, "the communicator was aborted on this rank");
   }
 }
 

@@ -1,26 +1,22 @@
-// The TCP transport: every pair of ranks joined by `streams` authenticated connections. Algorithms post messages
-// (MeshOp) and wait for them; they never see a socket.
+// The TCP transport (transport::NetTransport): every pair of ranks joined by `streams` authenticated connections.
+// Algorithms post messages (transport::NetOp) and wait for them; they never see a socket.
 //
-// Matching. A message is named by (kind, key, step): a collective's (sequence number, message index within the
-// call) or a point-to-point message's (tag, message number for that pair and tag). A receive takes exactly the
-// message of its name, wherever it is: read straight into the receive's buffer when the receive is posted first,
-// else kept aside ("stashed") until it is. Frames of one message may arrive on different streams in any order.
-// At most kStashLimitBytes are kept aside per peer; past that the peer is not read (TCP holds it back) until a
-// receive from it is posted.
+// Matching. A message travels as frames of at most kMaxFramePayload bytes that may take different streams of the
+// pair in any order; the receiver puts each frame at its offset within the message its header names. A frame is read
+// straight into the receive's buffer when the receive is posted first, else kept aside ("stashed") until it is. At
+// most kStashLimitBytes are kept aside per peer; past that the peer is not read (TCP holds it back) until a receive
+// from it is posted.
 //
 // Checks. Every collective frame carries its call's descriptor; one that differs from this rank's call (posted for
 // or not) fails the call with Mismatch naming both sides, and its bytes are dropped.
 //
 // Failures. A peer is lost when all its streams have ended, when one is out of step, or when nothing (heartbeats
-// included) came from it for the heartbeat timeout: every pending and later message with it fails with PeerLost.
-// A rank that fails a call tells every peer with a notice frame for that call's sequence number (notifyFailure),
-// so ranks waiting for it in that call fail at once instead of timing out. Frames of a call that this rank has
-// finished (finishCall) are dropped on arrival: they belong to a call that failed.
+// included) came from it for the heartbeat timeout. A failure notice is a frame for that call's sequence number.
+// Frames of a call that this rank has finished (finishCall) are dropped on arrival: they belong to a call that failed.
 //
-// Threads. post, wait, notifyFailure and finishCall are for one caller thread at a time (the communicator runs one
-// call at a time). A waiting caller serves the sockets itself: it polls while it spins, then sleeps in epoll on its
-// own set. The progress thread serves them only while no caller waits, and a ticker sends heartbeats and checks
-// the peers' silence. All of them touch shared state under the mesh's lock, except the ops' atomic states.
+// Threads. A waiting caller serves the sockets itself: it polls while it spins, then sleeps in epoll on its own set.
+// The progress thread serves them only while no caller waits, and a ticker sends heartbeats and checks the peers'
+// silence. All of them touch shared state under the mesh's lock, except the ops' atomic states.
 #pragma once
 
 #include <sys/epoll.h>
@@ -40,6 +36,7 @@
 #include <vector>
 
 #include "braid/types.hpp"
+#include "transport/net_transport.hpp"
 #include "transport/progress.hpp"
 #include "transport/region.hpp"
 #include "transport/tcp/frame.hpp"
@@ -49,38 +46,14 @@
 
 namespace braid::tcp {
 
-/// One message to send or receive, owned by the caller; it and its buffer must stay alive until wait() returned
-/// for it (wait cancels what it leaves unfinished when it throws). Not copyable: the mesh points at it.
-struct MeshOp {
-  enum class Dir : std::uint8_t { kSend, kRecv };
-  enum State : int { kPending = 0, kDone = 1, kFailed = 2 };
+using transport::NetOp;
 
-  Dir dir = Dir::kSend;
-  int peer = -1;
-  FrameKind kind = FrameKind::kCollective;
-  std::int64_t key = 0;
-  std::uint32_t step = 0;
-  transport::CallDescriptor call;  // collectives: checked against the sender's
-  std::byte* data = nullptr;       // sends only read it
-  std::size_t bytes = 0;
-  /// The registered region [data, data + bytes) lies in (docs/NETWORK.md), or null: unregistered memory, which a
-  /// transport that moves only registered memory copies through its own. TCP never looks at it.
-  const transport::Region* region = nullptr;
-
-  std::atomic<int> state{kPending};
-  // Written by the mesh under its lock before state turns kFailed.
-  ErrorCode code = ErrorCode::kInternal;
-  std::string error;
-  int blame = -1;  // the peer the error names when it is not `peer` (a notice naming the rank at fault)
-  // Progress, under the mesh's lock.
-  std::uint64_t done = 0;        // receives: bytes placed
-  std::uint32_t framesLeft = 0;  // sends: frames not yet fully written
-  bool posted = false;
-
-  MeshOp() = default;
-  MeshOp(const MeshOp&) = delete;
-  MeshOp& operator=(const MeshOp&) = delete;
-};
+/// The frame kind that carries messages of `kind`: the values agree.
+constexpr FrameKind frameKindOf(transport::MessageKind kind) { return static_cast<FrameKind>(kind); }
+static_assert(frameKindOf(transport::MessageKind::kCollective) == FrameKind::kCollective);
+static_assert(frameKindOf(transport::MessageKind::kPointToPoint) == FrameKind::kPointToPoint);
+// A segment of the network algorithms travels as one frame.
+static_assert(transport::kNetSegmentBytes <= kMaxFramePayload);
 
 struct MeshOptions {
   int streams = 2;
@@ -93,7 +66,7 @@ struct MeshOptions {
   std::function<std::string(const transport::CallDescriptor&)> describe;
 };
 
-class TcpMesh {
+class TcpMesh final : public transport::NetTransport {
  public:
   /// `streams[peer]` holds `options.streams` connected, authenticated sockets (empty for this rank).
   TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, MeshOptions options);
@@ -101,51 +74,55 @@ class TcpMesh {
   TcpMesh(const TcpMesh&) = delete;
   TcpMesh& operator=(const TcpMesh&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return "tcp"; }
   int streamsPerPeer() const { return options_.streams; }
 
   /// Starts moving `op`. A send completes once its bytes are in the kernel (the buffer may then be reused).
-  void post(MeshOp& op);
+  void post(NetOp& op) override;
   /// Waits until every op is done. On the first failure, a timeout (naming the peer still awaited) or a throw of
   /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
-  void wait(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy);
+  void wait(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) override;
   /// The same, but returns as soon as one op is done or `interrupted()` is true (asked while it spins and after
   /// each wake-up): for groups that more operations join while they run. A failure cancels all of `ops`.
-  void waitAny(std::span<MeshOp* const> ops, const std::function<bool()>& interrupted, const ErrorContext& context,
-               const transport::WaitPolicy& policy);
+  void waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted, const ErrorContext& context,
+               const transport::WaitPolicy& policy) override;
   /// From any thread, without blocking: a caller asleep in wait/waitAny wakes and looks again.
-  void wakeWaiter();
+  void wakeWaiter() override;
   /// Cancels the ops that are still pending (their buffers are about to go away); done ones are left alone.
-  void cancel(std::span<MeshOp* const> ops);
+  void cancel(std::span<NetOp* const> ops) override;
   /// Tells every peer that this rank failed call `seq` (best effort; never blocks).
   /// `suspect` is the peer at fault as this rank sees it (-1: none), named in the peers' errors.
-  void notifyFailure(std::int64_t seq, ErrorCode code, const std::string& text, int suspect = -1);
+  void notifyFailure(std::int64_t seq, ErrorCode code, const std::string& text, int suspect = -1) override;
   /// The call `call` starts on this rank: a collective frame of its sequence number that carries another
   /// descriptor (kept aside already, or arriving later, posted for or not) fails its receives with Mismatch. So a
   /// rank whose peers are in a different call learns it from their first frame, even one it did not wait for.
-  void beginCall(const transport::CallDescriptor& call);
+  void beginCall(const transport::CallDescriptor& call) override;
   /// The call `seq` ended on this rank: what still arrives for it, or was kept for it, is dropped.
-  void finishCall(std::int64_t seq);
+  void finishCall(std::int64_t seq) override;
   /// From any thread, without blocking: tells every peer this rank is gone (they lose it at once), fails this
   /// rank's pending ops with Aborted, and refuses new ones.
-  void abort();
+  void abort() override;
   /// Bytes kept aside for `peer` (messages that arrived before their receive was posted). For tests.
   std::size_t stashedBytes(int peer);
   /// Peer `peer`'s failure, or "" while it is connected.
-  std::string peerFailure(int peer);
+  std::string peerFailure(int peer) override;
   /// This rank's progress, which its heartbeats carry (in the frame's key); any thread.
-  void publishProgress(const transport::Progress& mine) { myProgress_.store(mine.word(), std::memory_order_relaxed); }
+  void publishProgress(const transport::Progress& mine) override {
+    myProgress_.store(mine.word(), std::memory_order_relaxed);
+  }
   /// Every peer's progress as its last heartbeat or collective frame told it; any thread, takes no lock.
-  std::vector<transport::PeerProgress> peerProgress() const;
+  std::vector<transport::PeerProgress> peerProgress() const override;
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered
-  /// once. TCP needs no registration, so it only records the range (and MeshOp::region then names it).
-  const transport::Region* registerRegion(const void* base, std::size_t bytes, transport::RegionMemory memory) {
+  /// once. TCP needs no registration, so it only records the range (and NetOp::region then names it).
+  const transport::Region* registerRegion(const void* base, std::size_t bytes,
+                                          transport::RegionMemory memory) override {
     return regions_.add(base, bytes, memory);
   }
-  void deregisterRegion(const transport::Region* region) { regions_.remove(region); }
+  void deregisterRegion(const transport::Region* region) override { regions_.remove(region); }
   /// The region holding [p, p + bytes) whole, or null.
-  const transport::Region* regionOf(const void* p, std::size_t bytes) const {
+  const transport::Region* regionOf(const void* p, std::size_t bytes) const override {
     return regions_.size() == 0 ? nullptr : regions_.find(p, bytes);
   }
   /// Bytes posted so far (sends and receives), and those of them in registered regions: how much of the traffic
@@ -158,6 +135,8 @@ class TcpMesh {
   /// For each stream to `peer`, this rank's own address on it (the host part, "10.0.1.4"): the interface this rank
   /// sends and receives it on. For link descriptions.
   std::vector<std::string> localStreamHosts(int peer);
+  /// "TCP over eth0, eth1 (2 streams per peer)": the interfaces this rank's streams use, and how many per peer.
+  std::string linkDescription() override;
 
  private:
   struct OutFrame;
@@ -178,7 +157,7 @@ class TcpMesh {
     std::string text;
   };
 
-  void waitFor(std::span<MeshOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
+  void waitFor(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
                const std::function<bool()>* interrupted);  // null: every op
   void progressLoop();
   void closeGracefully();  // the destructor's last step before the sockets close
@@ -195,18 +174,18 @@ class TcpMesh {
   void onHeader(Stream& s);
   void noteProgress(Peer& p, const FrameHeader& h);
   void onPayloadDone(Stream& s);
-  void bindReceive(MeshOp& op);  // a posted receive takes what the stash holds for it
-  void complete(MeshOp& op);
-  void failOp(MeshOp& op, ErrorCode code, std::string text);
+  void bindReceive(NetOp& op);  // a posted receive takes what the stash holds for it
+  void complete(NetOp& op);
+  void failOp(NetOp& op, ErrorCode code, std::string text);
   void endStream(Stream& s, const std::string& why);  // the stream closed or broke
   // A send on `s` failed: reads what the peer sent before it left (its failure notice names the cause worth
   // reporting), then ends the stream.
   void sendFailed(Stream& s);
   void failPeer(int peer, std::string why);  // the peer is gone: every stream, every op with it
   void applyNotice(std::int64_t seq, const Notice& notice);
-  bool mismatched(MeshOp& op, const FrameHeader& h);  // fails op and returns true when h does not fit it
+  bool mismatched(NetOp& op, const FrameHeader& h);  // fails op and returns true when h does not fit it
   void callMismatch(int peer, const transport::CallDescriptor& theirs);  // the current call differs from a peer's
-  void cancel(MeshOp& op);
+  void cancel(NetOp& op);
   void setWriteInterest(Stream& s, bool on);
   void applyInterest(Stream& s);  // the epoll events a stream is polled for, from its peer's and its own state
   void updateReading(int peer);   // stop or resume reading a peer as its kept-aside bytes pass the limit

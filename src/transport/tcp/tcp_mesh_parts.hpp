@@ -50,12 +50,12 @@ inline bool isWouldBlock(int err) { return err == EAGAIN || err == EWOULDBLOCK; 
 
 struct TcpMesh::OutFrame {
   OutFrame() = default;
-  explicit OutFrame(const EncodedHeader& h, const std::byte* d = nullptr, std::uint32_t len = 0, MeshOp* o = nullptr)
+  explicit OutFrame(const EncodedHeader& h, const std::byte* d = nullptr, std::uint32_t len = 0, NetOp* o = nullptr)
       : header(h), data(d), length(len), op(o) {}
   EncodedHeader header{};
   const std::byte* data = nullptr;
   std::uint32_t length = 0;
-  MeshOp* op = nullptr;          // the send this frame belongs to; null for control frames and cancelled sends
+  NetOp* op = nullptr;           // the send this frame belongs to; null for control frames and cancelled sends
   std::vector<std::byte> owned;  // notice text, or a cancelled send's payload copied out of the caller's buffer
 };
 
@@ -72,7 +72,7 @@ struct TcpMesh::Stash {
   std::uint64_t messageBytes = 0;
   std::deque<Chunk> chunks;  // a deque: a chunk being filled keeps its address while others are added
   int inFlight = 0;          // chunks a stream is still reading into
-  MeshOp* op = nullptr;      // a receive posted while chunks were in flight: they go to it when they complete
+  NetOp* op = nullptr;       // a receive posted while chunks were in flight: they go to it when they complete
   bool dead = false;         // its receive failed or was cancelled: in-flight chunks are dropped
 };
 
@@ -91,7 +91,7 @@ struct TcpMesh::Stream {
   FrameHeader frame;
   std::size_t payloadDone = 0;
   std::byte* target = nullptr;
-  MeshOp* op = nullptr;
+  NetOp* op = nullptr;
   Stash* stash = nullptr;
   Stash::Chunk* chunk = nullptr;
   std::vector<std::byte> noticeText;
@@ -107,7 +107,7 @@ struct TcpMesh::Peer {
   int liveStreams = 0;
   std::string lastFailure;  // the text of the last notice it sent, whatever call it named
   int lastSuspect = -1;     // and the peer that notice blamed
-  std::map<MatchKey, MeshOp*> posted;
+  std::map<MatchKey, NetOp*> posted;
   std::map<MatchKey, std::unique_ptr<Stash>> stash;
   std::size_t stashBytes = 0;  // payload bytes held in `stash`
   bool reading = true;         // its streams are polled for input (see kStashLimitBytes)

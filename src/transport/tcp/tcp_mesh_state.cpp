@@ -29,21 +29,21 @@ void TcpMesh::signalCompletion() {
   }
 }
 
-void TcpMesh::complete(MeshOp& op) {
-  if (op.state.load(std::memory_order_relaxed) != MeshOp::kPending) return;
+void TcpMesh::complete(NetOp& op) {
+  if (op.state.load(std::memory_order_relaxed) != NetOp::kPending) return;
   if (op.posted) {
-    peer(op.peer).posted.erase(MatchKey{op.kind, op.key, op.step});
+    peer(op.peer).posted.erase(MatchKey{frameKindOf(op.kind), op.key, op.step});
     op.posted = false;
     updateReading(op.peer);
   }
-  op.state.store(MeshOp::kDone, std::memory_order_release);
+  op.state.store(NetOp::kDone, std::memory_order_release);
   signalCompletion();
 }
 
-void TcpMesh::failOp(MeshOp& op, ErrorCode code, std::string text) {
-  if (op.state.load(std::memory_order_relaxed) != MeshOp::kPending) return;
+void TcpMesh::failOp(NetOp& op, ErrorCode code, std::string text) {
+  if (op.state.load(std::memory_order_relaxed) != NetOp::kPending) return;
   if (op.posted) {
-    peer(op.peer).posted.erase(MatchKey{op.kind, op.key, op.step});
+    peer(op.peer).posted.erase(MatchKey{frameKindOf(op.kind), op.key, op.step});
     op.posted = false;
     updateReading(op.peer);
   }
@@ -61,12 +61,12 @@ void TcpMesh::failOp(MeshOp& op, ErrorCode code, std::string text) {
   }
   op.code = code;
   op.error = std::move(text);
-  op.state.store(MeshOp::kFailed, std::memory_order_release);
+  op.state.store(NetOp::kFailed, std::memory_order_release);
   signalCompletion();
 }
 
-void TcpMesh::cancel(MeshOp& op) {
-  if (op.dir == MeshOp::Dir::kSend) {
+void TcpMesh::cancel(NetOp& op) {
+  if (op.dir == NetOp::Dir::kSend) {
     // Frames not started are dropped; a frame half written must still be finished (the stream would be out of
     // step otherwise), from a copy since the caller's buffer is about to go away.
     for (Stream* s : peer(op.peer).streams) {
@@ -98,11 +98,11 @@ void TcpMesh::applyNotice(std::int64_t seq, const Notice& notice) {
   if (seq < floor_) return;  // about a call this rank has finished
   notices_.try_emplace(seq, notice);
   for (auto& p : peers_) {
-    std::vector<MeshOp*> hit;
+    std::vector<NetOp*> hit;
     for (auto& [key, op] : p->posted) {
       if (key.kind == FrameKind::kCollective && key.key == seq) hit.push_back(op);
     }
-    for (MeshOp* op : hit) {
+    for (NetOp* op : hit) {
       op->blame = notice.suspect;
       failOp(*op, notice.code, notice.text);
     }
@@ -123,7 +123,7 @@ void TcpMesh::endStream(Stream& s, const std::string& why) {
                                                     ") closed: its process exited or crashed (", why, ")");
   // What this stream carried is lost; the peer's other streams may still hold frames it sent before it left
   // (streams end in no particular order), so the peer is lost only once every stream has ended.
-  std::vector<MeshOp*> broken;
+  std::vector<NetOp*> broken;
   for (auto& f : s.out) {
     if (f.op) broken.push_back(f.op);
   }
@@ -141,7 +141,7 @@ void TcpMesh::endStream(Stream& s, const std::string& why) {
   s.chunk = nullptr;
   s.target = nullptr;
   s.inPayload = false;
-  for (MeshOp* op : broken) failOp(*op, ErrorCode::kPeerLost, lost);
+  for (NetOp* op : broken) failOp(*op, ErrorCode::kPeerLost, lost);
   if (--p.liveStreams == 0) failPeer(s.peer, lost);
 }
 
@@ -149,7 +149,7 @@ void TcpMesh::failPeer(int p, std::string why) {
   Peer& pe = peer(p);
   if (!pe.lost.empty()) return;
   pe.lost = std::move(why);
-  auto lose = [&](MeshOp& op) {
+  auto lose = [&](NetOp& op) {
     if (pe.lastSuspect >= 0) op.blame = pe.lastSuspect;
     failOp(op, ErrorCode::kPeerLost, pe.lost);
   };
@@ -157,19 +157,19 @@ void TcpMesh::failPeer(int p, std::string why) {
     s->broken = true;
     ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
     ::epoll_ctl(waitEpollFd_, EPOLL_CTL_DEL, s->socket.fd(), nullptr);
-    std::vector<MeshOp*> sends;
+    std::vector<NetOp*> sends;
     for (auto& f : s->out) {
       if (f.op) sends.push_back(f.op);
     }
     s->out.clear();
     s->sent = 0;
-    for (MeshOp* op : sends) lose(*op);
+    for (NetOp* op : sends) lose(*op);
     s->op = nullptr;
     s->target = nullptr;
   }
-  std::vector<MeshOp*> receives;
+  std::vector<NetOp*> receives;
   for (auto& [key, op] : pe.posted) receives.push_back(op);
-  for (MeshOp* op : receives) lose(*op);
+  for (NetOp* op : receives) lose(*op);
   // The stash stays: messages that arrived whole before the peer left are still good.
 }
 

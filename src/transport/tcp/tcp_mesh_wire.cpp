@@ -66,7 +66,7 @@ bool TcpMesh::flush(Stream& s) {
     s.sent += static_cast<std::size_t>(wrote);
     peer(s.peer).lastSent = std::chrono::steady_clock::now();
     if (s.sent < kFrameHeaderBytes + f.length) continue;
-    MeshOp* op = f.op;
+    NetOp* op = f.op;
     s.out.pop_front();
     s.sent = 0;
     if (op && --op->framesLeft == 0) complete(*op);
@@ -151,8 +151,8 @@ bool TcpMesh::readSome(Stream& s) {
   return true;
 }
 
-bool TcpMesh::mismatched(MeshOp& op, const FrameHeader& h) {
-  if (op.kind == FrameKind::kCollective && !(op.call == h.call)) {
+bool TcpMesh::mismatched(NetOp& op, const FrameHeader& h) {
+  if (op.kind == transport::MessageKind::kCollective && !(op.call == h.call)) {
     const auto say = [this](const transport::CallDescriptor& d) {
       return options_.describe ? options_.describe(d) : strCat("call #", d.seq);
     };
@@ -162,7 +162,7 @@ bool TcpMesh::mismatched(MeshOp& op, const FrameHeader& h) {
   }
   if (h.messageBytes != op.bytes) {
     failOp(op, ErrorCode::kMismatch,
-           op.kind == FrameKind::kPointToPoint
+           op.kind == transport::MessageKind::kPointToPoint
                ? strCat("peer ", op.peer, " sent ", h.messageBytes, " bytes with tag ", op.key,
                         " but this rank receives ", op.bytes, " bytes")
                : strCat("peer ", op.peer, " sent ", h.messageBytes, " bytes as message ", op.step, " of ", op.key,
@@ -212,7 +212,7 @@ void TcpMesh::onHeader(Stream& s) {
       if (h.kind == FrameKind::kCollective && h.key < floor_) break;  // a finished (failed) call's: dropped
       const MatchKey key{h.kind, h.key, h.step};
       if (auto it = p.posted.find(key); it != p.posted.end()) {
-        MeshOp& op = *it->second;
+        NetOp& op = *it->second;
         if (!mismatched(op, h)) {
           s.op = &op;
           s.target = op.data + h.offset;
@@ -260,7 +260,7 @@ void TcpMesh::onPayloadDone(Stream& s) {
     return;
   }
   if (s.op) {
-    MeshOp& op = *s.op;
+    NetOp& op = *s.op;
     s.op = nullptr;
     op.done += h.length;
     if (op.done == op.bytes) complete(op);
@@ -274,7 +274,7 @@ void TcpMesh::onPayloadDone(Stream& s) {
   chunk.complete = true;
   --st.inFlight;
   if (st.op && !st.dead) {
-    MeshOp& op = *st.op;
+    NetOp& op = *st.op;
     if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
     op.done += chunk.data.size();
     dropChunk(peer(s.peer), chunk);
@@ -285,9 +285,9 @@ void TcpMesh::onPayloadDone(Stream& s) {
   updateReading(s.peer);
 }
 
-void TcpMesh::bindReceive(MeshOp& op) {
+void TcpMesh::bindReceive(NetOp& op) {
   Peer& p = peer(op.peer);
-  const auto it = p.stash.find(MatchKey{op.kind, op.key, op.step});
+  const auto it = p.stash.find(MatchKey{frameKindOf(op.kind), op.key, op.step});
   if (it == p.stash.end() || it->second->dead) return;
   Stash& st = *it->second;
   FrameHeader h;

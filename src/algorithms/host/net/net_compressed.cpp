@@ -43,14 +43,14 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
   const std::size_t sendWords = static_cast<std::size_t>(steps) * maxBlock;
   const std::size_t recvWords = 2 * maxBlock;
   auto* sendWire =
-      reinterpret_cast<std::uint16_t*>(wire_.ensure(*mesh_, (sendWords + recvWords + count) * sizeof(std::uint16_t)));
+      reinterpret_cast<std::uint16_t*>(wire_.ensure(*net_, (sendWords + recvWords + count) * sizeof(std::uint16_t)));
   std::uint16_t* recvWire = sendWire + sendWords;
   std::uint16_t* gatherWire = recvWire + recvWords;
   auto id = [&](std::uint32_t base, int s, std::size_t j) { return base + static_cast<std::uint32_t>(s * nseg + j); };
 
   // The allgather's receives first: they land in a wire buffer of their own, so a peer that starts its allgather
   // early finds them posted and nothing is kept aside.
-  std::vector<tcp::MeshOp*> gathers(static_cast<std::size_t>(steps) * nseg);
+  std::vector<transport::NetOp*> gathers(static_cast<std::size_t>(steps) * nseg);
   for (int t = 0; t < steps; ++t) {
     const patterns::Block blk = blocks(ring.allgatherRecvBlock(t));
     for (std::size_t j = 0; j < nseg; ++j) {
@@ -66,7 +66,8 @@ void NetEngine::compressedAllreduce(NetCall& call, const void* send, void* recv,
 
   // Reduce-scatter: step s sends block reduceScatterSendBlock(s) (step 0 straight from the input, later steps what
   // they reduced) and reduces reduceScatterRecvBlock(s) into `out`.
-  std::vector<tcp::MeshOp*> recvs[2] = {std::vector<tcp::MeshOp*>(nseg), std::vector<tcp::MeshOp*>(nseg)};
+  std::vector<transport::NetOp*> recvs[2] = {std::vector<transport::NetOp*>(nseg),
+                                             std::vector<transport::NetOp*>(nseg)};
   auto postRecvs = [&](int s) {
     const patterns::Block blk = blocks(ring.reduceScatterRecvBlock(s));
     std::uint16_t* buf = recvWire + static_cast<std::size_t>(s % 2) * maxBlock;

@@ -47,11 +47,11 @@ const tuning::AlgorithmDescriptor& netAlgorithm(tuning::Algorithm id) {
   for (const tuning::AlgorithmDescriptor& a : all) {
     if (a.id == id) return a;
   }
-  fail(ErrorCode::kInvalidArgument, {}, "algorithm ", static_cast<int>(id), " is not one of the TCP engine's");
+  fail(ErrorCode::kInvalidArgument, {}, "algorithm ", static_cast<int>(id), " is not one of the network engine's");
 }
 
-NetEngine::NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, NetPolicy policy, long spinMicros, bool fingerprint)
-    : mesh_(std::move(mesh)), policy_(std::move(policy)), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
+NetEngine::NetEngine(std::unique_ptr<transport::NetTransport> net, NetPolicy policy, long spinMicros, bool fingerprint)
+    : net_(std::move(net)), policy_(std::move(policy)), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
 
 void NetEngine::exchangeFingerprints(NetCall& call) {
   // A step no algorithm uses (they count up from 0 and from 2^31).
@@ -89,13 +89,14 @@ void NetEngine::barrier(const OpEnv& env) {
 
 void NetEngine::reject(const OpEnv& env) {
   const std::int64_t seq = env.context.seq;
-  mesh_->notifyFailure(seq, ErrorCode::kMismatch,
-                       strCat("peer ", rank(), " rejected its arguments for call #", seq, " (see that rank's error)"));
-  mesh_->finishCall(seq);
+  net_->notifyFailure(seq, ErrorCode::kMismatch,
+                      strCat("peer ", rank(), " rejected its arguments for call #", seq, " (see that rank's error)"));
+  net_->finishCall(seq);
 }
 
-std::vector<tcp::MeshOp*> NetEngine::postPointToPoint(NetCall& call, std::span<const P2pOp> ops, const OpEnv& env) {
-  std::vector<tcp::MeshOp*> posted(ops.size(), nullptr);  // null: done already (a message to or from itself)
+std::vector<transport::NetOp*> NetEngine::postPointToPoint(NetCall& call, std::span<const P2pOp> ops,
+                                                           const OpEnv& env) {
+  std::vector<transport::NetOp*> posted(ops.size(), nullptr);  // null: done already (a message to or from itself)
   // Messages to itself first, so that a group holding both halves completes.
   for (const P2pOp& op : ops) {
     if (op.kind != P2pOp::Kind::kSend || op.peer != rank()) continue;
@@ -133,7 +134,7 @@ std::vector<tcp::MeshOp*> NetEngine::postPointToPoint(NetCall& call, std::span<c
 }
 
 void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
-  NetCall call(*mesh_, transport::CallDescriptor{}, env, spinMicros_, tcp::FrameKind::kPointToPoint);
+  NetCall call(*net_, transport::CallDescriptor{}, env, spinMicros_, transport::MessageKind::kPointToPoint);
   if (env.feed == nullptr) {
     postPointToPoint(call, ops, env);
     call.waitAll();
@@ -142,15 +143,15 @@ void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   // A fed group: operations join while it runs, each reported to the feed once done.
   struct Waiting {
     std::size_t index;  // the feed's
-    tcp::MeshOp* op;
+    transport::NetOp* op;
   };
   std::vector<Waiting> waiting;
-  std::vector<tcp::MeshOp*> view;
+  std::vector<transport::NetOp*> view;
   std::vector<P2pOp> joined;
   std::size_t next = 0;  // the feed's index of the next operation posted
   const std::function<bool()> interrupted = [&env] { return env.feed->posted(); };
   auto post = [&](std::span<const P2pOp> batch) {
-    const std::vector<tcp::MeshOp*> posted = postPointToPoint(call, batch, env);
+    const std::vector<transport::NetOp*> posted = postPointToPoint(call, batch, env);
     for (std::size_t i = 0; i < batch.size(); ++i) {
       if (posted[i]) {
         waiting.push_back({next + i, posted[i]});
@@ -163,12 +164,12 @@ void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   post(ops);
   while (true) {
     std::erase_if(waiting, [&](const Waiting& w) {
-      if (w.op->state.load(std::memory_order_acquire) != tcp::MeshOp::kDone) return false;
+      if (w.op->state.load(std::memory_order_acquire) != transport::NetOp::kDone) return false;
       env.feed->completed(w.index);
       return true;
     });
     // Only ops this loop has reported: one that completed since the erase above is still in `waiting`.
-    call.forgetDone([&](const tcp::MeshOp& op) {
+    call.forgetDone([&](const transport::NetOp& op) {
       return std::none_of(waiting.begin(), waiting.end(), [&](const Waiting& w) { return w.op == &op; });
     });
     joined.clear();
@@ -183,6 +184,6 @@ void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   }
 }
 
-void NetEngine::wakePointToPoint() { mesh_->wakeWaiter(); }
+void NetEngine::wakePointToPoint() { net_->wakeWaiter(); }
 
 }  // namespace braid::host

@@ -1,4 +1,5 @@
-// The Engine of ranks that reach each other over the TCP mesh (other hosts, or BRAID_TRANSPORT=tcp).
+// The Engine of ranks that reach each other over a network transport (transport::NetTransport; TCP today): ranks
+// on other hosts, or any ranks with BRAID_TRANSPORT=tcp.
 //
 // Algorithms (n ranks, b bytes; "direct" below directMaxBytes, where latency dominates):
 // - allreduce: direct = every rank sends its input to every peer and reduces all n in rank order (one message
@@ -21,7 +22,7 @@
 #include "algorithms/host/net/net_call.hpp"
 #include "algorithms/host/net/registered_scratch.hpp"
 #include "algorithms/patterns/partition.hpp"
-#include "transport/tcp/tcp_mesh.hpp"
+#include "transport/net_transport.hpp"
 #include "tuning/algorithm.hpp"
 
 namespace braid::host {
@@ -68,13 +69,13 @@ class NetEngine final : public Engine {
   /// `spinMicros`: how long a waiting caller reads its sockets itself before it sleeps (BRAID_TCP_SPIN_US).
   /// `fingerprint` (BRAID_DEBUG=detail): before each call every rank shows every other its call's descriptor, so
   /// any disagreement fails the call with Mismatch on every rank, whatever the algorithm's message pattern.
-  NetEngine(std::unique_ptr<tcp::TcpMesh> mesh, NetPolicy policy, long spinMicros, bool fingerprint = false);
+  NetEngine(std::unique_ptr<transport::NetTransport> net, NetPolicy policy, long spinMicros, bool fingerprint = false);
 
-  tcp::TcpMesh& mesh() { return *mesh_; }
-  int rank() const { return mesh_->rank(); }
-  int size() const { return mesh_->size(); }
+  transport::NetTransport& transport() { return *net_; }
+  int rank() const { return net_->rank(); }
+  int size() const { return net_->size(); }
 
-  const char* transportName() const override { return "tcp"; }
+  const char* transportName() const override { return net_->name(); }
   std::string allreduceAlgorithm(std::size_t bytes) const override;
   std::string explainAllreduce(std::size_t bytes) const override;
 
@@ -105,21 +106,21 @@ class NetEngine final : public Engine {
   void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
   void wakePointToPoint() override;
   void reject(const OpEnv& env) override;
-  void abort() override { mesh_->abort(); }
+  void abort() override { net_->abort(); }
   const transport::Region* registerRegion(const void* base, std::size_t bytes,
                                           transport::RegionMemory memory) override {
-    return mesh_->registerRegion(base, bytes, memory);
+    return net_->registerRegion(base, bytes, memory);
   }
-  void deregisterRegion(const transport::Region* region) override { mesh_->deregisterRegion(region); }
-  std::string peerFailure(int peer) override { return mesh_->peerFailure(peer); }
-  void publishProgress(const transport::Progress& mine) override { mesh_->publishProgress(mine); }
-  std::vector<transport::PeerProgress> peerProgress() override { return mesh_->peerProgress(); }
+  void deregisterRegion(const transport::Region* region) override { net_->deregisterRegion(region); }
+  std::string peerFailure(int peer) override { return net_->peerFailure(peer); }
+  void publishProgress(const transport::Progress& mine) override { net_->publishProgress(mine); }
+  std::vector<transport::PeerProgress> peerProgress() override { return net_->peerProgress(); }
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
 
   /// Runs `body` as the call `call`: on failure tells the peers (so they stop waiting for this rank) and
-  /// rethrows; either way the mesh drops what still arrives for the call afterwards.
+  /// rethrows; either way the transport drops what still arrives for the call afterwards.
   template <typename Body>
   void runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body);
 
@@ -156,21 +157,21 @@ class NetEngine final : public Engine {
   /// Whether an allreduce takes the bfloat16-wire ring: float32 sum or average, the ring chosen, compression on.
   bool compresses(std::size_t count, DataType type, ReduceOp op) const;
   void compressedAllreduce(NetCall& call, const void* send, void* recv, std::size_t count, ReduceOp op);
-  /// An empty message to and from every peer: its header carries the call's descriptor, which the mesh checks.
+  /// An empty message to and from every peer: its header carries the call's descriptor, which the transport checks.
   void exchangeFingerprints(NetCall& call);
 
-  std::unique_ptr<tcp::TcpMesh> mesh_;
+  std::unique_ptr<transport::NetTransport> net_;
   NetPolicy policy_;
   long spinMicros_;
   bool fingerprint_;
-  // Reused from call to call, so registered with the mesh (docs/NETWORK.md).
+  // Reused from call to call, so registered with the transport (docs/NETWORK.md).
   RegisteredScratch scratch_;
   RegisteredScratch wire_;  // the bfloat16 ring's buffers
   RegisteredScratch workspace_;
   std::vector<const void*> sources_;
   // Point-to-point: message numbers per (peer, tag), and messages a rank sent to itself.
   // Posts a group's operations on `call`; messages to and from itself are done at once (null in the result).
-  std::vector<tcp::MeshOp*> postPointToPoint(NetCall& call, std::span<const P2pOp> ops, const OpEnv& env);
+  std::vector<transport::NetOp*> postPointToPoint(NetCall& call, std::span<const P2pOp> ops, const OpEnv& env);
   std::map<std::pair<int, int>, std::uint32_t> sent_;
   std::map<std::pair<int, int>, std::uint32_t> received_;
   std::multimap<int, std::vector<std::byte>> toSelf_;  // by tag, in send order
@@ -188,18 +189,18 @@ namespace braid::host {
 template <typename Body>
 void NetEngine::runCall(const transport::CallDescriptor& call, const OpEnv& env, Body&& body) {
   try {
-    mesh_->beginCall(call);
-    NetCall messages(*mesh_, call, env, spinMicros_);
+    net_->beginCall(call);
+    NetCall messages(*net_, call, env, spinMicros_);
     if (fingerprint_) exchangeFingerprints(messages);
     body(messages);
   } catch (const Error& e) {
-    mesh_->notifyFailure(call.seq, e.code(),
-                         strCat("rank ", rank(), " failed ", describeInWords(call), ": ", e.message()),
-                         e.context().peer);
-    mesh_->finishCall(call.seq);
+    net_->notifyFailure(call.seq, e.code(),
+                        strCat("rank ", rank(), " failed ", describeInWords(call), ": ", e.message()),
+                        e.context().peer);
+    net_->finishCall(call.seq);
     throw;
   }
-  mesh_->finishCall(call.seq);
+  net_->finishCall(call.seq);
 }
 
 }  // namespace braid::host

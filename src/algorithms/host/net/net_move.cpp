@@ -1,4 +1,4 @@
-// Collectives that move data without reducing it, over the TCP mesh (see net_engine.hpp).
+// Collectives that move data without reducing it, over the network transport (see net_engine.hpp).
 #include <algorithm>
 
 #include "algorithms/host/copy.hpp"
@@ -109,7 +109,7 @@ void NetEngine::broadcast(void* buf, std::size_t count, DataType type, int root,
     const int next = position < n - 1 ? (rank() + 1) % n : -1;
     const std::size_t nseg = patterns::chunkCount(bytes, kSegmentBytes);
     const patterns::Block whole{0, bytes};
-    std::vector<tcp::MeshOp*> recvs(nseg, nullptr);
+    std::vector<transport::NetOp*> recvs(nseg, nullptr);
     if (prev >= 0) {
       for (std::size_t j = 0; j < nseg; ++j) {
         const patterns::Block sg = segmentOf(whole, j, kSegmentBytes);
@@ -166,7 +166,7 @@ void NetEngine::alltoall(const void* send, void* recv, std::size_t count, DataTy
     const std::size_t total = bytes * static_cast<std::size_t>(n);
     const auto* in = static_cast<const std::byte*>(send);
     if (overlaps(send, total, recv, total)) {  // in place: what arrives would overwrite what is still to leave
-      std::byte* copy = workspace_.ensure(*mesh_, total);
+      std::byte* copy = workspace_.ensure(*net_, total);
       copyBytes(copy, send, total);
       in = copy;
     }
@@ -199,7 +199,7 @@ void NetEngine::alltoallv(const void* send, const std::vector<std::size_t>& send
   runCall(describeCall(Collective::kAlltoallv, env.context.seq, type, 0), env, [&](NetCall& call) {
     const auto* in = static_cast<const std::byte*>(send);
     if (overlaps(send, sendExtent, recv, recvExtent)) {
-      std::byte* copy = workspace_.ensure(*mesh_, sendExtent);
+      std::byte* copy = workspace_.ensure(*net_, sendExtent);
       copyBytes(copy, send, sendExtent);
       in = copy;
     }

@@ -1,4 +1,4 @@
-// Reducing collectives over the TCP mesh: allreduce, reduce, reduce-scatter (see net_engine.hpp).
+// Reducing collectives over the network transport: allreduce, reduce, reduce-scatter (see net_engine.hpp).
 #include <algorithm>
 
 #include "algorithms/host/contribution.hpp"
@@ -29,7 +29,7 @@ RingHooks contributionOf(std::byte* accum, const void* send, std::size_t count, 
 
 }  // namespace
 
-std::byte* NetEngine::scratch(std::size_t bytes) { return scratch_.ensure(*mesh_, bytes); }
+std::byte* NetEngine::scratch(std::size_t bytes) { return scratch_.ensure(*net_, bytes); }
 
 void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn& blocks, std::size_t esz,
                                   DataType type, ReduceOp op, std::byte* ownedOut, std::uint32_t stepBase,
@@ -56,7 +56,7 @@ void NetEngine::ringReduceScatter(NetCall& call, std::byte* accum, const BlockFn
   std::byte* tmp = hooks.receiveArea ? hooks.receiveArea(2 * maxBlock * esz) : scratch(2 * maxBlock * esz);
   const ReduceKind partialKind = op.kind == ReduceKind::kAvg ? ReduceKind::kSum : op.kind;
   const int steps = ring.steps();
-  std::vector<tcp::MeshOp*> recvs[2];
+  std::vector<transport::NetOp*> recvs[2];
   recvs[0].resize(nseg);
   recvs[1].resize(nseg);
   auto stepId = [&](int s, std::size_t j) { return stepBase + static_cast<std::uint32_t>(s * nseg + j); };
@@ -192,7 +192,7 @@ void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kReduce, env.context.seq, type, count, root, op.kind), env, [&](NetCall& call) {
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, root);
-    std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.ensure(*mesh_, count * esz);
+    std::byte* accum = rank() == root ? static_cast<std::byte*>(recv) : workspace_.ensure(*net_, count * esz);
     const RingHooks hooks = contributionOf(accum, send, count, type, op);
     const BlockFn blocks = [&](int b) { return patterns::alignedBlockOf(count, size(), b, 64 / esz); };
     const patterns::Block owned = blocks(rank());
@@ -217,7 +217,7 @@ void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCoun
   const std::size_t total = recvCount * static_cast<std::size_t>(n);
   runCall(describeCall(Collective::kReduceScatter, env.context.seq, type, recvCount, -1, op.kind), env,
           [&](NetCall& call) {
-            std::byte* accum = workspace_.ensure(*mesh_, total * esz);
+            std::byte* accum = workspace_.ensure(*net_, total * esz);
             const std::size_t blockBytes = recvCount * esz;
             if (direct(total * esz)) {
               contribute(accum, send, total, type, op);

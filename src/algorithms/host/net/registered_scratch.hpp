@@ -1,12 +1,12 @@
 // A buffer the network engine reuses from call to call (its scratch, workspace and bfloat16 wire), registered with
-// the mesh as one region (docs/NETWORK.md) and registered again only when it grows: so an RDMA transport could move
-// the messages posted from and into it without a copy.
+// the transport as one region (docs/NETWORK.md) and registered again only when it grows: so an RDMA transport could
+// move the messages posted from and into it without a copy.
 #pragma once
 
 #include <cstddef>
 #include <vector>
 
-#include "transport/tcp/tcp_mesh.hpp"
+#include "transport/net_transport.hpp"
 
 namespace braid::host {
 
@@ -14,18 +14,18 @@ class RegisteredScratch {
  public:
   RegisteredScratch() = default;
   ~RegisteredScratch() {
-    if (mesh_ != nullptr) mesh_->deregisterRegion(region_);
+    if (net_ != nullptr) net_->deregisterRegion(region_);
   }
   RegisteredScratch(const RegisteredScratch&) = delete;
   RegisteredScratch& operator=(const RegisteredScratch&) = delete;
 
   /// At least `bytes`, keeping what it held; 16-byte aligned (operator new's alignment).
-  std::byte* ensure(tcp::TcpMesh& mesh, std::size_t bytes) {
+  std::byte* ensure(transport::NetTransport& net, std::size_t bytes) {
     if (bytes > data_.size()) {
-      mesh_ = &mesh;
-      mesh.deregisterRegion(region_);
+      net_ = &net;
+      net.deregisterRegion(region_);
       data_.resize(bytes);
-      region_ = mesh.registerRegion(data_.data(), data_.size(), transport::RegionMemory::kHost);
+      region_ = net.registerRegion(data_.data(), data_.size(), transport::RegionMemory::kHost);
     }
     return data_.data();
   }
@@ -33,7 +33,7 @@ class RegisteredScratch {
 
  private:
   std::vector<std::byte> data_;
-  tcp::TcpMesh* mesh_ = nullptr;  // outlives this: the engine holding both made it first
+  transport::NetTransport* net_ = nullptr;  // outlives this: the engine holding both made it first
   const transport::Region* region_ = nullptr;
 };
 

@@ -1,5 +1,5 @@
-// A ring allgather over the TCP mesh, in the three parts a caller may spread out: post every receive, send this
-// rank's block segment by segment, then forward what arrives and wait for all of it. NetEngine::ringAllgather runs
+// A ring allgather over the network transport, in the three parts a caller may spread out: post every receive, send
+// this rank's block segment by segment, then forward what arrives and wait for all of it. NetEngine::ringAllgather runs
 // them back to back; the ring allreduce sends its own block's segments inside its reduce-scatter's last step, each
 // as soon as it is final.
 #pragma once
@@ -44,7 +44,7 @@ class RingGather {
   std::uint32_t stepBase_;
   patterns::Ring ring_;
   Segmentation seg_;
-  std::vector<tcp::MeshOp*> recvs_;
+  std::vector<transport::NetOp*> recvs_;
 };
 
 }  // namespace braid::host

@@ -7,7 +7,7 @@
 #include <functional>
 
 #include "algorithms/patterns/partition.hpp"
-#include "transport/tcp/frame.hpp"
+#include "transport/net_transport.hpp"
 
 namespace braid::host {
 
@@ -15,7 +15,7 @@ namespace braid::host {
 inline constexpr std::uint32_t kSecondPhase = 0x80000000u;
 
 /// One frame's payload: smaller segments cost a message each, larger ones delay the overlap.
-inline constexpr std::size_t kSegmentBytes = tcp::kMaxFramePayload;
+inline constexpr std::size_t kSegmentBytes = transport::kNetSegmentBytes;
 
 /// Segment `index` of `block` in segments of `segElems` elements; empty (at the block's end) past its last one.
 inline patterns::Block segmentOf(const patterns::Block& block, std::size_t index, std::size_t segElems) {
