@@ -2,7 +2,8 @@
 """Checks every #include "..." of the library and its clients against braid's dependency rule (docs/ARCHITECTURE.md).
 
 The rule is src/layers.txt: each layer (a folder of src/) with the layers it builds on; a layer may include whatever
-its arrows reach, and the public headers of include/braid. The build gives each layer an include root of just those
+its arrows reach, and the public headers of include/braid. A sealed folder (one transport's implementation) is for
+its own layer and the layers its line names only. The build gives each layer an include root of just those
 folders, so a library include against the rule fails to compile; this check names it before a build and covers the
 clients too. The clients (tools/, bench/, python/, mpi/, nccl/) build on the public API only: include/braid and their
 own folders.
@@ -23,20 +24,25 @@ import sys
 RULE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "layers.txt")
 
 
-def read_arrows(path=RULE):
-    """The arrows of src/layers.txt (the rule's one statement, which the build reads too), with the public headers
-    of include/braid ("braid") beneath every layer; reach() closes them transitively."""
-    arrows = {"braid": []}
+def read_rule(path=RULE):
+    """src/layers.txt, the rule's one statement (the build reads it too): the arrows, with the public headers of
+    include/braid ("braid") beneath every layer (reach() closes them transitively); and the sealed folders, each with
+    the layers that may include it besides its own."""
+    arrows, sealed = {"braid": []}, {}
     with open(path, encoding="utf-8") as text:
         for line in text:
             line = line.split("#", 1)[0].strip()
-            if line:
+            if line.startswith("sealed "):
+                folder, _, users = line[len("sealed "):].partition(":")
+                folder = folder.strip()
+                sealed[folder] = {folder.split("/")[0]} | set(users.split())
+            elif line:
                 layer, _, below = line.partition(":")
                 arrows[layer.strip()] = ["braid"] + below.split()
-    return arrows
+    return arrows, sealed
 
 
-ARROWS = read_arrows()
+ARROWS, SEALED = read_rule()
 CLIENTS = ["tools", "bench", "python", "mpi", "nccl"]
 
 # (including layer or client, included layer) -> files that make such an include today. Each is a departure from
@@ -88,6 +94,15 @@ def resolve(root, including, name):
     return None  # a system or third-party header, or one a build generates
 
 
+def sealed_folder(root, including, name):
+    """The sealed folder of src/ (layers.txt) that an include names a file in, or None."""
+    for candidate in (os.path.join(os.path.dirname(including), name), os.path.join(root, "src", name)):
+        if os.path.exists(candidate):
+            inside = os.path.relpath(os.path.realpath(candidate), os.path.realpath(os.path.join(root, "src")))
+            return next((f for f in SEALED if inside.startswith(f + os.sep)), None)
+    return None
+
+
 def scan(root):
     """(including layer, included layer) -> the files that include across that edge against the rule."""
     broken = collections.defaultdict(set)
@@ -107,6 +122,9 @@ def scan(root):
                         theirs = resolve(root, path, name)
                         if theirs is not None and theirs not in allowed:
                             broken[(mine, theirs)].add(os.path.relpath(path, root))
+                        inside = sealed_folder(root, path, name)
+                        if inside is not None and mine not in SEALED[inside]:
+                            broken[(mine, inside)].add(os.path.relpath(path, root))
     return broken
 
 

@@ -62,6 +62,19 @@ class CheckLayers(unittest.TestCase):
         self.assertEqual(code, 1, text)
         self.assertIn("nccl includes base", text)
 
+    def test_a_sealed_folder_is_for_the_layers_its_line_names(self):
+        # src/layers.txt seals transport/tcp for bootstrap: algorithms may include transport, but not TCP's own files.
+        code, text = check(tree({
+            "src/transport/tcp/mesh.hpp": "",
+            "src/transport/net.hpp": '#include "tcp/mesh.hpp"\n',
+            "src/bootstrap/join.cpp": '#include "transport/tcp/mesh.hpp"\n',
+            "src/algorithms/net.cpp": '#include "transport/net.hpp"\n#include "transport/tcp/mesh.hpp"\n',
+        }))
+        self.assertEqual(code, 1, text)
+        self.assertIn("algorithms includes transport/tcp in 1 file(s)", text)
+        self.assertNotIn("bootstrap includes", text)
+        self.assertNotIn("transport includes", text)
+
     def test_a_folder_of_src_the_rule_does_not_name_is_refused(self):
         code, text = check(tree({"src/base/error.hpp": "", "src/rdma/verbs.hpp": '#include "base/error.hpp"\n'}))
         self.assertEqual(code, 1, text)
