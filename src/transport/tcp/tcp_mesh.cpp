@@ -61,7 +61,7 @@ void TcpMesh::start(std::vector<std::vector<Socket>> streams) {
   if (::epoll_ctl(waitEpollFd_, EPOLL_CTL_ADD, completionFd_, &wake) != 0) failErrno("epoll_ctl(eventfd)", errno);
 
   for (int p = 0; p < size; ++p) {
-    peers_.push_back(std::make_unique<Peer>());
+    peers_.push_back(std::make_unique<Peer>(p, &options_.describe));
     for (Socket& socket : streams[static_cast<std::size_t>(p)]) {
       auto s = std::make_unique<Stream>();
       s->socket = std::move(socket);
@@ -237,7 +237,6 @@ void TcpMesh::post(NetOp& op) {
     }
     return;
   }
-  const MatchKey key{frameKindOf(op.kind), op.key, op.step};
   // A peer's notice explains more than its absence (it names the cause), so it is looked at first; a message
   // that arrived in full before its sender left is still good.
   if (op.kind == transport::MessageKind::kCollective) {
@@ -247,13 +246,7 @@ void TcpMesh::post(NetOp& op) {
       return;
     }
   }
-  if (p.posted.count(key) != 0) {
-    failOp(op, ErrorCode::kInternal, strCat("two receives posted for message ", op.key, "/", op.step));
-    return;
-  }
-  op.posted = true;
-  p.posted.emplace(key, &op);
-  bindReceive(op);
+  p.match.post(op, *this);
   updateReading(op.peer);
   if (op.state.load(std::memory_order_relaxed) == NetOp::kPending && !p.lost.empty()) {
     failOp(op, ErrorCode::kPeerLost, p.lost);
@@ -408,8 +401,7 @@ void TcpMesh::abort() {
     }
   }
   for (auto& pe : peers_) {
-    std::vector<NetOp*> ops;
-    for (auto& [key, op] : pe->posted) ops.push_back(op);
+    std::vector<NetOp*> ops = pe->match.posted();
     for (auto* s : pe->streams) {
       for (auto& f : s->out) {
         if (f.op) ops.push_back(f.op);
@@ -423,11 +415,9 @@ void TcpMesh::beginCall(const transport::CallDescriptor& call) {
   std::lock_guard lock(mu_);
   current_ = call;
   for (int p = 0; p < size_; ++p) {
-    for (const auto& [key, st] : peer(p).stash) {
-      if (key.kind == FrameKind::kCollective && key.key == call.seq && !(st->call == call)) {
-        callMismatch(p, st->call);
-        return;
-      }
+    if (const auto theirs = peer(p).match.keptForOtherCall(call)) {
+      callMismatch(p, *theirs);
+      return;
     }
   }
 }
@@ -448,29 +438,14 @@ void TcpMesh::finishCall(std::int64_t seq) {
   floor_ = std::max(floor_, seq + 1);
   notices_.erase(notices_.begin(), notices_.lower_bound(floor_));
   for (int r = 0; r < size_; ++r) {
-    Peer* p = peers_[static_cast<std::size_t>(r)].get();
-    for (auto it = p->stash.begin(); it != p->stash.end();) {
-      Stash& st = *it->second;
-      if (st.key.kind == FrameKind::kCollective && st.key.key < floor_) {
-        if (st.inFlight > 0) {
-          st.dead = true;  // the streams filling it drop it when their frames end
-          st.op = nullptr;
-          ++it;
-        } else {
-          for (auto& chunk : st.chunks) p->stashBytes -= chunk.data.size();
-          it = p->stash.erase(it);
-        }
-      } else {
-        ++it;
-      }
-    }
+    peers_[static_cast<std::size_t>(r)]->match.dropCallsBefore(floor_);
     if (r != rank_) updateReading(r);
   }
 }
 
 std::size_t TcpMesh::stashedBytes(int p) {
   std::lock_guard lock(mu_);
-  return peer(p).stashBytes;
+  return peer(p).match.keptBytes();
 }
 
 // ---- the progress thread ----

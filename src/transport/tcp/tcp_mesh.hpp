@@ -37,6 +37,7 @@
 
 #include "braid/types.hpp"
 #include "transport/net_transport.hpp"
+#include "transport/peer_matcher.hpp"
 #include "transport/progress.hpp"
 #include "transport/region.hpp"
 #include "transport/tcp/frame.hpp"
@@ -66,7 +67,7 @@ struct MeshOptions {
   std::function<std::string(const transport::CallDescriptor&)> describe;
 };
 
-class TcpMesh final : public transport::NetTransport {
+class TcpMesh final : public transport::NetTransport, private transport::MatchOutcomes {
  public:
   /// `streams[peer]` holds `options.streams` connected, authenticated sockets (empty for this rank).
   TcpMesh(int rank, int size, std::vector<std::vector<Socket>> streams, MeshOptions options);
@@ -141,15 +142,7 @@ class TcpMesh final : public transport::NetTransport {
  private:
   struct OutFrame;
   struct Stream;
-  struct Stash;
   struct Peer;
-  struct StashChunk;
-  struct MatchKey {
-    FrameKind kind;
-    std::int64_t key;
-    std::uint32_t step;
-    auto operator<=>(const MatchKey&) const = default;
-  };
   struct Notice {
     int peer;
     int suspect;
@@ -174,23 +167,22 @@ class TcpMesh final : public transport::NetTransport {
   void onHeader(Stream& s);
   void noteProgress(Peer& p, const FrameHeader& h);
   void onPayloadDone(Stream& s);
-  void bindReceive(NetOp& op);  // a posted receive takes what the stash holds for it
   void complete(NetOp& op);
   void failOp(NetOp& op, ErrorCode code, std::string text);
+  // transport::MatchOutcomes: what the peers' matchers complete and fail.
+  void opDone(NetOp& op) override { complete(op); }
+  void opFailed(NetOp& op, ErrorCode code, std::string text) override { failOp(op, code, std::move(text)); }
   void endStream(Stream& s, const std::string& why);  // the stream closed or broke
   // A send on `s` failed: reads what the peer sent before it left (its failure notice names the cause worth
   // reporting), then ends the stream.
   void sendFailed(Stream& s);
   void failPeer(int peer, std::string why);  // the peer is gone: every stream, every op with it
   void applyNotice(std::int64_t seq, const Notice& notice);
-  bool mismatched(NetOp& op, const FrameHeader& h);  // fails op and returns true when h does not fit it
   void callMismatch(int peer, const transport::CallDescriptor& theirs);  // the current call differs from a peer's
   void cancel(NetOp& op);
   void setWriteInterest(Stream& s, bool on);
   void applyInterest(Stream& s);  // the epoll events a stream is polled for, from its peer's and its own state
   void updateReading(int peer);   // stop or resume reading a peer as its kept-aside bytes pass the limit
-  void dropChunk(Peer& p, StashChunk& chunk);
-  void eraseStash(Peer& p, const MatchKey& key);
   Peer& peer(int p) { return *peers_[static_cast<std::size_t>(p)]; }
   void start(std::vector<std::vector<Socket>> streams);  // the constructor's work, undone below when it throws
   void stopProgress();                                   // stops and joins the progress thread, if it runs

@@ -1,5 +1,6 @@
 // The TcpMesh's private parts, shared by its translation units (tcp_mesh.cpp: posting, waiting and the threads;
 // tcp_mesh_wire.cpp: frames in and out of the sockets; tcp_mesh_state.cpp: completing and failing ops and peers).
+// Matching messages to receives is transport::PeerMatcher's, one per peer.
 #pragma once
 
 #include <sys/epoll.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "transport/peer_matcher.hpp"
 #include "transport/tcp/tcp_mesh.hpp"
 
 namespace braid::tcp {
@@ -59,23 +61,6 @@ struct TcpMesh::OutFrame {
   std::vector<std::byte> owned;  // notice text, or a cancelled send's payload copied out of the caller's buffer
 };
 
-struct TcpMesh::StashChunk {
-  std::uint64_t offset = 0;
-  std::vector<std::byte> data;
-  bool complete = false;
-};
-
-struct TcpMesh::Stash {
-  using Chunk = StashChunk;
-  MatchKey key{};
-  transport::CallDescriptor call;
-  std::uint64_t messageBytes = 0;
-  std::deque<Chunk> chunks;  // a deque: a chunk being filled keeps its address while others are added
-  int inFlight = 0;          // chunks a stream is still reading into
-  NetOp* op = nullptr;       // a receive posted while chunks were in flight: they go to it when they complete
-  bool dead = false;         // its receive failed or was cancelled: in-flight chunks are dropped
-};
-
 struct TcpMesh::Stream {
   Socket socket;
   int peer = -1;
@@ -84,20 +69,21 @@ struct TcpMesh::Stream {
   std::size_t sent = 0;  // bytes of out.front() (header, then payload) already written
   bool writeInterest = false;
   bool broken = false;
-  // Receiving: a header, then its payload into `target` (null: dropped).
+  // Receiving: a header, then its payload into `target` (null: dropped): a notice's text, or where the matcher
+  // landed a message's piece (`landing`).
   EncodedHeader inHeader{};
   std::size_t headerDone = 0;
   bool inPayload = false;
   FrameHeader frame;
   std::size_t payloadDone = 0;
   std::byte* target = nullptr;
-  NetOp* op = nullptr;
-  Stash* stash = nullptr;
-  Stash::Chunk* chunk = nullptr;
+  transport::PeerMatcher::Landing landing;
   std::vector<std::byte> noticeText;
 };
 
 struct TcpMesh::Peer {
+  Peer(int index, const std::function<std::string(const transport::CallDescriptor&)>* describe)
+      : match(index, describe) {}
   std::vector<Stream*> streams;
   std::chrono::steady_clock::time_point lastHeard = std::chrono::steady_clock::now();  // any byte from the peer
   std::chrono::steady_clock::time_point lastSent = std::chrono::steady_clock::now();   // any byte to it
@@ -105,12 +91,10 @@ struct TcpMesh::Peer {
   std::string lost;  // why the peer is gone; "" while connected
   bool saidGoodbye = false;
   int liveStreams = 0;
-  std::string lastFailure;  // the text of the last notice it sent, whatever call it named
-  int lastSuspect = -1;     // and the peer that notice blamed
-  std::map<MatchKey, NetOp*> posted;
-  std::map<MatchKey, std::unique_ptr<Stash>> stash;
-  std::size_t stashBytes = 0;  // payload bytes held in `stash`
-  bool reading = true;         // its streams are polled for input (see kStashLimitBytes)
+  std::string lastFailure;       // the text of the last notice it sent, whatever call it named
+  int lastSuspect = -1;          // and the peer that notice blamed
+  transport::PeerMatcher match;  // its messages and the receives posted for them
+  bool reading = true;           // its streams are polled for input (see kStashLimitBytes)
   // Its progress (transport/progress.hpp) as its heartbeats and collective frames told it, and when (steady-clock
   // nanoseconds; 0: never): written under the lock, read without it for flight records.
   std::atomic<std::int64_t> progressWord{0};

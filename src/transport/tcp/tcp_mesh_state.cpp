@@ -32,8 +32,7 @@ void TcpMesh::signalCompletion() {
 void TcpMesh::complete(NetOp& op) {
   if (op.state.load(std::memory_order_relaxed) != NetOp::kPending) return;
   if (op.posted) {
-    peer(op.peer).posted.erase(MatchKey{frameKindOf(op.kind), op.key, op.step});
-    op.posted = false;
+    peer(op.peer).match.forget(op);
     updateReading(op.peer);
   }
   op.state.store(NetOp::kDone, std::memory_order_release);
@@ -42,21 +41,13 @@ void TcpMesh::complete(NetOp& op) {
 
 void TcpMesh::failOp(NetOp& op, ErrorCode code, std::string text) {
   if (op.state.load(std::memory_order_relaxed) != NetOp::kPending) return;
-  if (op.posted) {
-    peer(op.peer).posted.erase(MatchKey{frameKindOf(op.kind), op.key, op.step});
-    op.posted = false;
-    updateReading(op.peer);
-  }
+  const bool wasPosted = op.posted;
+  peer(op.peer).match.forget(op);
+  if (wasPosted) updateReading(op.peer);
   for (Stream* s : peer(op.peer).streams) {
-    if (s->op == &op) {  // the rest of the frame it was reading is dropped
-      s->op = nullptr;
+    if (s->landing.op == &op) {  // the rest of the frame it was reading is dropped
+      s->landing = {};
       s->target = nullptr;
-    }
-  }
-  for (auto& [key, st] : peer(op.peer).stash) {
-    if (st->op == &op) {
-      st->op = nullptr;
-      st->dead = true;
     }
   }
   op.code = code;
@@ -98,11 +89,7 @@ void TcpMesh::applyNotice(std::int64_t seq, const Notice& notice) {
   if (seq < floor_) return;  // about a call this rank has finished
   notices_.try_emplace(seq, notice);
   for (auto& p : peers_) {
-    std::vector<NetOp*> hit;
-    for (auto& [key, op] : p->posted) {
-      if (key.kind == FrameKind::kCollective && key.key == seq) hit.push_back(op);
-    }
-    for (NetOp* op : hit) {
+    for (NetOp* op : p->match.postedForCall(seq)) {
       op->blame = notice.suspect;
       failOp(*op, notice.code, notice.text);
     }
@@ -129,16 +116,10 @@ void TcpMesh::endStream(Stream& s, const std::string& why) {
   }
   s.out.clear();
   s.sent = 0;
-  if (s.inPayload && s.op) broken.push_back(s.op);
-  if (s.inPayload && s.stash) {
-    --s.stash->inFlight;
-    s.stash->dead = true;
-    if (s.stash->op) broken.push_back(s.stash->op);
-    if (s.stash->inFlight == 0) eraseStash(p, s.stash->key);
+  if (s.inPayload) {
+    if (NetOp* waiting = p.match.abandon(s.landing)) broken.push_back(waiting);
   }
-  s.op = nullptr;
-  s.stash = nullptr;
-  s.chunk = nullptr;
+  s.landing = {};
   s.target = nullptr;
   s.inPayload = false;
   for (NetOp* op : broken) failOp(*op, ErrorCode::kPeerLost, lost);
@@ -164,12 +145,13 @@ void TcpMesh::failPeer(int p, std::string why) {
     s->out.clear();
     s->sent = 0;
     for (NetOp* op : sends) lose(*op);
-    s->op = nullptr;
+    // The piece it was reading will not come: the receive waiting for it is lost below, its kept-aside message too.
+    if (s->inPayload) pe.match.abandon(s->landing);
+    s->inPayload = false;
+    s->landing = {};
     s->target = nullptr;
   }
-  std::vector<NetOp*> receives;
-  for (auto& [key, op] : pe.posted) receives.push_back(op);
-  for (NetOp* op : receives) lose(*op);
+  for (NetOp* op : pe.match.posted()) lose(*op);
   // The stash stays: messages that arrived whole before the peer left are still good.
 }
 

@@ -94,22 +94,10 @@ void TcpMesh::applyInterest(Stream& s) {
 void TcpMesh::updateReading(int p) {
   Peer& pe = peer(p);
   // Always read when a receive from the peer waits: what it needs may be behind what is kept aside.
-  const bool want = pe.stashBytes < kStashLimitBytes || !pe.posted.empty();
+  const bool want = pe.match.keptBytes() < kStashLimitBytes || pe.match.anyPosted();
   if (want == pe.reading) return;
   pe.reading = want;
   for (Stream* s : pe.streams) applyInterest(*s);
-}
-
-void TcpMesh::dropChunk(Peer& p, StashChunk& chunk) {
-  p.stashBytes -= chunk.data.size();
-  std::vector<std::byte>().swap(chunk.data);
-}
-
-void TcpMesh::eraseStash(Peer& p, const MatchKey& key) {
-  const auto it = p.stash.find(key);
-  if (it == p.stash.end()) return;
-  for (auto& chunk : it->second->chunks) p.stashBytes -= chunk.data.size();
-  p.stash.erase(it);
 }
 
 bool TcpMesh::readSome(Stream& s) {
@@ -151,27 +139,6 @@ bool TcpMesh::readSome(Stream& s) {
   return true;
 }
 
-bool TcpMesh::mismatched(NetOp& op, const FrameHeader& h) {
-  if (op.kind == transport::MessageKind::kCollective && !(op.call == h.call)) {
-    const auto say = [this](const transport::CallDescriptor& d) {
-      return options_.describe ? options_.describe(d) : strCat("call #", d.seq);
-    };
-    failOp(op, ErrorCode::kMismatch,
-           strCat("this rank called ", say(op.call), " but peer ", op.peer, " called ", say(h.call)));
-    return true;
-  }
-  if (h.messageBytes != op.bytes) {
-    failOp(op, ErrorCode::kMismatch,
-           op.kind == transport::MessageKind::kPointToPoint
-               ? strCat("peer ", op.peer, " sent ", h.messageBytes, " bytes with tag ", op.key,
-                        " but this rank receives ", op.bytes, " bytes")
-               : strCat("peer ", op.peer, " sent ", h.messageBytes, " bytes as message ", op.step, " of ", op.key,
-                        " but this rank expects ", op.bytes, " bytes"));
-    return true;
-  }
-  return false;
-}
-
 // A heartbeat carries the peer's progress word; a collective frame of a later call than the one known says the peer
 // has begun that call. Frames of the call already known change nothing (no clock read per frame).
 void TcpMesh::noteProgress(Peer& p, const FrameHeader& h) {
@@ -192,9 +159,7 @@ void TcpMesh::onHeader(Stream& s) {
   const FrameHeader& h = s.frame;
   s.payloadDone = 0;
   s.target = nullptr;
-  s.op = nullptr;
-  s.stash = nullptr;
-  s.chunk = nullptr;
+  s.landing = {};
   Peer& p = peer(s.peer);
   noteProgress(p, h);
   switch (h.kind) {
@@ -210,32 +175,16 @@ void TcpMesh::onHeader(Stream& s) {
     case FrameKind::kCollective:
     case FrameKind::kPointToPoint: {
       if (h.kind == FrameKind::kCollective && h.key < floor_) break;  // a finished (failed) call's: dropped
-      const MatchKey key{h.kind, h.key, h.step};
-      if (auto it = p.posted.find(key); it != p.posted.end()) {
-        NetOp& op = *it->second;
-        if (!mismatched(op, h)) {
-          s.op = &op;
-          s.target = op.data + h.offset;
-        }
-        break;
-      }
+      const transport::Piece piece{
+          {static_cast<transport::MessageKind>(h.kind), h.key, h.step}, h.call, h.messageBytes, h.offset, h.length};
+      s.landing = p.match.arrive(piece, *this);
+      s.target = s.landing.target;
+      if (s.landing.stash == nullptr) break;
+      // Kept aside: a frame of this rank's current call with another descriptor fails the call now, though no
+      // receive waits for it.
       if (h.kind == FrameKind::kCollective && current_ && h.key == current_->seq && !(h.call == *current_)) {
         callMismatch(s.peer, h.call);
       }
-      auto& slot = p.stash[key];
-      if (!slot) {
-        slot = std::make_unique<Stash>();
-        slot->key = key;
-        slot->call = h.call;
-        slot->messageBytes = h.messageBytes;
-      }
-      if (slot->dead) break;
-      slot->chunks.push_back({h.offset, std::vector<std::byte>(h.length), false});
-      p.stashBytes += h.length;
-      ++slot->inFlight;
-      s.stash = slot.get();
-      s.chunk = &slot->chunks.back();
-      s.target = s.chunk->data.data();
       updateReading(s.peer);
       break;
     }
@@ -259,58 +208,10 @@ void TcpMesh::onPayloadDone(Stream& s) {
                               std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())});
     return;
   }
-  if (s.op) {
-    NetOp& op = *s.op;
-    s.op = nullptr;
-    op.done += h.length;
-    if (op.done == op.bytes) complete(op);
-    return;
-  }
-  if (!s.stash) return;
-  Stash& st = *s.stash;
-  Stash::Chunk& chunk = *s.chunk;
-  s.stash = nullptr;
-  s.chunk = nullptr;
-  chunk.complete = true;
-  --st.inFlight;
-  if (st.op && !st.dead) {
-    NetOp& op = *st.op;
-    if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
-    op.done += chunk.data.size();
-    dropChunk(peer(s.peer), chunk);
-    if (st.inFlight == 0) st.dead = true;  // everything it held went to op; later frames go to op directly
-    if (op.done == op.bytes) complete(op);
-  }
-  if (st.dead && st.inFlight == 0) eraseStash(peer(s.peer), st.key);  // last use of st
+  const transport::PeerMatcher::Landing landing = s.landing;
+  s.landing = {};
+  peer(s.peer).match.landed(landing, h.length, *this);
   updateReading(s.peer);
-}
-
-void TcpMesh::bindReceive(NetOp& op) {
-  Peer& p = peer(op.peer);
-  const auto it = p.stash.find(MatchKey{frameKindOf(op.kind), op.key, op.step});
-  if (it == p.stash.end() || it->second->dead) return;
-  Stash& st = *it->second;
-  FrameHeader h;
-  h.call = st.call;
-  h.messageBytes = st.messageBytes;
-  if (mismatched(op, h)) {
-    st.dead = true;
-    if (st.inFlight == 0) eraseStash(p, it->first);
-    return;
-  }
-  for (auto& chunk : st.chunks) {
-    if (!chunk.complete) continue;
-    if (!chunk.data.empty()) std::memcpy(op.data + chunk.offset, chunk.data.data(), chunk.data.size());
-    op.done += chunk.data.size();
-    dropChunk(p, chunk);
-  }
-  const bool zeroByteMessageArrived = op.bytes == 0 && st.inFlight == 0;
-  if (st.inFlight == 0) {
-    eraseStash(p, it->first);
-  } else {
-    st.op = &op;
-  }
-  if (op.done == op.bytes && (op.bytes > 0 || zeroByteMessageArrived)) complete(op);
 }
 
 }  // namespace braid::tcp
