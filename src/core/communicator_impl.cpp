@@ -237,8 +237,7 @@ std::optional<Error> CommunicatorImpl::asyncError() const {
 }
 
 std::int64_t CommunicatorImpl::sequenceNumber() const {
-  std::lock_guard lock(mu_);
-  return nextSeq_;
+  return static_cast<std::int64_t>(gate_.load(std::memory_order_acquire) / kSeqOne);
 }
 
 std::string CommunicatorImpl::allreduceAlgorithm(std::size_t bytes) const {
@@ -326,10 +325,35 @@ void CommunicatorImpl::rejectRound(const host::OpEnv& env) {
   }
 }
 
+std::int64_t CommunicatorImpl::tryRunInline(bool collective) {
+  std::uint64_t g = gate_.load(std::memory_order_acquire);
+  while ((g & (kBusy | kQueued)) == 0) {
+    if (gate_.compare_exchange_weak(g, (collective ? g + kSeqOne : g) | kBusy, std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      return collective ? static_cast<std::int64_t>(g / kSeqOne) : -1;
+    }
+  }
+  return kQueueIt;
+}
+
+std::int64_t CommunicatorImpl::takeGate(bool collective, std::uint64_t flags, bool ifIdle) {
+  std::uint64_t g = gate_.load(std::memory_order_acquire);
+  while (!(ifIdle && (g & (kBusy | kQueued)) != 0)) {
+    if (gate_.compare_exchange_weak(g, (collective ? g + kSeqOne : g) | flags, std::memory_order_acq_rel,
+                                    std::memory_order_acquire)) {
+      return collective ? static_cast<std::int64_t>(g / kSeqOne) : -1;
+    }
+  }
+  return kQueueIt;
+}
+
 void CommunicatorImpl::release() {
-  std::lock_guard lock(mu_);
-  busy_ = false;
-  if (!queue_.empty()) cv_.notify_all();
+  // Queued tasks wait for the progress thread, which waits for this: wake it (under the lock it waits with, so the
+  // wake-up cannot fall between its look at the gate and its sleep).
+  if ((gate_.fetch_and(~kBusy, std::memory_order_acq_rel) & kQueued) != 0) {
+    std::lock_guard lock(mu_);
+    cv_.notify_all();
+  }
 }
 
 void CommunicatorImpl::execute(Task& task, bool mayFeed) {
@@ -474,9 +498,12 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
   auto work = std::make_shared<WorkState>();
   const bool collective = call.collective;
   std::unique_lock lock(mu_);
-  // Only collectives take a sequence number: point-to-point calls differ between ranks by nature.
-  Task task{collective ? nextSeq_++ : -1, call.op, opts, std::move(call.body), work, 0, nullptr, releases,
-            call.gpu != nullptr};
+  // Only collectives take a sequence number: point-to-point calls differ between ranks by nature. The call runs here
+  // when the communicator is idle and the caller waits for it anyway; else it is queued.
+  std::int64_t seq = mayRunInline ? takeGate(collective, kBusy, true) : kQueueIt;
+  const bool runsInline = seq != kQueueIt;
+  if (!runsInline) seq = takeGate(collective, kQueued, false);
+  Task task{seq, call.op, opts, std::move(call.body), work, 0, nullptr, releases, call.gpu != nullptr};
   // Groups on the call's stream wait for it first; they run in issue order.
   if (opts.stream == nullptr) task.p2p = std::move(call.p2p);
   task.record = recorder_.issued(call.op, task.seq, call.info);
@@ -494,8 +521,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
       task.p2p = nullptr;
     }
   }
-  if (queue_.empty() && !busy_ && mayRunInline) {
-    busy_ = true;
+  if (runsInline) {
     lock.unlock();
     execute(task, false);  // a blocking caller returns when its own call is done: nothing joins it
     release();
@@ -518,19 +544,25 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
 void CommunicatorImpl::progressLoop() {
   std::unique_lock lock(mu_);
   while (true) {
-    cv_.wait(lock, [this] { return stopping_ || (!queue_.empty() && !busy_); });
+    cv_.wait(lock,
+             [this] { return stopping_ || (!queue_.empty() && (gate_.load(std::memory_order_acquire) & kBusy) == 0); });
     if (queue_.empty()) {
       if (stopping_) return;
       continue;
     }
     Task task = std::move(queue_.front());
     queue_.pop_front();
-    busy_ = true;
+    // Nothing else takes the gate meanwhile: the queue was not empty (no inline call starts), and mu_ is held.
+    const std::uint64_t drained = queue_.empty() ? kQueued : 0;
+    std::uint64_t g = gate_.load(std::memory_order_acquire);
+    while (
+        !gate_.compare_exchange_weak(g, (g | kBusy) & ~drained, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    }
     lock.unlock();
     execute(task, true);
     lock.lock();
     if (task.device) --pendingDeviceCalls_;
-    busy_ = false;
+    gate_.fetch_and(~kBusy, std::memory_order_acq_rel);
     cv_.notify_all();
   }
 }

@@ -86,19 +86,13 @@ class CommunicatorImpl {
   /// with Mismatch instead of waiting, then the error is rethrown.
   template <typename CheckFn, typename BodyFn>
   void run(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
-    std::int64_t seq = -1;
-    {
-      std::unique_lock lock(mu_);
-      if (!queue_.empty() || busy_) {
-        lock.unlock();
-        Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p,
-                          call.gpu},
-                     opts, true))
-            .wait();
-        return;
-      }
-      busy_ = true;
-      if (call.collective) seq = nextSeq_++;
+    const std::int64_t seq = tryRunInline(call.collective);
+    if (seq == kQueueIt) {
+      Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p,
+                        call.gpu},
+                   opts, true))
+          .wait();
+      return;
     }
     const host::OpEnv env = makeEnv(call.op, seq, opts);
     const std::uint64_t record = noteBegan(call.op, seq, call.info);
@@ -254,6 +248,13 @@ class CommunicatorImpl {
   /// Records an error that leaves the ranks out of step: later calls fail at once.
   void noteFailure(const Error& e);
   /// Ends an inline call: lets queued calls run.
+  /// A blocking call on an idle communicator (nothing running or queued) takes the communicator and, for a
+  /// collective, its sequence number (-1 for other calls); kQueueIt when it must queue behind others instead.
+  static constexpr std::int64_t kQueueIt = -2;
+  std::int64_t tryRunInline(bool collective);
+  /// Under mu_: takes the next sequence number (for a collective) and sets `flags`, unless `ifIdle` and the
+  /// communicator is busy or has queued tasks (then returns kQueueIt).
+  std::int64_t takeGate(bool collective, std::uint64_t flags, bool ifIdle);
   void release();
   /// Runs a task; on the progress thread (`mayFeed`) a point-to-point one runs as a fed group (p2p_group.cpp).
   void execute(Task& task, bool mayFeed);
@@ -291,9 +292,15 @@ class CommunicatorImpl {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Task> queue_;
-  bool busy_ = false;  // a task is executing (inline or on the progress thread)
   bool stopping_ = false;
-  std::int64_t nextSeq_ = 0;
+  // Who may run next, and the next sequence number, in one word: a blocking call on an idle communicator takes both
+  // with one compare-and-swap and no lock (tryRunInline); everything else changes it under mu_, still by
+  // compare-and-swap. Taking a sequence number and marking the communicator busy or queued in the same step keeps
+  // calls running in the order of their numbers.
+  static constexpr std::uint64_t kBusy = 1;    // a task is executing (inline or on the progress thread)
+  static constexpr std::uint64_t kQueued = 2;  // queue_ holds tasks
+  static constexpr std::uint64_t kSeqOne = 4;  // the next sequence number, from bit 2
+  std::atomic<std::uint64_t> gate_{0};
   std::string broken_;  // set after an error that leaves the ranks out of step
   ErrorCode brokenCode_ = ErrorCode::kInternal;
   std::atomic<bool> brokenFlag_{false};

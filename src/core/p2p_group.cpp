@@ -54,6 +54,7 @@ class CommunicatorImpl::GroupFeed final : public host::P2pFeed {
         joining.push_back(std::move(c_.queue_.front()));
         c_.queue_.pop_front();
       }
+      if (c_.queue_.empty()) c_.gate_.fetch_and(~CommunicatorImpl::kQueued, std::memory_order_acq_rel);
     }
     const std::size_t before = ops.size();
     for (Task& task : joining) {
