@@ -325,17 +325,6 @@ void CommunicatorImpl::rejectRound(const host::OpEnv& env) {
   }
 }
 
-std::int64_t CommunicatorImpl::tryRunInline(bool collective) {
-  std::uint64_t g = gate_.load(std::memory_order_acquire);
-  while ((g & (kBusy | kQueued)) == 0) {
-    if (gate_.compare_exchange_weak(g, (collective ? g + kSeqOne : g) | kBusy, std::memory_order_acq_rel,
-                                    std::memory_order_acquire)) {
-      return collective ? static_cast<std::int64_t>(g / kSeqOne) : -1;
-    }
-  }
-  return kQueueIt;
-}
-
 std::int64_t CommunicatorImpl::takeGate(bool collective, std::uint64_t flags, bool ifIdle) {
   std::uint64_t g = gate_.load(std::memory_order_acquire);
   while (!(ifIdle && (g & (kBusy | kQueued)) != 0)) {

@@ -86,7 +86,8 @@ class CommunicatorImpl {
   /// with Mismatch instead of waiting, then the error is rethrown.
   template <typename CheckFn, typename BodyFn>
   void run(CallOf<CheckFn, BodyFn> call, const CallOptions& opts) {
-    const std::int64_t seq = tryRunInline(call.collective);
+    // Idle: this call takes the communicator and its number with one compare-and-swap, no lock.
+    const std::int64_t seq = takeGate(call.collective, kBusy, true);
     if (seq == kQueueIt) {
       Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p,
                         call.gpu},
@@ -248,12 +249,9 @@ class CommunicatorImpl {
   /// Records an error that leaves the ranks out of step: later calls fail at once.
   void noteFailure(const Error& e);
   /// Ends an inline call: lets queued calls run.
-  /// A blocking call on an idle communicator (nothing running or queued) takes the communicator and, for a
-  /// collective, its sequence number (-1 for other calls); kQueueIt when it must queue behind others instead.
+  /// Takes the next sequence number (for a collective; -1 for other calls) and sets `flags` in one step, unless
+  /// `ifIdle` and the communicator is busy or has queued tasks: then kQueueIt. Lock-free; setting kQueued needs mu_.
   static constexpr std::int64_t kQueueIt = -2;
-  std::int64_t tryRunInline(bool collective);
-  /// Under mu_: takes the next sequence number (for a collective) and sets `flags`, unless `ifIdle` and the
-  /// communicator is busy or has queued tasks (then returns kQueueIt).
   std::int64_t takeGate(bool collective, std::uint64_t flags, bool ifIdle);
   void release();
   /// Runs a task; on the progress thread (`mayFeed`) a point-to-point one runs as a fed group (p2p_group.cpp).
@@ -294,7 +292,7 @@ class CommunicatorImpl {
   std::deque<Task> queue_;
   bool stopping_ = false;
   // Who may run next, and the next sequence number, in one word: a blocking call on an idle communicator takes both
-  // with one compare-and-swap and no lock (tryRunInline); everything else changes it under mu_, still by
+  // with one compare-and-swap and no lock (run); everything else changes it under mu_, still by
   // compare-and-swap. Taking a sequence number and marking the communicator busy or queued in the same step keeps
   // calls running in the order of their numbers.
   static constexpr std::uint64_t kBusy = 1;    // a task is executing (inline or on the progress thread)
