@@ -24,7 +24,7 @@ std::string PeerMatcher::mismatch(const NetOp& op, const CallDescriptor& call, s
 void PeerMatcher::post(NetOp& op, MatchOutcomes& out) {
   const MessageName name = MessageName::of(op);
   if (posted_.count(name) != 0) {
-    out.opFailed(op, ErrorCode::kInternal, strCat("two receives posted for message ", op.key, "/", op.step));
+    out.failOp(op, ErrorCode::kInternal, strCat("two receives posted for message ", op.key, "/", op.step));
     return;
   }
   op.posted = true;
@@ -35,7 +35,7 @@ void PeerMatcher::post(NetOp& op, MatchOutcomes& out) {
   if (std::string why = mismatch(op, st.call, st.messageBytes); !why.empty()) {
     st.dead = true;
     if (st.inFlight == 0) erase(name);
-    out.opFailed(op, ErrorCode::kMismatch, std::move(why));
+    out.failOp(op, ErrorCode::kMismatch, std::move(why));
     return;
   }
   for (Chunk& chunk : st.chunks) {
@@ -50,7 +50,7 @@ void PeerMatcher::post(NetOp& op, MatchOutcomes& out) {
   } else {
     st.op = &op;
   }
-  if (op.done == op.bytes && (op.bytes > 0 || zeroByteMessageArrived)) out.opDone(op);
+  if (op.done == op.bytes && (op.bytes > 0 || zeroByteMessageArrived)) out.complete(op);
 }
 
 void PeerMatcher::forget(NetOp& op) {
@@ -70,7 +70,7 @@ PeerMatcher::Landing PeerMatcher::arrive(const Piece& piece, MatchOutcomes& out)
   if (auto it = posted_.find(piece.name); it != posted_.end()) {
     NetOp& op = *it->second;
     if (std::string why = mismatch(op, piece.call, piece.messageBytes); !why.empty()) {
-      out.opFailed(op, ErrorCode::kMismatch, std::move(why));
+      out.failOp(op, ErrorCode::kMismatch, std::move(why));
       return {};
     }
     return Landing{&op, nullptr, nullptr, op.data + piece.offset};
@@ -93,7 +93,7 @@ void PeerMatcher::landed(const Landing& landing, std::uint32_t length, MatchOutc
   if (landing.op != nullptr) {
     NetOp& op = *landing.op;
     op.done += length;
-    if (op.done == op.bytes) out.opDone(op);
+    if (op.done == op.bytes) out.complete(op);
     return;
   }
   if (landing.stash == nullptr) return;
@@ -107,7 +107,7 @@ void PeerMatcher::landed(const Landing& landing, std::uint32_t length, MatchOutc
     op.done += chunk.data.size();
     dropChunk(chunk);
     if (st.inFlight == 0) st.dead = true;  // everything it held went to op; later pieces go to op directly
-    if (op.done == op.bytes) out.opDone(op);
+    if (op.done == op.bytes) out.complete(op);
   }
   if (st.dead && st.inFlight == 0) erase(st.name);  // last use of st
 }

@@ -46,8 +46,8 @@ struct Piece {
 
 class MatchOutcomes {
  public:
-  virtual void opDone(NetOp& op) = 0;
-  virtual void opFailed(NetOp& op, ErrorCode code, std::string text) = 0;
+  virtual void complete(NetOp& op) = 0;
+  virtual void failOp(NetOp& op, ErrorCode code, std::string text) = 0;
 
  protected:
   ~MatchOutcomes() = default;

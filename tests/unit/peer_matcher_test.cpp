@@ -14,12 +14,12 @@ namespace {
 // Records what the matcher completes and fails, as a transport would.
 struct Outcomes final : MatchOutcomes {
   explicit Outcomes(PeerMatcher& m) : matcher(m) {}
-  void opDone(NetOp& op) override {
+  void complete(NetOp& op) override {
     matcher.forget(op);
     op.state.store(NetOp::kDone);
     ++completed;
   }
-  void opFailed(NetOp& op, ErrorCode code, std::string text) override {
+  void failOp(NetOp& op, ErrorCode code, std::string text) override {
     matcher.forget(op);
     op.code = code;
     op.error = std::move(text);
@@ -225,7 +225,7 @@ TEST(PeerMatcher, AFailedReceiveTakesNoMorePieces) {
   NetOp op;
   receive(op, into, MessageKind::kCollective, 8, 0, callOf(8));
   m.post(op, out);
-  out.opFailed(op, ErrorCode::kInternal, "cancelled");
+  out.failOp(op, ErrorCode::kInternal, "cancelled");
   std::fill_n(inFlight.target, 24, std::byte{0x5a});
   m.landed(inFlight, 24, out);
   EXPECT_EQ(into, std::vector<std::byte>(24));  // untouched

@@ -167,11 +167,9 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   void onHeader(Stream& s);
   void noteProgress(Peer& p, const FrameHeader& h);
   void onPayloadDone(Stream& s);
-  void complete(NetOp& op);
-  void failOp(NetOp& op, ErrorCode code, std::string text);
-  // transport::MatchOutcomes: what the peers' matchers complete and fail.
-  void opDone(NetOp& op) override { complete(op); }
-  void opFailed(NetOp& op, ErrorCode code, std::string text) override { failOp(op, code, std::move(text)); }
+  // transport::MatchOutcomes too: what the peers' matchers complete and fail.
+  void complete(NetOp& op) override;
+  void failOp(NetOp& op, ErrorCode code, std::string text) override;
   void endStream(Stream& s, const std::string& why);  // the stream closed or broke
   // A send on `s` failed: reads what the peer sent before it left (its failure notice names the cause worth
   // reporting), then ends the stream.

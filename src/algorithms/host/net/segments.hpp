@@ -14,7 +14,7 @@ namespace braid::host {
 /// Steps of an allgather phase are numbered from here, after any reduce-scatter phase of the same call.
 inline constexpr std::uint32_t kSecondPhase = 0x80000000u;
 
-/// One frame's payload: smaller segments cost a message each, larger ones delay the overlap.
+/// The transport's segment (transport/net_transport.hpp says why this size).
 inline constexpr std::size_t kSegmentBytes = transport::kNetSegmentBytes;
 
 /// Segment `index` of `block` in segments of `segElems` elements; empty (at the block's end) past its last one.
