@@ -6,14 +6,14 @@
 
 namespace braid::device {
 
-std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine&, int, int, const Settings&, bool, DevicePolicy, int,
-                                               const std::string&) {
+std::unique_ptr<Engine> makeDeviceEngine(Engine&, int, int, const Settings&, bool, DevicePolicy, int,
+                                         const std::string&) {
   fail(ErrorCode::kUnavailable, {}, "device buffers need a braid built with CUDA (BRAID_WITH_CUDA=ON)");
 }
 
 std::string gpuIdentity(int) { return ""; }
 
-void waitForStream(const host::OpEnv&) {}
+void waitForStream(const OpEnv&) {}
 
 std::unique_ptr<StreamHandoff> makeStreamHandoff(int, int) { return nullptr; }
 

@@ -50,7 +50,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->allreduce(route, send, recv, count, type, op, env); }, true,
+      [=](const OpEnv& env) { c->allreduce(route, send, recv, count, type, op, env); }, true,
       {type, count, op.kind, -1});
 }
 
@@ -66,7 +66,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         checkBuffer(send, count, type, "send buffer", ctx);
         if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).reduce(send, recv, count, type, op, root, env); }, true,
+      [=](const OpEnv& env) { c->engineFor(route, env).reduce(send, recv, count, type, op, root, env); }, true,
       {type, count, op.kind, root});
 }
 
@@ -80,7 +80,7 @@ auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, Data
         checkRank(root, c->size(), "root", ctx);
         checkBuffer(buf, count, type, "buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).broadcast(buf, count, type, root, env); }, true,
+      [=](const OpEnv& env) { c->engineFor(route, env).broadcast(buf, count, type, root, env); }, true,
       {type, count, ReduceKind::kSum, root});
 }
 
@@ -94,7 +94,7 @@ auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); }, true,
+      [=](const OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); }, true,
       {type, count, ReduceKind::kSum, -1});
 }
 
@@ -115,7 +115,7 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         checkBuffer(send, sendCount, type, "send buffer", ctx);
         checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) {
+      [=](const OpEnv& env) {
         c->engineFor(route, env).allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
       });
 }
@@ -131,8 +131,8 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); },
-      true, {type, recvCount, op.kind, -1});
+      [=](const OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); }, true,
+      {type, recvCount, op.kind, -1});
 }
 
 auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
@@ -146,7 +146,7 @@ auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::
         checkBuffer(send, total, type, "send buffer", ctx);
         checkBuffer(recv, total, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).alltoall(send, recv, count, type, env); }, true,
+      [=](const OpEnv& env) { c->engineFor(route, env).alltoall(send, recv, count, type, env); }, true,
       {type, count, ReduceKind::kSum, -1});
 }
 
@@ -170,7 +170,7 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
                "in-place alltoallv needs equal send and recv counts and displacements");
         }
       },
-      [=](const host::OpEnv& env) {
+      [=](const OpEnv& env) {
         c->engineFor(route, env).alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
       });
 }
@@ -188,7 +188,7 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
           checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
         }
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); }, true,
+      [=](const OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); }, true,
       {type, count, ReduceKind::kSum, root});
 }
 
@@ -205,7 +205,7 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
         }
         checkBuffer(recv, count, type, "recv buffer", ctx);
       },
-      [=](const host::OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); }, true,
+      [=](const OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); }, true,
       {type, count, ReduceKind::kSum, root});
 }
 
@@ -222,7 +222,7 @@ auto registerCall(core::CommunicatorImpl* c, void* ptr, std::size_t bytes, std::
                core::memoryKindName(route.firstKind), " memory");
         }
       },
-      [=](const host::OpEnv& env) { *id = c->engineFor(route, env).registerBuffer(ptr, bytes, env); }, true,
+      [=](const OpEnv& env) { *id = c->engineFor(route, env).registerBuffer(ptr, bytes, env); }, true,
       {DataType::kUint8, bytes, ReduceKind::kSum, -1});
 }
 
@@ -234,7 +234,7 @@ auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) 
           fail(ErrorCode::kInvalidArgument, ctx, "registration ", registration.id, " is not of this communicator");
         }
       },
-      [=](const host::OpEnv& env) {
+      [=](const OpEnv& env) {
         if (registration.id != 0) c->deviceEngine()->deregisterBuffer(registration.id, env);
       });
 }
@@ -242,7 +242,7 @@ auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) 
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
       "barrier", core::Route{}, [](const ErrorContext&) {},
-      [=](const host::OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
+      [=](const OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
 }
 
 auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
@@ -258,7 +258,7 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
           checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);
         }
       },
-      [c, ops, route](const host::OpEnv& env) { c->engineFor(route, env).pointToPoint(*ops, env); },
+      [c, ops, route](const OpEnv& env) { c->engineFor(route, env).pointToPoint(*ops, env); },
       /*collective=*/false);
   // Device buffers are staged through host copies made around the whole group: they do not join fed groups.
   if (!route.device) call.p2p = ops;

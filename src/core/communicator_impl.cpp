@@ -53,8 +53,8 @@ HostCpus orThisProcess(HostCpus host, int size) {
 
 bool outnumbersItsCpus(HostCpus host) { return host.ranks > std::max(host.cpus, 1); }
 
-std::unique_ptr<host::Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
-                                              const Settings& settings, HostCpus host) {
+std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
+                                        const Settings& settings, HostCpus host) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
   auto selector =
       std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size).cpus, settings));
@@ -113,7 +113,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport
     : CommunicatorImpl(rank, size, makeLocalEngine(size, std::move(group), settings, host), settings,
                        std::move(keepAlive), host) {}
 
-CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<host::Engine> engine, Settings settings,
+CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<Engine> engine, Settings settings,
                                    std::shared_ptr<void> keepAlive, HostCpus host)
     : rank_(rank),
       size_(size),
@@ -185,7 +185,7 @@ void CommunicatorImpl::writeTrace() const {
   logLine(LogLevel::kWarn, rank_, strCat("could not write the trace to ", path));
 }
 
-host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv& env) {
+Engine& CommunicatorImpl::engineFor(const Route& route, const OpEnv& env) {
   if (!route.device) {
     device::waitForStream(env);
     return *engine_;
@@ -201,7 +201,7 @@ host::Engine& CommunicatorImpl::engineFor(const Route& route, const host::OpEnv&
 }
 
 void CommunicatorImpl::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
-                                 ReduceOp op, const host::OpEnv& env) {
+                                 ReduceOp op, const OpEnv& env) {
   // The same answer on every rank: the placement, the size and the settings are the same everywhere (not the
   // buffers' kind: each step's sub-communicator routes its buffers itself, GPU ones to its kernels or windows).
   if (Hierarchy::composes(op) && hierarchyFits_ && tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
@@ -232,7 +232,7 @@ std::optional<Error> CommunicatorImpl::asyncError() const {
     std::lock_guard lock(mu_);
     if (detachedError_) return detachedError_;
   }
-  const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire);
+  const Engine* device = deviceEngineView_.load(std::memory_order_acquire);
   return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1}) : std::nullopt;
 }
 
@@ -259,8 +259,8 @@ std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
                 "): ", engine_->explainAllreduce(bytes));
 }
 
-host::OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
-  host::OpEnv env;
+OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
+  OpEnv env;
   env.context = ErrorContext{.rank = rank_, .peer = -1, .op = op, .seq = seq};
   const double seconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds;
   env.timeoutSeconds = seconds;
@@ -295,7 +295,7 @@ void CommunicatorImpl::abort() {
   engine_->abort();
   // Streams held for detached calls go on now; those calls end with Aborted on the progress thread.
   if (device::StreamHandoff* handoff = handoffView_.load(std::memory_order_acquire)) handoff->releaseAll();
-  if (host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
+  if (Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
   if (Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire)) hierarchy->abort();
   cv_.notify_all();
 }
@@ -317,7 +317,7 @@ void CommunicatorImpl::noteFailure(const Error& e) {
   if (first) dumpFlightRecord(e.what());
 }
 
-void CommunicatorImpl::rejectRound(const host::OpEnv& env) {
+void CommunicatorImpl::rejectRound(const OpEnv& env) {
   try {
     engine_->reject(env);
   } catch (const Error& e) {
@@ -350,7 +350,7 @@ void CommunicatorImpl::execute(Task& task, bool mayFeed) {
     executeGroup(task);
     return;
   }
-  const host::OpEnv env = makeEnv(task.op, task.seq, task.opts);
+  const OpEnv env = makeEnv(task.op, task.seq, task.opts);
   std::exception_ptr error;
   noteStarted(task.record, task.seq);
   try {
@@ -392,7 +392,7 @@ bool CommunicatorImpl::detaches(const void* gpu, const char* op, std::size_t byt
     cv_.wait(lock, [this] { return pendingDeviceCalls_ == 0 || stopping_; });
   }
   std::optional<bool> holds;
-  if (const host::Engine* device = deviceEngineView_.load(std::memory_order_acquire)) {
+  if (const Engine* device = deviceEngineView_.load(std::memory_order_acquire)) {
     holds = device->holdsCaller(op, bytes);
   } else if (localGroup() == nullptr) {
     holds = true;  // ranks over the network: device buffers are always staged through host memory
@@ -416,7 +416,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::detachChecked(const char* op, bool 
   device::StreamHandoff::Ticket ticket = handoff_->issue(extents, opts.stream, ctx);
   Call onHost = onCopies(ticket.copies);
   const std::uint64_t number = ticket.number;
-  Body body = [this, ticket = std::move(ticket), hostBody = std::move(onHost.body)](const host::OpEnv& env) {
+  Body body = [this, ticket = std::move(ticket), hostBody = std::move(onHost.body)](const OpEnv& env) {
     if (ticket.failure) throw *ticket.failure;
     handoff_->awaitInputs(ticket, env);
     hostBody(env);
@@ -503,7 +503,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     } catch (const Error&) {
       // Still meet the peers for one round (in issue order), then report this rank's own error.
       const std::exception_ptr argumentError = std::current_exception();
-      task.body = [this, argumentError, collective](const host::OpEnv& env) {
+      task.body = [this, argumentError, collective](const OpEnv& env) {
         if (collective) rejectRound(env);
         std::rethrow_exception(argumentError);
       };

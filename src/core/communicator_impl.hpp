@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "algorithms/device/stream_handoff.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "algorithms/staging_layout.hpp"
 #include "base/config.hpp"
 #include "base/data_type.hpp"
@@ -41,7 +41,7 @@ struct HostCpus {
 class CommunicatorImpl {
  public:
   /// `keepAlive` holds what the bootstrap made that must live as long as the communicator (store, server).
-  CommunicatorImpl(int rank, int size, std::unique_ptr<host::Engine> engine, Settings settings,
+  CommunicatorImpl(int rank, int size, std::unique_ptr<Engine> engine, Settings settings,
                    std::shared_ptr<void> keepAlive = nullptr, HostCpus host = {});
   /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
   CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
@@ -61,7 +61,7 @@ class CommunicatorImpl {
   /// BRAID_LOG=info: the selector's reasoning for the first host allreduce of each power of two of sizes.
   void logChoice(std::size_t bytes);
 
-  using Body = std::function<void(const host::OpEnv&)>;
+  using Body = std::function<void(const OpEnv&)>;
   using Check = std::function<void(const ErrorContext&)>;
   /// One call: its name, its argument checks and what it does. Check and Body are callables; blocking calls keep
   /// them as they are (no allocation on the inline path), queued calls hold them as std::function.
@@ -95,7 +95,7 @@ class CommunicatorImpl {
           .wait();
       return;
     }
-    const host::OpEnv env = makeEnv(call.op, seq, opts);
+    const OpEnv env = makeEnv(call.op, seq, opts);
     const std::uint64_t record = noteBegan(call.op, seq, call.info);
     try {
       throwIfBroken(env.context);
@@ -153,16 +153,16 @@ class CommunicatorImpl {
         opts, false));
   }
 
-  host::Engine& engine() { return *engine_; }
+  Engine& engine() { return *engine_; }
   /// An allreduce on the buffers of `route`: hierarchical across hosts where the placement and size call for it
   /// (core/hierarchy.hpp), else on engineFor(route).
   void allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const host::OpEnv& env);
+                 const OpEnv& env);
   /// The engine for a call whose buffers took `route`: the host engine (after the call's stream, when it has
   /// one) or the device engine, made at the first call on GPU memory.
-  host::Engine& engineFor(const Route& route, const host::OpEnv& env);
+  Engine& engineFor(const Route& route, const OpEnv& env);
   /// The device engine, when a call on device buffers made it (else null). For the thread running calls.
-  host::Engine* deviceEngine() const { return deviceEngine_.get(); }
+  Engine* deviceEngine() const { return deviceEngine_.get(); }
   /// What a GPU kernel of this communicator reported after its call returned (ncclCommGetAsyncError).
   std::optional<Error> asyncError() const;
   /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones
@@ -171,7 +171,7 @@ class CommunicatorImpl {
   /// The handle that may abort this communicator from another thread (it was created with it).
   void attachAbortHandle(std::shared_ptr<AbortHandle> handle);
   /// An environment for calls the communicator makes on its own behalf (shrink), outside the issue order.
-  host::OpEnv internalEnv(const char* op) const { return makeEnv(op, -1, CallOptions{}); }
+  OpEnv internalEnv(const char* op) const { return makeEnv(op, -1, CallOptions{}); }
 
   /// The store this communicator was created over (null for communicators made without one, e.g. thread ranks
   /// over the in-memory transport), and what must outlive it: communicators split from it meet there.
@@ -245,7 +245,7 @@ class CommunicatorImpl {
     if (seq >= 0) engine_->publishProgress(transport::Progress{seq, running});
   }
   /// One round that tells the peers this rank rejected its arguments (they fail with Mismatch).
-  void rejectRound(const host::OpEnv& env);
+  void rejectRound(const OpEnv& env);
   /// Records an error that leaves the ranks out of step: later calls fail at once.
   void noteFailure(const Error& e);
   /// Ends an inline call: lets queued calls run.
@@ -260,16 +260,16 @@ class CommunicatorImpl {
   /// are done: nonblocking sends and receives progress together instead of in issue order.
   void executeGroup(Task& first);
   void progressLoop();
-  host::OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;
+  OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;
   void throwIfBroken(const ErrorContext& ctx) const;
 
   const int rank_;
   const int size_;
   const Settings settings_;
-  std::unique_ptr<host::Engine> engine_;
+  std::unique_ptr<Engine> engine_;
   std::string sharedGpu_;
-  std::unique_ptr<host::Engine> deviceEngine_;            // made by the first call on device buffers (in issue order)
-  std::atomic<host::Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
+  std::unique_ptr<Engine> deviceEngine_;            // made by the first call on device buffers (in issue order)
+  std::atomic<Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
   std::shared_ptr<void> keepAlive_;
   Placement placement_;
   std::uint64_t loggedSizes_ = 0;  // logChoice's powers of two already logged

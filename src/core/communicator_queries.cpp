@@ -1,7 +1,7 @@
 // braid::Communicator's questions about itself: rank and size, placement, transports and algorithms, and its state.
 #include <string>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "base/error.hpp"
 #include "braid/braid.hpp"
 #include "core/communicator_impl.hpp"
@@ -28,17 +28,17 @@ std::string Communicator::hostName(int rank) const {
 }
 std::string Communicator::transportName(Memory memory) const {
   if (memory == Memory::kHost) return impl_->transportName();
-  const host::Engine* device = impl_->deviceEngine();
+  const Engine* device = impl_->deviceEngine();
   return device != nullptr ? device->transportName() : "";
 }
 std::string Communicator::allreduceAlgorithm(std::size_t bytes, Memory memory) const {
   if (memory == Memory::kHost) return impl_->allreduceAlgorithm(bytes);
-  const host::Engine* device = impl_->deviceEngine();
+  const Engine* device = impl_->deviceEngine();
   return device != nullptr ? device->allreduceAlgorithm(bytes) : "";
 }
 std::string Communicator::explain(std::size_t bytes, Memory memory) const {
   if (memory == Memory::kHost) return impl_->explainAllreduce(bytes);
-  const host::Engine* device = impl_->deviceEngine();
+  const Engine* device = impl_->deviceEngine();
   return device != nullptr ? device->explainAllreduce(bytes) : "";
 }
 std::string Communicator::linkDescription() { return impl_->linkDescription(); }

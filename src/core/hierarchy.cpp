@@ -41,7 +41,7 @@ namespace {
 
 // A step's failure, told as the parent's: which step, then what the sub-communicator said.
 template <typename Step>
-void step(const char* what, const host::OpEnv& env, Step&& run) {
+void step(const char* what, const OpEnv& env, Step&& run) {
   try {
     run();
   } catch (const Error& e) {
@@ -52,7 +52,7 @@ void step(const char* what, const host::OpEnv& env, Step&& run) {
 }  // namespace
 
 void Hierarchy::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                          const host::OpEnv& env) {
+                          const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const auto localSize = static_cast<std::size_t>(local_->size());
   const std::size_t shard = count / localSize;

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <memory>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "braid/braid.hpp"
 #include "core/placement.hpp"
 
@@ -25,7 +25,7 @@ class Hierarchy {
 
   /// `op` must be one the steps compose exactly: not average (integer averages would truncate twice) or premul sum.
   static bool composes(ReduceOp op);
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const host::OpEnv& env);
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
   void abort();
   /// "hierarchical (shm/rsag inside hosts, tcp/ring between)" for a message of `bytes`.
   std::string describe(std::size_t bytes) const;

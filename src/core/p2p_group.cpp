@@ -1,4 +1,4 @@
-// Fed point-to-point groups (algorithms/host/p2p_feed.hpp): on the progress thread a point-to-point call on host
+// Fed point-to-point groups (algorithms/p2p_feed.hpp): on the progress thread a point-to-point call on host
 // buffers runs with a feed, and the point-to-point calls queued directly behind it join it while it runs. Each call
 // finishes when its own operations are done, so isend-then-recv patterns between ranks progress as they do under
 // MPI and Gloo. A collective queued behind the group still waits for it: calls never pass a collective.
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/host/p2p_feed.hpp"
+#include "algorithms/p2p_feed.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "core/communicator_impl.hpp"
@@ -21,9 +21,9 @@
 
 namespace braid::core {
 
-class CommunicatorImpl::GroupFeed final : public host::P2pFeed {
+class CommunicatorImpl::GroupFeed final : public P2pFeed {
  public:
-  GroupFeed(CommunicatorImpl& c, host::OpEnv& env) : c_(c), env_(env) {}
+  GroupFeed(CommunicatorImpl& c, OpEnv& env) : c_(c), env_(env) {}
   GroupFeed(const GroupFeed&) = delete;
   GroupFeed& operator=(const GroupFeed&) = delete;
 
@@ -133,14 +133,14 @@ class CommunicatorImpl::GroupFeed final : public host::P2pFeed {
   };
 
   CommunicatorImpl& c_;
-  host::OpEnv& env_;
+  OpEnv& env_;
   std::map<std::size_t, Member> members_;  // by the index of their first operation
   std::size_t next_ = 0;                   // the index the next member's first operation takes
   bool joined_ = false;                    // a call joined the first
 };
 
 void CommunicatorImpl::executeGroup(Task& first) {
-  host::OpEnv env = makeEnv(first.op, -1, first.opts);
+  OpEnv env = makeEnv(first.op, -1, first.opts);
   noteStarted(first.record, -1);
   try {
     throwIfBroken(env.context);

@@ -35,10 +35,10 @@ struct ShrinkRendezvous {
 
 std::unique_ptr<Communicator> Communicator::shrink() {
   core::CommunicatorImpl& impl = *impl_;
-  host::Engine& engine = impl.engine();
+  Engine& engine = impl.engine();
   const int n = size();
   const int me = rank();
-  const host::OpEnv env = impl.internalEnv("shrink");
+  const OpEnv env = impl.internalEnv("shrink");
   std::vector<std::uint8_t> lost(static_cast<std::size_t>(n), 0);
   for (int r = 0; r < n; ++r) lost[r] = r != me && !engine.peerFailure(r).empty();
 

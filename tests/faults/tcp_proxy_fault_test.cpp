@@ -135,7 +135,7 @@ std::vector<RankOutcome> runWithFault(int n, std::size_t count, Fault fault, int
         std::vector<std::int64_t> v(count);
         for (int i = 0; i < calls && !stopLooping.load(); ++i) {
           for (std::size_t j = 0; j < count; ++j) v[j] = input(r, i, j);
-          host::OpEnv env;
+          OpEnv env;
           env.context.rank = r;
           env.context.op = "allreduce";
           env.context.seq = i;

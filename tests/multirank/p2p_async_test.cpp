@@ -1,4 +1,4 @@
-// Nonblocking point-to-point calls progress together (algorithms/host/p2p_feed.hpp, core/p2p_group.cpp): calls
+// Nonblocking point-to-point calls progress together (algorithms/p2p_feed.hpp, core/p2p_group.cpp): calls
 // posted while a group runs join it and each completes on its own, over every transport. Each of these patterns
 // waited until the timeout when the calls ran one after another in issue order.
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-// The windowed ring allreduce (host::Engine::allreduceStaged), which carries GPU buffers between hosts: here its
+// The windowed ring allreduce (Engine::allreduceStaged), which carries GPU buffers between hosts: here its
 // buffers are plain memory behind a StagedBuffer whose copies land late or early, so that an algorithm reading a
 // range before it awaited it, or handing over a range before it was final, gives a wrong result.
 #include <gtest/gtest.h>
@@ -6,7 +6,7 @@
 #include <cstring>
 #include <random>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "algorithms/host/net/net_engine.hpp"
 #include "algorithms/host/reduce_cpu.hpp"
 #include "core/communicator_impl.hpp"
@@ -20,7 +20,7 @@ namespace {
 
 // Copies in land at the latest when awaited and sometimes earlier (at a delivery); copies out are done at once.
 // Slots start out as garbage. Every output byte must be delivered exactly once.
-class LateCopies final : public host::StagedBuffer {
+class LateCopies final : public StagedBuffer {
  public:
   static constexpr std::size_t kSameAsInput = ~std::size_t{0};
   /// `reducing`: this side does the reductions (as the GPU does), lazily like the copies in.
@@ -28,7 +28,7 @@ class LateCopies final : public host::StagedBuffer {
   /// its pinned buffers.
   /// `outputBytes`: the output's size where it differs from the input's (allgather, reduce-scatter).
   LateCopies(std::vector<std::byte> input, std::size_t windowBytes, unsigned seed, bool reducing = false,
-             host::Engine* owner = nullptr, std::size_t outputBytes = kSameAsInput)
+             Engine* owner = nullptr, std::size_t outputBytes = kSameAsInput)
       : owner_(owner),
         reducing_(reducing),
         input_(std::move(input)),
@@ -84,7 +84,7 @@ class LateCopies final : public host::StagedBuffer {
     return receiveArea_.data();
   }
   std::size_t fetchedBytes() const { return fetchedBytes_; }
-  void awaitFetched(std::size_t ticket, const host::OpEnv&) override {
+  void awaitFetched(std::size_t ticket, const OpEnv&) override {
     while (landed_ <= ticket) land();
   }
   void deliver(const std::byte* src, std::size_t offset, std::size_t bytes) override {
@@ -121,7 +121,7 @@ class LateCopies final : public host::StagedBuffer {
     host::reduceSources(c.dst, srcs, 2, c.bytes / dataTypeSize(c.type), c.type, c.kind, c.avgDivisor);
   }
 
-  host::Engine* owner_;
+  Engine* owner_;
   const transport::Region* regions_[3] = {nullptr, nullptr, nullptr};
   bool reducing_;
   std::size_t fetchedBytes_ = 0;
@@ -135,8 +135,8 @@ class LateCopies final : public host::StagedBuffer {
   std::mt19937 rng_;
 };
 
-host::OpEnv envFor(int rank, std::int64_t seq) {
-  host::OpEnv env;
+OpEnv envFor(int rank, std::int64_t seq) {
+  OpEnv env;
   env.context = ErrorContext{.rank = rank, .peer = -1, .op = "allreduce", .seq = seq};
   env.timeoutSeconds = 60;
   return env;

@@ -80,7 +80,7 @@ TEST(TcpAuth, IntrudersAreDroppedAndTheJobCompletes) {
                                },
                                [](std::size_t) { return std::string("direct"); }};
         host::NetEngine engine(std::move(mesh), std::move(direct), 100);
-        host::OpEnv env;
+        OpEnv env;
         env.context.rank = r;
         env.context.seq = 0;
         env.timeoutSeconds = 20;

@@ -49,7 +49,7 @@ TEST(TcpRails, StreamsTakeTheRailsInTurnAndCarryARing) {
                              },
                              [](std::size_t) { return std::string("ring"); }};
         host::NetEngine engine(std::move(mesh), std::move(ring), 100);
-        host::OpEnv env;
+        OpEnv env;
         env.context.rank = r;
         env.context.seq = 0;
         env.timeoutSeconds = 30;

@@ -118,9 +118,9 @@ void BufferRegistry::writeEntry(std::uint32_t index, const RegisteredBuffer& ent
   cuda::checkCuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(registration table)");
 }
 
-std::uint32_t BufferRegistry::add(host::Engine& host, int rank, int size, int device, void* ptr, std::size_t bytes,
-                                  const host::OpEnv& callEnv) {
-  host::OpEnv env = callEnv;
+std::uint32_t BufferRegistry::add(Engine& host, int rank, int size, int device, void* ptr, std::size_t bytes,
+                                  const OpEnv& callEnv) {
+  OpEnv env = callEnv;
   env.context.op = "register_buffer";
   // The same index on every rank: the registries change only through these collective calls.
   std::uint32_t index = 0;
@@ -214,8 +214,8 @@ std::uint32_t BufferRegistry::add(host::Engine& host, int rank, int size, int de
   return index;
 }
 
-void BufferRegistry::remove(host::Engine& host, int size, std::uint32_t index, const host::OpEnv& callEnv) {
-  host::OpEnv env = callEnv;
+void BufferRegistry::remove(Engine& host, int size, std::uint32_t index, const OpEnv& callEnv) {
+  OpEnv env = callEnv;
   env.context.op = "deregister_buffer";
   Offer step{};
   step.ok = 1;

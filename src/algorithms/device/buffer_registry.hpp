@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "cuda/kernels/collective_kernels.hpp"
 
 namespace braid::device {
@@ -32,11 +32,10 @@ class BufferRegistry {
   /// Collective over `host`: registers [ptr, ptr + bytes) of this rank (GPU memory of `device`) and maps every
   /// peer's. Returns the registration's index, the same on every rank. Throws on every rank alike when any rank
   /// cannot share its buffer or map a peer's (the message names the rank and why).
-  std::uint32_t add(host::Engine& host, int rank, int size, int device, void* ptr, std::size_t bytes,
-                    const host::OpEnv& env);
+  std::uint32_t add(Engine& host, int rank, int size, int device, void* ptr, std::size_t bytes, const OpEnv& env);
   /// Collective: forgets registration `index` on every rank. The caller has waited for every kernel that may read
   /// it (its own; its peers' end before its own do).
-  void remove(host::Engine& host, int size, std::uint32_t index, const host::OpEnv& env);
+  void remove(Engine& host, int size, std::uint32_t index, const OpEnv& env);
 
   /// Where [ptr, ptr + bytes) lies in this rank's registrations: (index + 1, offset), or (0, 0) when it is not
   /// inside one.

@@ -9,7 +9,7 @@
 
 namespace braid::device {
 
-CallShape callShape(const host::OpEnv& env, DataType type, std::size_t count, int root, std::uint32_t kind) {
+CallShape callShape(const OpEnv& env, DataType type, std::size_t count, int root, std::uint32_t kind) {
   CallShape shape{};
   std::snprintf(shape.op, sizeof shape.op, "%s", env.context.op.c_str());
   shape.type = static_cast<std::uint32_t>(type);
@@ -19,7 +19,7 @@ CallShape callShape(const host::OpEnv& env, DataType type, std::size_t count, in
   return shape;
 }
 
-void requireSameCall(const void* shapes, std::size_t stride, int size, const host::OpEnv& env) {
+void requireSameCall(const void* shapes, std::size_t stride, int size, const OpEnv& env) {
   auto at = [&](int r) {
     CallShape s{};
     std::memcpy(&s, static_cast<const std::byte*>(shapes) + static_cast<std::size_t>(r) * stride, sizeof s);

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "braid/types.hpp"
 
 namespace braid::device {
@@ -25,10 +25,10 @@ struct CallShape {
 static_assert(sizeof(CallShape) == 64);
 
 /// The call `env` names (op), with offset and piece 0.
-CallShape callShape(const host::OpEnv& env, DataType type, std::size_t count, int root, std::uint32_t kind);
+CallShape callShape(const OpEnv& env, DataType type, std::size_t count, int root, std::uint32_t kind);
 
 /// Throws Mismatch (peer: the first rank whose call differs from rank 0's) naming both calls, when any of the
 /// `size` shapes (one per rank, strided by `stride` bytes) differs from rank 0's.
-void requireSameCall(const void* shapes, std::size_t stride, int size, const host::OpEnv& env);
+void requireSameCall(const void* shapes, std::size_t stride, int size, const OpEnv& env);
 
 }  // namespace braid::device

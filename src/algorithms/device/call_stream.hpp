@@ -5,13 +5,13 @@
 
 #include <cstddef>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "cuda/runtime/cuda_check.hpp"
 
 namespace braid::device {
 
 /// The call's stream (CallOptions::stream; null is the default stream).
-inline cudaStream_t streamOf(const host::OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
+inline cudaStream_t streamOf(const OpEnv& env) { return reinterpret_cast<cudaStream_t>(env.stream); }
 
 /// Whether `stream` is being captured into a CUDA graph.
 inline bool capturing(cudaStream_t stream) {

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "braid/types.hpp"
 
 namespace braid::device {
@@ -32,18 +32,16 @@ class CoLocatedCollectives {
   virtual bool released() const { return false; }
 
   virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                         const host::OpEnv& env) = 0;
+                         const OpEnv& env) = 0;
   virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                      const host::OpEnv& env) = 0;
+                      const OpEnv& env) = 0;
   virtual void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                             const host::OpEnv& env) = 0;
-  virtual void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) = 0;
-  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) = 0;
-  virtual void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                      const host::OpEnv& env) = 0;
-  virtual void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                       const host::OpEnv& env) = 0;
-  virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) = 0;
+                             const OpEnv& env) = 0;
+  virtual void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
+  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
+  virtual void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
+  virtual void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
+  virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
 };
 
 }  // namespace braid::device

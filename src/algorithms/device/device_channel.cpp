@@ -100,10 +100,10 @@ std::string sharingOf(const Hellos& all) {
 
 }  // namespace
 
-std::unique_ptr<DeviceChannel> DeviceChannel::connect(host::Engine& host, int rank, int size, int device,
+std::unique_ptr<DeviceChannel> DeviceChannel::connect(Engine& host, int rank, int size, int device,
                                                       std::size_t slotBytes, WorkspaceMemory memory,
-                                                      const host::OpEnv& callEnv, std::string* why) {
-  host::OpEnv env = callEnv;
+                                                      const OpEnv& callEnv, std::string* why) {
+  OpEnv env = callEnv;
   env.context.op = strCat(callEnv.context.op, " (cuda_ipc setup)");
   std::unique_ptr<DeviceChannel> ch(new DeviceChannel());
   ch->device_ = device;

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "cuda/kernels/collective_kernels.hpp"
 #include "cuda/runtime/ipc_allocation.hpp"
 #include "cuda/runtime/vmm_allocation.hpp"
@@ -32,9 +32,8 @@ class DeviceChannel {
   /// Collective over `host`: every rank of the communicator calls it within the same call, with its device bound
   /// (`device`). Returns the channel, or null on every rank alike when any rank cannot use one, with the reason
   /// in `why` ("rank 1: no P2P between GPU 0 and GPU 1", ...).
-  static std::unique_ptr<DeviceChannel> connect(host::Engine& host, int rank, int size, int device,
-                                                std::size_t slotBytes, WorkspaceMemory memory, const host::OpEnv& env,
-                                                std::string* why);
+  static std::unique_ptr<DeviceChannel> connect(Engine& host, int rank, int size, int device, std::size_t slotBytes,
+                                                WorkspaceMemory memory, const OpEnv& env, std::string* why);
   ~DeviceChannel();
   DeviceChannel(const DeviceChannel&) = delete;
   DeviceChannel& operator=(const DeviceChannel&) = delete;

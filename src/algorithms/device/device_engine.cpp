@@ -31,7 +31,7 @@ using cuda::kernels::CollectiveParams;
 using cuda::kernels::DeviceOp;
 using cuda::kernels::KernelFailure;
 
-WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env) {
+WorkspaceMemory workspaceMemory(const Settings& settings, const OpEnv& env) {
   if (settings.cudaMemory.empty() || settings.cudaMemory == "auto") return WorkspaceMemory::kAuto;
   if (settings.cudaMemory == "vmm") return WorkspaceMemory::kVmm;
   if (settings.cudaMemory == "ipc") return WorkspaceMemory::kIpc;
@@ -41,16 +41,15 @@ WorkspaceMemory workspaceMemory(const Settings& settings, const host::OpEnv& env
 
 }  // namespace
 
-std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost, DevicePolicy policy, int device,
-                                               const std::string& sharedGpu) {
+std::unique_ptr<Engine> makeDeviceEngine(Engine& host, int rank, int size, const Settings& settings, bool oneHost,
+                                         DevicePolicy policy, int device, const std::string& sharedGpu) {
   auto engine = std::make_unique<DeviceEngine>(host, rank, size, settings, std::move(policy), device, oneHost);
   if (!oneHost && !sharedGpu.empty() && gpuIdentity(device) == sharedGpu) engine->shareGpuAcrossHosts();
   return engine;
 }
 
-DeviceEngine::DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy,
-                           int device, bool kernels)
+DeviceEngine::DeviceEngine(Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy, int device,
+                           bool kernels)
     : host_(host),
       staging_(host, size, settings.netStagingWindowBytes, settings.netStagingReduce == "gpu"),
       rank_(rank),
@@ -141,7 +140,7 @@ std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
   return text;
 }
 
-bool DeviceEngine::agreeOnSharedPath(const host::OpEnv& env) {
+bool DeviceEngine::agreeOnSharedPath(const OpEnv& env) {
   // Each rank decides from its own environment (BRAID_CUDA_SHARED_GPU, BRAID_ALGO, whether it sees an MPS server);
   // ranks on different paths would wait for each other forever, so they trade their answers and take the shared
   // path only if all chose it. A rank whose settings are invalid makes every rank fail alike.
@@ -169,7 +168,7 @@ bool DeviceEngine::agreeOnSharedPath(const host::OpEnv& env) {
   return every;
 }
 
-bool DeviceEngine::kernelsReady(const host::OpEnv& env) {
+bool DeviceEngine::kernelsReady(const OpEnv& env) {
   if (!tried_) {
     tried_ = true;
     if (device_ < 0) checkCuda(cudaGetDevice(&device_), "cudaGetDevice");
@@ -307,7 +306,7 @@ void DeviceEngine::watch() {
   }
 }
 
-void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
+void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t unitBytes, const OpEnv& env,
                           const char* algorithm) {
   p.ch = channel_->channel();
   p.ch.registry = registry_.table();
@@ -331,7 +330,7 @@ void DeviceEngine::launch(CollectiveParams p, const void* kernel, std::size_t un
   enqueue(p, kernel, blocks, windowBytes, env, algorithm);
 }
 
-void DeviceEngine::launchLL(CollectiveParams p, const void* kernel, std::size_t unitBytes, const host::OpEnv& env) {
+void DeviceEngine::launchLL(CollectiveParams p, const void* kernel, std::size_t unitBytes, const OpEnv& env) {
   // One round; a thread per 8-byte line, one block per 512 lines, at most kMaxCollectiveBlocks (a thread then
   // takes several lines, kLlBatch per trip over the link).
   p.roundUnits = p.count;
@@ -343,7 +342,7 @@ void DeviceEngine::launchLL(CollectiveParams p, const void* kernel, std::size_t 
   enqueue(p, kernel, blocks, p.count * unitBytes, env, "ll");
 }
 
-void DeviceEngine::followPrevious(const host::OpEnv& env) {
+void DeviceEngine::followPrevious(const OpEnv& env) {
   // One communicator's kernels must run one after another (each waits for its peers' same kernel), and the
   // shared-GPU path's workspace reuse rests on its stream order: a call on another stream than the previous one
   // waits for it.
@@ -355,7 +354,7 @@ void DeviceEngine::followPrevious(const host::OpEnv& env) {
   }
 }
 
-bool DeviceEngine::onSharedPath(const host::OpEnv& env) {
+bool DeviceEngine::onSharedPath(const OpEnv& env) {
   if (!sharedPath_) return false;
   if (capturing(streamOf(env))) {
     fail(ErrorCode::kUnavailable, env.context, env.context.op,
@@ -375,7 +374,7 @@ bool DeviceEngine::onSharedPath(const host::OpEnv& env) {
 }
 
 void DeviceEngine::enqueue(const CollectiveParams& p, const void* kernel, int blocks, std::size_t windowBytes,
-                           const host::OpEnv& env, const char* algorithm) {
+                           const OpEnv& env, const char* algorithm) {
   cudaStream_t stream = streamOf(env);
   followPrevious(env);
   if (logEnabled(LogLevel::kInfo) && logged_.insert(strCat(env.context.op, "/", algorithm)).second) {
@@ -416,14 +415,14 @@ void DeviceEngine::readInPlaceIfRegistered(CollectiveParams& p, std::size_t byte
   if (recvBytes != 0) std::tie(p.mine.recv, p.mine.recvOffset) = registry_.find(p.recv, recvBytes);
 }
 
-std::uint64_t DeviceEngine::registerBuffer(void* ptr, std::size_t bytes, const host::OpEnv& env) {
+std::uint64_t DeviceEngine::registerBuffer(void* ptr, std::size_t bytes, const OpEnv& env) {
   const DeviceScope scope(device_);
   // Staged calls read nothing in place: every rank alike (the channel is there on all or on none).
   if (!kernelsReady(env)) return 0;
   return registry_.add(host_, rank_, size_, device_, ptr, bytes, env) + 1;
 }
 
-void DeviceEngine::deregisterBuffer(std::uint64_t id, const host::OpEnv& env) {
+void DeviceEngine::deregisterBuffer(std::uint64_t id, const OpEnv& env) {
   const DeviceScope scope(device_);
   if (id == 0) return;
   if (haveLast_ && !capturing(reinterpret_cast<cudaStream_t>(lastStream_))) {
@@ -435,7 +434,7 @@ void DeviceEngine::deregisterBuffer(std::uint64_t id, const host::OpEnv& env) {
 }
 
 const void* DeviceEngine::premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
-                                        const host::OpEnv& env) {
+                                        const OpEnv& env) {
   if (op.kind != ReduceKind::kPremulSum || op.scale == 1.0) return src;
   const std::size_t bytes = count * dataTypeSize(type);
   if (dst == nullptr) {
@@ -457,7 +456,7 @@ const void* DeviceEngine::premultiplied(const void* src, void* dst, std::size_t 
 // every rank takes the same path.
 
 void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                             const host::OpEnv& env) {
+                             const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
@@ -483,7 +482,7 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
 }
 
 void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                          const host::OpEnv& env) {
+                          const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.reduce(send, recv, count, type, op, root, env);
@@ -500,7 +499,7 @@ void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataT
 }
 
 void DeviceEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                                 const host::OpEnv& env) {
+                                 const OpEnv& env) {
   const DeviceScope scope(device_);
   if (recvCount == 0) return;
   if (!kernelsReady(env)) return staging_.reduceScatter(send, recv, recvCount, type, op, env);
@@ -533,7 +532,7 @@ CollectiveParams copying(CollectiveKind kind, const void* send, void* recv, std:
 
 }  // namespace
 
-void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.broadcast(buf, count, type, root, env);
@@ -542,7 +541,7 @@ void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int ro
          env, "broadcast");
 }
 
-void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allgather(send, recv, count, type, env);
@@ -552,8 +551,7 @@ void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, Da
   launch(p, cuda::kernels::copyingCollectiveKernel(), 1, env, p.direct != 0 ? "allgather/registered" : "allgather");
 }
 
-void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                          const host::OpEnv& env) {
+void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.gather(send, recv, count, type, root, env);
@@ -562,8 +560,7 @@ void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataT
          env, "gather");
 }
 
-void DeviceEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                           const host::OpEnv& env) {
+void DeviceEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.scatter(send, recv, count, type, root, env);
@@ -572,7 +569,7 @@ void DeviceEngine::scatter(const void* send, void* recv, std::size_t count, Data
          env, "scatter");
 }
 
-void DeviceEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+void DeviceEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const DeviceScope scope(device_);
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.alltoall(send, recv, count, type, env);
@@ -584,7 +581,7 @@ void DeviceEngine::alltoall(const void* send, void* recv, std::size_t count, Dat
 // Per-rank counts differ between ranks, so these go through the host engine, whose rounds carry them.
 void DeviceEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
                               const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                              DataType type, const host::OpEnv& env) {
+                              DataType type, const OpEnv& env) {
   const DeviceScope scope(device_);
   staging_.allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
 }
@@ -592,12 +589,12 @@ void DeviceEngine::allgatherv(const void* send, std::size_t sendCount, void* rec
 void DeviceEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
                              const std::vector<std::size_t>& sendDispls, void* recv,
                              const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
-                             DataType type, const host::OpEnv& env) {
+                             DataType type, const OpEnv& env) {
   const DeviceScope scope(device_);
   staging_.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
 }
 
-void DeviceEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) {
+void DeviceEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   const DeviceScope scope(device_);
   staging_.pointToPoint(ops, env);
 }

@@ -24,18 +24,18 @@
 #include "algorithms/device/one_context.hpp"
 #include "algorithms/device/shared_gpu.hpp"
 #include "algorithms/device/staging.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "base/config.hpp"
 #include "cuda/kernels/collective_kernels.hpp"
 
 namespace braid::device {
 
-class DeviceEngine final : public host::Engine {
+class DeviceEngine final : public Engine {
  public:
   /// `host` carries the connection's setup and the staged calls; it outlives this engine. `device`: the GPU every
   /// call runs on (-1: the one current at the first call). `kernels`: false when the ranks span several hosts
   /// (every call is staged through `host` then).
-  DeviceEngine(host::Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy, int device,
+  DeviceEngine(Engine& host, int rank, int size, const Settings& settings, DevicePolicy policy, int device,
                bool kernels);
   ~DeviceEngine() override;
   /// This rank's GPU is shared with ranks of other hosts (one machine split by BRAID_HOST_ID or network
@@ -46,29 +46,27 @@ class DeviceEngine final : public host::Engine {
   std::string allreduceAlgorithm(std::size_t bytes) const override;
   std::string explainAllreduce(std::size_t bytes) const override;
 
-  void barrier(const host::OpEnv& env) override { staging_.barrier(env); }
+  void barrier(const OpEnv& env) override { staging_.barrier(env); }
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const host::OpEnv& env) override;
+                 const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const host::OpEnv& env) override;
+              const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const host::OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                     const OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
   void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const host::OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-              const host::OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-               const host::OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
   void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
                  const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const host::OpEnv& env) override;
-  void pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) override;
-  void reject(const host::OpEnv& env) override { host_.reject(env); }
-  std::uint64_t registerBuffer(void* ptr, std::size_t bytes, const host::OpEnv& env) override;
-  void deregisterBuffer(std::uint64_t id, const host::OpEnv& env) override;
+                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
+  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
+  void reject(const OpEnv& env) override { host_.reject(env); }
+  std::uint64_t registerBuffer(void* ptr, std::size_t bytes, const OpEnv& env) override;
+  void deregisterBuffer(std::uint64_t id, const OpEnv& env) override;
   void abort() override;
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
@@ -89,24 +87,23 @@ class DeviceEngine final : public host::Engine {
 
  private:
   /// Connects the channel at the first call and checks for an earlier kernel failure; false: stage this call.
-  bool kernelsReady(const host::OpEnv& env);
+  bool kernelsReady(const OpEnv& env);
   /// Whether every rank chose the shared-GPU path (DevicePolicy::sharedPath): collective, at the connection.
-  bool agreeOnSharedPath(const host::OpEnv& env);
+  bool agreeOnSharedPath(const OpEnv& env);
   /// Whether this call takes the shared-GPU path; if so, orders it after this communicator's previous call and
   /// notes its stream. A call being captured into a CUDA graph is refused there (its host waits cannot be captured).
-  bool onSharedPath(const host::OpEnv& env);
+  bool onSharedPath(const OpEnv& env);
   /// Makes a call on another stream than the previous one wait for it (one communicator's calls run in order).
-  void followPrevious(const host::OpEnv& env);
+  void followPrevious(const OpEnv& env);
   /// Fills in the channel, the rounds and the grid, orders the call after this communicator's previous one, and
   /// launches `kernel` on the call's stream.
-  void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const host::OpEnv& env,
+  void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const OpEnv& env,
               const char* algorithm);
   /// The LL allreduce: one round, a thread per 8-byte line.
-  void launchLL(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes,
-                const host::OpEnv& env);
+  void launchLL(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const OpEnv& env);
   /// Orders the call after this communicator's previous one and launches it on the call's stream.
   void enqueue(const cuda::kernels::CollectiveParams& params, const void* kernel, int blocks, std::size_t windowBytes,
-               const host::OpEnv& env, const char* algorithm);
+               const OpEnv& env, const char* algorithm);
   /// Scales `count` elements of src by op's pre-multiplier into device scratch memory (or dst when given); returns
   /// where the scaled copy is.
   /// Marks `p` to read peers' registered buffers in place when this call may (registrations exist, the size is
@@ -116,7 +113,7 @@ class DeviceEngine final : public host::Engine {
   void readInPlaceIfRegistered(cuda::kernels::CollectiveParams& p, std::size_t bytes, std::size_t sendBytes,
                                std::size_t recvBytes) const;
   const void* premultiplied(const void* src, void* dst, std::size_t count, DataType type, ReduceOp op,
-                            const host::OpEnv& env);
+                            const OpEnv& env);
   void watch();
   /// Whether the policy should stage small allreduces through host memory: processes share a GPU and the path
   /// they share it by makes the GPU switch contexts.
@@ -129,7 +126,7 @@ class DeviceEngine final : public host::Engine {
   }
   bool nvlink() const { return channel_ && channel_->nvlink(); }
 
-  host::Engine& host_;
+  Engine& host_;
   StagingEngine staging_;
   const int rank_;
   const int size_;

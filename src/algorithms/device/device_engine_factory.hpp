@@ -8,7 +8,7 @@
 #include <string>
 
 #include "algorithms/device/device_algorithms.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "base/config.hpp"
 
 namespace braid::device {
@@ -34,9 +34,8 @@ struct DevicePolicy {
 /// current GPU is not the caller's). -1: the GPU current on the thread of the first call.
 /// `sharedGpu`: the identity (gpuIdentity) of a GPU that this rank shares with ranks of other hosts on its
 /// machine, learned at creation (empty: none). When `device` is that GPU, staged results go back by value writes.
-std::unique_ptr<host::Engine> makeDeviceEngine(host::Engine& host, int rank, int size, const Settings& settings,
-                                               bool oneHost, DevicePolicy policy, int device,
-                                               const std::string& sharedGpu);
+std::unique_ptr<Engine> makeDeviceEngine(Engine& host, int rank, int size, const Settings& settings, bool oneHost,
+                                         DevicePolicy policy, int device, const std::string& sharedGpu);
 
 /// The UUID of GPU `device` (-1: the calling thread's current one) as hex text; empty when there is no CUDA device
 /// (or braid was built without CUDA). Initialises CUDA's runtime.
@@ -44,6 +43,6 @@ std::string gpuIdentity(int device);
 
 /// Waits for the work queued on env.stream so far (nothing when it is null): host-buffer calls made with a stream
 /// start after it.
-void waitForStream(const host::OpEnv& env);
+void waitForStream(const OpEnv& env);
 
 }  // namespace braid::device

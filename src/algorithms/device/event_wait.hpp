@@ -4,13 +4,13 @@
 
 #include <cuda_runtime_api.h>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 
 namespace braid::device {
 
 /// Returns once `event` has completed. Polls cudaEventQuery, back to back for env.spinMicros, then every 20 us;
-/// between polls host::checkCall(env) may end the wait (Aborted, PeerLost, ...), and past the call's deadline
+/// between polls checkCall(env) may end the wait (Aborted, PeerLost, ...), and past the call's deadline
 /// (env.deadline, set here if no wait of the call set it yet) it fails with Timeout naming `what`.
-void waitForEvent(cudaEvent_t event, const host::OpEnv& env, const char* what);
+void waitForEvent(cudaEvent_t event, const OpEnv& env, const char* what);
 
 }  // namespace braid::device

@@ -16,8 +16,8 @@ struct Ready {
 
 }  // namespace
 
-bool FdTrade::open(host::Engine& host, int rank, std::vector<int> pids, std::vector<bool> offersFd, std::uint64_t nonce,
-                   const host::OpEnv& env, std::string* why) {
+bool FdTrade::open(Engine& host, int rank, std::vector<int> pids, std::vector<bool> offersFd, std::uint64_t nonce,
+                   const OpEnv& env, std::string* why) {
   rank_ = rank;
   pids_ = std::move(pids);
   offersFd_ = std::move(offersFd);
@@ -43,7 +43,7 @@ bool FdTrade::open(host::Engine& host, int rank, std::vector<int> pids, std::vec
   return why->empty();
 }
 
-void FdTrade::trade(int fd, std::uint64_t value, const host::OpEnv& env) {
+void FdTrade::trade(int fd, std::uint64_t value, const OpEnv& env) {
   const int size = static_cast<int>(pids_.size());
   int letters = 0;
   for (int p = 0; p < size; ++p) {

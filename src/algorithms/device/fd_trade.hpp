@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "transport/cuda_ipc/fd_mailbox.hpp"
 
 namespace braid::device {
@@ -18,11 +18,11 @@ class FdTrade {
   /// Collective over `host`, every rank with the same `pids` (each rank's process) and `offersFd` (whether it shares
   /// an fd): binds this rank's mailbox when any fd crosses a process boundary. False on every rank alike, with the
   /// reason in `why`, when a rank could not.
-  bool open(host::Engine& host, int rank, std::vector<int> pids, std::vector<bool> offersFd, std::uint64_t nonce,
-            const host::OpEnv& env, std::string* why);
+  bool open(Engine& host, int rank, std::vector<int> pids, std::vector<bool> offersFd, std::uint64_t nonce,
+            const OpEnv& env, std::string* why);
   /// Sends this rank's `fd` (tagged with `value`) to every rank of another process, when it offers one, and
   /// receives theirs. Throws on a missing letter (kTimeout) or one from a rank that should not send (kInternal).
-  void trade(int fd, std::uint64_t value, const host::OpEnv& env);
+  void trade(int fd, std::uint64_t value, const OpEnv& env);
   /// The fd to import rank p's memory from: the one received, or for a rank of this process `localFd` (its own
   /// number); -1 when p offers none. Received fds stay open as long as this object.
   int fdOf(int p, int localFd) const;

@@ -39,7 +39,7 @@ double scaleOf(ReduceOp op) { return op.kind == ReduceKind::kPremulSum ? op.scal
 
 bool LeaderCollectives::supported() { return cuda::streamWordsSupported(); }
 
-LeaderCollectives::LeaderCollectives(host::Engine& host, const DeviceChannel& channel, int rank, int size)
+LeaderCollectives::LeaderCollectives(Engine& host, const DeviceChannel& channel, int rank, int size)
     : host_(host),
       channel_(channel),
       rank_(rank),
@@ -87,7 +87,7 @@ void LeaderCollectives::release() {
   if (previous >= 0 && previous != channel_.device()) (void)cudaSetDevice(previous);
 }
 
-bool LeaderCollectives::meet(const Arrival& own, const host::OpEnv& env) {
+bool LeaderCollectives::meet(const Arrival& own, const OpEnv& env) {
   host_.allgather(&own, arrivals_.data(), sizeof(Arrival), DataType::kUint8, env);
   requireSameCall(arrivals_.data(), sizeof(Arrival), size_, env);
   bool lent = true;
@@ -122,7 +122,7 @@ bool LeaderCollectives::meet(const Arrival& own, const host::OpEnv& env) {
 }
 
 LeaderCollectives::Role LeaderCollectives::arrive(const CallShape& shape, const Mine& mine, double scale,
-                                                  const host::OpEnv& env) {
+                                                  const OpEnv& env) {
   const cudaStream_t stream = streamOf(env);
   mine_ = mine;
   Arrival own{};
@@ -164,7 +164,7 @@ LeaderCollectives::Role LeaderCollectives::arrive(const CallShape& shape, const 
   return Role::kLead;
 }
 
-void LeaderCollectives::finish(const host::OpEnv& env) {
+void LeaderCollectives::finish(const OpEnv& env) {
   std::vector<StreamWord> writes;
   for (int r = 0; r < size_; ++r) {
     if (r != kLeader) writes.push_back({StreamWord::Kind::kWrite, word(r, kLeader), calls_});
@@ -184,7 +184,7 @@ std::byte* LeaderCollectives::recvOf(int rank) const {
   return b.id == 0 ? nullptr : borrowers_[static_cast<std::size_t>(rank)]->at(b);
 }
 
-std::byte* LeaderCollectives::scratch(std::size_t bytes, const host::OpEnv& env) {
+std::byte* LeaderCollectives::scratch(std::size_t bytes, const OpEnv& env) {
   if (scratchBytes_ < bytes) {
     // Earlier calls' work may still read the old scratch; it only grows, so this wait is rare.
     checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(leader scratch)");
@@ -198,7 +198,7 @@ std::byte* LeaderCollectives::scratch(std::size_t bytes, const host::OpEnv& env)
 }
 
 const std::byte* const* LeaderCollectives::reductionInputs(std::size_t count, DataType type, ReduceOp op,
-                                                           const host::OpEnv& env) {
+                                                           const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   bool scaled = false;
   for (const Arrival& a : arrivals_) scaled = scaled || (op.kind == ReduceKind::kPremulSum && a.scale != 1.0);
@@ -219,7 +219,7 @@ const std::byte* const* LeaderCollectives::reductionInputs(std::size_t count, Da
 // ---- The collectives: each names the buffers the call needs from this rank, then the leader does the work.
 
 void LeaderCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                  const host::OpEnv& env) {
+                                  const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const CallShape shape = callShape(env, type, count, -1, static_cast<std::uint32_t>(op.kind));
   const Role role = arrive(shape, {send, bytes, recv, bytes}, scaleOf(op), env);
@@ -238,7 +238,7 @@ void LeaderCollectives::allreduce(const void* send, void* recv, std::size_t coun
 }
 
 void LeaderCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                               const host::OpEnv& env) {
+                               const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const CallShape shape = callShape(env, type, count, root, static_cast<std::uint32_t>(op.kind));
   const Role role = arrive(shape, {send, bytes, rank_ == root ? recv : nullptr, bytes}, scaleOf(op), env);
@@ -251,7 +251,7 @@ void LeaderCollectives::reduce(const void* send, void* recv, std::size_t count, 
 }
 
 void LeaderCollectives::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                                      const host::OpEnv& env) {
+                                      const OpEnv& env) {
   const std::size_t bytes = recvCount * dataTypeSize(type);
   const std::size_t all = recvCount * static_cast<std::size_t>(size_);
   const CallShape shape = callShape(env, type, recvCount, -1, static_cast<std::uint32_t>(op.kind));
@@ -270,7 +270,7 @@ void LeaderCollectives::reduceScatter(const void* send, void* recv, std::size_t 
   finish(env);
 }
 
-void LeaderCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+void LeaderCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const CallShape shape = callShape(env, type, count, root, kNumReduceKinds);
   const Mine mine = rank_ == root ? Mine{buf, bytes, nullptr, 0} : Mine{nullptr, 0, buf, bytes};
@@ -283,8 +283,7 @@ void LeaderCollectives::broadcast(void* buf, std::size_t count, DataType type, i
   finish(env);
 }
 
-void LeaderCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type,
-                                  const host::OpEnv& env) {
+void LeaderCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const CallShape shape = callShape(env, type, count, -1, kNumReduceKinds);
   const Role role = arrive(shape, {send, bytes, recv, bytes * static_cast<std::size_t>(size_)}, 1.0, env);
@@ -300,7 +299,7 @@ void LeaderCollectives::allgather(const void* send, void* recv, std::size_t coun
 }
 
 void LeaderCollectives::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                               const host::OpEnv& env) {
+                               const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const CallShape shape = callShape(env, type, count, root, kNumReduceKinds);
   const Role role =
@@ -314,7 +313,7 @@ void LeaderCollectives::gather(const void* send, void* recv, std::size_t count, 
 }
 
 void LeaderCollectives::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                const host::OpEnv& env) {
+                                const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const CallShape shape = callShape(env, type, count, root, kNumReduceKinds);
   const Role role =
@@ -327,8 +326,7 @@ void LeaderCollectives::scatter(const void* send, void* recv, std::size_t count,
   finish(env);
 }
 
-void LeaderCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type,
-                                 const host::OpEnv& env) {
+void LeaderCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t all = bytes * static_cast<std::size_t>(size_);
   const CallShape shape = callShape(env, type, count, -1, kNumReduceKinds);

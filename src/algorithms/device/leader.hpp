@@ -30,7 +30,7 @@
 #include "algorithms/device/co_located.hpp"
 #include "algorithms/device/device_channel.hpp"
 #include "algorithms/device/shared_gpu.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "cuda/runtime/buffer_sharing.hpp"
 
 namespace braid::device {
@@ -42,7 +42,7 @@ class LeaderCollectives final : public CoLocatedCollectives {
 
   /// `host` meets the ranks; `channel` maps every rank's workspace (whose stream words this uses). Both outlive
   /// this. Every rank is a process of its own on the channel's GPU (DeviceChannel::processesOnOneGpu).
-  LeaderCollectives(host::Engine& host, const DeviceChannel& channel, int rank, int size);
+  LeaderCollectives(Engine& host, const DeviceChannel& channel, int rank, int size);
   ~LeaderCollectives() override;
   LeaderCollectives(const LeaderCollectives&) = delete;
   LeaderCollectives& operator=(const LeaderCollectives&) = delete;
@@ -59,18 +59,16 @@ class LeaderCollectives final : public CoLocatedCollectives {
   bool released() const override { return released_.load(); }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const host::OpEnv& env) override;
+                 const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const host::OpEnv& env) override;
+              const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const host::OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-              const host::OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-               const host::OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                     const OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
 
  private:
   /// What a rank brings to the first meeting. Plain data.
@@ -97,21 +95,21 @@ class LeaderCollectives final : public CoLocatedCollectives {
   };
   /// Step 1's meetings, with `own` this rank's arrival: false when the call falls back (some buffer cannot be lent,
   /// or the leader could not open one). Throws Mismatch when the ranks are in different calls.
-  bool meet(const Arrival& own, const host::OpEnv& env);
+  bool meet(const Arrival& own, const OpEnv& env);
   /// Steps 1-2, and on the leader the start of step 3.
-  Role arrive(const CallShape& shape, const Mine& mine, double scale, const host::OpEnv& env);
+  Role arrive(const CallShape& shape, const Mine& mine, double scale, const OpEnv& env);
   /// Step 3's end: the followers' streams may go on.
-  void finish(const host::OpEnv& env);
+  void finish(const OpEnv& env);
   const std::byte* sendOf(int rank) const;
   std::byte* recvOf(int rank) const;
   /// Every rank's input of a reduction of `count` elements per rank: scaled copies in the scratch where a
   /// premul_sum's factor is not 1. Leader only, after arrive.
-  const std::byte* const* reductionInputs(std::size_t count, DataType type, ReduceOp op, const host::OpEnv& env);
+  const std::byte* const* reductionInputs(std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
   /// Leader memory for the call (grows; waits for the stream when it does).
-  std::byte* scratch(std::size_t bytes, const host::OpEnv& env);
+  std::byte* scratch(std::size_t bytes, const OpEnv& env);
   std::uint64_t* word(int waiter, int sender) const;
 
-  host::Engine& host_;
+  Engine& host_;
   const DeviceChannel& channel_;
   const int rank_;
   const int size_;

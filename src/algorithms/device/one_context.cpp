@@ -55,7 +55,7 @@ struct OneContextCollectives::Events : std::enable_shared_from_this<Events> {
   Events& operator=(const Events&) = delete;
 };
 
-OneContextCollectives::OneContextCollectives(host::Engine& host, int rank, int size, const host::OpEnv& env)
+OneContextCollectives::OneContextCollectives(Engine& host, int rank, int size, const OpEnv& env)
     : host_(host),
       rank_(rank),
       size_(size),
@@ -79,7 +79,7 @@ OneContextCollectives::~OneContextCollectives() {
   if (scratch_ != nullptr) (void)cudaFree(scratch_);
 }
 
-void OneContextCollectives::arrive(const CallShape& shape, const void* send, const void* recv, const host::OpEnv& env) {
+void OneContextCollectives::arrive(const CallShape& shape, const void* send, const void* recv, const OpEnv& env) {
   const cudaStream_t stream = streamOf(env);
   checkCuda(cudaEventRecord(mine_->arrived, stream), "cudaEventRecord(shared GPU)");
   const Arrival mine{shape, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(send)),
@@ -93,7 +93,7 @@ void OneContextCollectives::arrive(const CallShape& shape, const void* send, con
   }
 }
 
-void OneContextCollectives::leave(const host::OpEnv& env) {
+void OneContextCollectives::leave(const OpEnv& env) {
   const cudaStream_t stream = streamOf(env);
   checkCuda(cudaEventRecord(mine_->done, stream), "cudaEventRecord(shared GPU)");
   host_.barrier(env);
@@ -114,7 +114,7 @@ std::byte* OneContextCollectives::recvOf(int rank) const {
   return reinterpret_cast<std::byte*>(static_cast<std::uintptr_t>(arrivals_[static_cast<std::size_t>(rank)].recv));
 }
 
-void* OneContextCollectives::scratch(std::size_t bytes, const host::OpEnv& env) {
+void* OneContextCollectives::scratch(std::size_t bytes, const OpEnv& env) {
   if (scratchBytes_ < bytes) {
     // The previous call's peers may still read the old scratch on the GPU: this rank's stream waited for them.
     checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(shared GPU scratch)");
@@ -128,7 +128,7 @@ void* OneContextCollectives::scratch(std::size_t bytes, const host::OpEnv& env) 
 }
 
 const void* OneContextCollectives::scaledInput(const void* send, std::size_t count, DataType type, ReduceOp op,
-                                               const host::OpEnv& env) {
+                                               const OpEnv& env) {
   if (op.kind != ReduceKind::kPremulSum || op.scale == 1.0) return send;
   void* scaled = scratch(count * dataTypeSize(type), env);
   cuda::scaleCopyOnDevice(scaled, send, count, type, op.scale, streamOf(env));
@@ -143,7 +143,7 @@ ReduceKind reducedKind(ReduceOp op) { return op.kind == ReduceKind::kPremulSum ?
 }  // namespace
 
 void OneContextCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                      const host::OpEnv& env) {
+                                      const OpEnv& env) {
   const std::size_t unit = dataTypeSize(type);
   const cudaStream_t stream = streamOf(env);
   const void* input = scaledInput(send, count, type, op, env);
@@ -172,7 +172,7 @@ void OneContextCollectives::allreduce(const void* send, void* recv, std::size_t 
 }
 
 void OneContextCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                   int root, const host::OpEnv& env) {
+                                   int root, const OpEnv& env) {
   const std::size_t unit = dataTypeSize(type);
   const void* input = scaledInput(send, count, type, op, env);
   arrive(callShape(env, type, count, root, static_cast<std::uint32_t>(op.kind)), input, recv, env);
@@ -186,7 +186,7 @@ void OneContextCollectives::reduce(const void* send, void* recv, std::size_t cou
 }
 
 void OneContextCollectives::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
-                                          ReduceOp op, const host::OpEnv& env) {
+                                          ReduceOp op, const OpEnv& env) {
   const std::size_t unit = dataTypeSize(type);
   const void* input = scaledInput(send, recvCount * static_cast<std::size_t>(size_), type, op, env);
   arrive(callShape(env, type, recvCount, -1, static_cast<std::uint32_t>(op.kind)), input, recv, env);
@@ -196,14 +196,14 @@ void OneContextCollectives::reduceScatter(const void* send, void* recv, std::siz
   leave(env);
 }
 
-void OneContextCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+void OneContextCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
   arrive(callShape(env, type, count, root, kNumReduceKinds), buf, buf, env);
   if (rank_ != root) copyOnStream(buf, sendOf(root), count * dataTypeSize(type), streamOf(env));
   leave(env);
 }
 
 void OneContextCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type,
-                                      const host::OpEnv& env) {
+                                      const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   arrive(callShape(env, type, count, -1, kNumReduceKinds), send, recv, env);
   for (int r = 0; r < size_; ++r) {
@@ -213,7 +213,7 @@ void OneContextCollectives::allgather(const void* send, void* recv, std::size_t 
 }
 
 void OneContextCollectives::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                   const host::OpEnv& env) {
+                                   const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   arrive(callShape(env, type, count, root, kNumReduceKinds), send, recv, env);
   if (rank_ == root) {
@@ -226,15 +226,14 @@ void OneContextCollectives::gather(const void* send, void* recv, std::size_t cou
 }
 
 void OneContextCollectives::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                    const host::OpEnv& env) {
+                                    const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   arrive(callShape(env, type, count, root, kNumReduceKinds), send, recv, env);
   copyOnStream(recv, sendOf(root) + static_cast<std::size_t>(rank_) * bytes, bytes, streamOf(env));
   leave(env);
 }
 
-void OneContextCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type,
-                                     const host::OpEnv& env) {
+void OneContextCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t all = bytes * static_cast<std::size_t>(size_);
   const cudaStream_t stream = streamOf(env);

@@ -26,7 +26,7 @@
 
 #include "algorithms/device/call_shape.hpp"
 #include "algorithms/device/co_located.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 
 namespace braid::device {
 
@@ -34,7 +34,7 @@ class OneContextCollectives final : public CoLocatedCollectives {
  public:
   /// Collective over `host`, which outlives this: every rank constructs it within the same call, each on its own
   /// thread of this process, with the GPU they share current.
-  OneContextCollectives(host::Engine& host, int rank, int size, const host::OpEnv& env);
+  OneContextCollectives(Engine& host, int rank, int size, const OpEnv& env);
   ~OneContextCollectives() override;
   OneContextCollectives(const OneContextCollectives&) = delete;
   OneContextCollectives& operator=(const OneContextCollectives&) = delete;
@@ -45,18 +45,16 @@ class OneContextCollectives final : public CoLocatedCollectives {
   std::uint64_t inPlaceCalls() const override { return calls_; }
 
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const host::OpEnv& env) override;
+                 const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const host::OpEnv& env) override;
+              const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const host::OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-              const host::OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-               const host::OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                     const OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
 
  private:
   struct Events;
@@ -68,17 +66,17 @@ class OneContextCollectives final : public CoLocatedCollectives {
   };
 
   /// Step 1, then the waits of step 2; afterwards sendOf/recvOf name every rank's buffers.
-  void arrive(const CallShape& shape, const void* send, const void* recv, const host::OpEnv& env);
+  void arrive(const CallShape& shape, const void* send, const void* recv, const OpEnv& env);
   /// Step 3.
-  void leave(const host::OpEnv& env);
+  void leave(const OpEnv& env);
   const std::byte* sendOf(int rank) const;
   std::byte* recvOf(int rank) const;
   /// This rank's input of a reduction: `send`, or for a premul_sum with a scale other than 1 a scaled copy.
-  const void* scaledInput(const void* send, std::size_t count, DataType type, ReduceOp op, const host::OpEnv& env);
+  const void* scaledInput(const void* send, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
   /// Device memory of this rank that its peers may read during the call it is taken for.
-  void* scratch(std::size_t bytes, const host::OpEnv& env);
+  void* scratch(std::size_t bytes, const OpEnv& env);
 
-  host::Engine& host_;
+  Engine& host_;
   const int rank_;
   const int size_;
   std::shared_ptr<Events> mine_;

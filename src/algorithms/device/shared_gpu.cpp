@@ -25,7 +25,7 @@ std::size_t pieceElements(std::size_t areaBytes, std::size_t blocks, std::size_t
 
 }  // namespace
 
-SharedGpuCollectives::SharedGpuCollectives(host::Engine& host, const DeviceChannel& channel, int rank, int size)
+SharedGpuCollectives::SharedGpuCollectives(Engine& host, const DeviceChannel& channel, int rank, int size)
     : host_(host),
       channel_(channel),
       rank_(rank),
@@ -46,20 +46,19 @@ std::byte* SharedGpuCollectives::area(int rank, int parity) const {
   return channel_.channel().ws[rank] + cuda::kernels::slotOffset(parity, 0, size_, channel_.slotBytes());
 }
 
-void SharedGpuCollectives::begin(DataType type, std::size_t count, int root, std::uint32_t kind,
-                                 const host::OpEnv& env) {
+void SharedGpuCollectives::begin(DataType type, std::size_t count, int root, std::uint32_t kind, const OpEnv& env) {
   // The previous call's last reads of the peers' areas must come before this call's next publication on any
   // stream: its meeting is what tells the peers those reads are done.
   if (doneRecorded_) checkCuda(cudaStreamWaitEvent(streamOf(env), done_, 0), "cudaStreamWaitEvent(shared GPU)");
   shape_ = callShape(env, type, count, root, kind);
 }
 
-void SharedGpuCollectives::end(const host::OpEnv& env) {
+void SharedGpuCollectives::end(const OpEnv& env) {
   checkCuda(cudaEventRecord(done_, streamOf(env)), "cudaEventRecord(shared GPU)");
   doneRecorded_ = true;
 }
 
-int SharedGpuCollectives::meet(std::size_t offset, const host::OpEnv& env) {
+int SharedGpuCollectives::meet(std::size_t offset, const OpEnv& env) {
   checkCuda(cudaEventRecord(published_, streamOf(env)), "cudaEventRecord(shared GPU)");
   waitForEvent(published_, env, "publishing this rank's piece");
   shape_.offset = offset;
@@ -95,7 +94,7 @@ void SharedGpuCollectives::publish(const std::byte* src, std::size_t blocks, std
 }
 
 void SharedGpuCollectives::reducing(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride,
-                                    DataType type, ReduceOp op, bool consume, void* recv, const host::OpEnv& env) {
+                                    DataType type, ReduceOp op, bool consume, void* recv, const OpEnv& env) {
   const std::size_t unit = dataTypeSize(type);
   const std::size_t per = pieceElements(areaBytes_, blocks, unit);
   // A premul_sum scales each rank's input as it is published; the reduction is then a sum.
@@ -117,7 +116,7 @@ void SharedGpuCollectives::reducing(const void* send, std::size_t count, std::si
 
 template <typename Consume>
 void SharedGpuCollectives::moving(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride,
-                                  std::size_t unit, bool publishes, const host::OpEnv& env, Consume&& consume) {
+                                  std::size_t unit, bool publishes, const OpEnv& env, Consume&& consume) {
   const std::size_t per = pieceElements(areaBytes_, blocks, unit);
   for (std::size_t off = 0; off < count; off += per) {
     const std::size_t n = std::min(per, count - off);
@@ -131,24 +130,24 @@ void SharedGpuCollectives::moving(const void* send, std::size_t count, std::size
 }
 
 void SharedGpuCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                     const host::OpEnv& env) {
+                                     const OpEnv& env) {
   begin(type, count, -1, static_cast<std::uint32_t>(op.kind), env);
   reducing(send, count, 1, count, type, op, true, recv, env);
 }
 
 void SharedGpuCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                                  const host::OpEnv& env) {
+                                  const OpEnv& env) {
   begin(type, count, root, static_cast<std::uint32_t>(op.kind), env);
   reducing(send, count, 1, count, type, op, rank_ == root, recv, env);
 }
 
 void SharedGpuCollectives::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type,
-                                         ReduceOp op, const host::OpEnv& env) {
+                                         ReduceOp op, const OpEnv& env) {
   begin(type, recvCount, -1, static_cast<std::uint32_t>(op.kind), env);
   reducing(send, recvCount, static_cast<std::size_t>(size_), recvCount, type, op, true, recv, env);
 }
 
-void SharedGpuCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+void SharedGpuCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
   begin(type, count, root, kNumReduceKinds, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(buf);
@@ -157,8 +156,7 @@ void SharedGpuCollectives::broadcast(void* buf, std::size_t count, DataType type
   });
 }
 
-void SharedGpuCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type,
-                                     const host::OpEnv& env) {
+void SharedGpuCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   begin(type, count, -1, kNumReduceKinds, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
@@ -172,7 +170,7 @@ void SharedGpuCollectives::allgather(const void* send, void* recv, std::size_t c
 }
 
 void SharedGpuCollectives::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                  const host::OpEnv& env) {
+                                  const OpEnv& env) {
   begin(type, count, root, kNumReduceKinds, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
@@ -185,7 +183,7 @@ void SharedGpuCollectives::gather(const void* send, void* recv, std::size_t coun
 }
 
 void SharedGpuCollectives::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                   const host::OpEnv& env) {
+                                   const OpEnv& env) {
   begin(type, count, root, kNumReduceKinds, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);
@@ -196,8 +194,7 @@ void SharedGpuCollectives::scatter(const void* send, void* recv, std::size_t cou
          });
 }
 
-void SharedGpuCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type,
-                                    const host::OpEnv& env) {
+void SharedGpuCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   begin(type, count, -1, kNumReduceKinds, env);
   const std::size_t unit = dataTypeSize(type);
   auto* out = static_cast<std::byte*>(recv);

@@ -26,7 +26,7 @@
 #include "algorithms/device/call_shape.hpp"
 #include "algorithms/device/co_located.hpp"
 #include "algorithms/device/device_channel.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 
 namespace braid::device {
 
@@ -34,7 +34,7 @@ class SharedGpuCollectives final : public CoLocatedCollectives {
  public:
   /// `host` meets the ranks; `channel` maps every rank's workspace (whose data area this uses as two parities).
   /// Both outlive this.
-  SharedGpuCollectives(host::Engine& host, const DeviceChannel& channel, int rank, int size);
+  SharedGpuCollectives(Engine& host, const DeviceChannel& channel, int rank, int size);
   ~SharedGpuCollectives() override;
   SharedGpuCollectives(const SharedGpuCollectives&) = delete;
   SharedGpuCollectives& operator=(const SharedGpuCollectives&) = delete;
@@ -42,46 +42,44 @@ class SharedGpuCollectives final : public CoLocatedCollectives {
   const char* algorithm() const override { return "shared"; }
   const char* name() const override { return "the shared-GPU path (pieces published in the workspaces)"; }
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const host::OpEnv& env) override;
+                 const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const host::OpEnv& env) override;
+              const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const host::OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-              const host::OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-               const host::OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                     const OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
 
  private:
   /// `rank`'s area of `parity`.
   std::byte* area(int rank, int parity) const;
   /// Names the call for the meetings of its pieces and orders it after the previous call (every public method
   /// starts with it).
-  void begin(DataType type, std::size_t count, int root, std::uint32_t kind, const host::OpEnv& env);
+  void begin(DataType type, std::size_t count, int root, std::uint32_t kind, const OpEnv& env);
   /// After the last piece's reads are queued: what the next call's stream waits for.
-  void end(const host::OpEnv& env);
+  void end(const OpEnv& env);
   /// Step 2: waits for this rank's stream, then for every rank to have done so with the same call at piece `offset`.
   /// Returns the parity of the piece just published and moves on to the other one.
-  int meet(std::size_t offset, const host::OpEnv& env);
+  int meet(std::size_t offset, const OpEnv& env);
   /// Steps 1-3 of a reduction, piece by piece: each rank publishes `blocks` blocks of a piece (block b from send +
   /// b * blockStride elements, scaled for a premul_sum); when `consume`, a rank reduces its block (block `rank` when
   /// there are several, else the one) of every rank's area into recv.
   void reducing(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride, DataType type,
-                ReduceOp op, bool consume, void* recv, const host::OpEnv& env);
+                ReduceOp op, bool consume, void* recv, const OpEnv& env);
   /// Steps 1-3 of a collective that moves data: publish `blocks` blocks of each piece when `publishes`, then queue
   /// `consume(parity, offset, elements, pitch)`'s copies out of the areas of that parity (block b at b * pitch).
   template <typename Consume>
   void moving(const void* send, std::size_t count, std::size_t blocks, std::size_t blockStride, std::size_t unit,
-              bool publishes, const host::OpEnv& env, Consume&& consume);
+              bool publishes, const OpEnv& env, Consume&& consume);
   /// Queues the copy of `blocks` blocks of `elements` from src (blocks `stride` elements apart) into this rank's area
   /// of the current parity, block b at b * `pitch` elements.
   void publish(const std::byte* src, std::size_t blocks, std::size_t stride, std::size_t elements, std::size_t pitch,
                std::size_t unit, DataType type, double scale, cudaStream_t stream);
 
-  host::Engine& host_;
+  Engine& host_;
   const DeviceChannel& channel_;
   const int rank_;
   const int size_;

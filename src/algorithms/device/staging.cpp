@@ -28,13 +28,13 @@ std::size_t extentBytes(const std::vector<std::size_t>& counts, const std::vecto
 
 }  // namespace
 
-void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env) {
+void copyAndWait(void* dst, const void* src, std::size_t bytes, const OpEnv& env) {
   if (bytes == 0) return;
   cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, streamOf(env)), "cudaMemcpyAsync(staging)");
   cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
 }
 
-void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env) {
+void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, const OpEnv& env) {
   if (streamWrites_ && cuda::writeByStreamOps(dst, src, bytes, streamOf(env))) {
     cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
     return;
@@ -45,7 +45,7 @@ void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, cons
 // A staged call's host waits for the GPU between its steps (copies in, the host collective, copies out), which a
 // stream being captured cannot do: refused by name before anything is queued or sent.
 namespace {
-void refuseCapture(const host::OpEnv& env) {
+void refuseCapture(const OpEnv& env) {
   if (env.stream == nullptr || !capturing(streamOf(env))) return;
   fail(ErrorCode::kUnavailable, env.context, env.context.op,
        " cannot be captured into a CUDA graph here: its device buffers are staged through host memory (ranks on "
@@ -54,7 +54,7 @@ void refuseCapture(const host::OpEnv& env) {
 }
 }  // namespace
 
-void waitForStream(const host::OpEnv& env) {
+void waitForStream(const OpEnv& env) {
   if (env.stream != nullptr) {
     if (capturing(streamOf(env))) {
       fail(ErrorCode::kUnavailable, env.context, env.context.op,
@@ -66,7 +66,7 @@ void waitForStream(const host::OpEnv& env) {
 
 // The copies of one windowed allreduce (host/staged_buffer.hpp), all on the call's stream: in order, so a fetch into
 // a slot follows the deliveries out of it that were started before.
-class WindowedCopies final : public host::StagedBuffer {
+class WindowedCopies final : public StagedBuffer {
  public:
   WindowedCopies(const void* send, void* recv, std::byte* slots[2], std::size_t windowBytes,
                  std::vector<cudaEvent_t>& events, cudaStream_t stream, bool reduceOnGpu,
@@ -91,7 +91,7 @@ class WindowedCopies final : public host::StagedBuffer {
     return record();
   }
 
-  void awaitFetched(std::size_t ticket, const host::OpEnv& env) override {
+  void awaitFetched(std::size_t ticket, const OpEnv& env) override {
     waitForEvent(events_[ticket], env, "copying a window of the input from the GPU");
   }
 
@@ -170,7 +170,7 @@ std::string StagingEngine::explainAllreduce(std::size_t bytes) const {
   return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes));
 }
 
-void StagingEngine::barrier(const host::OpEnv& env) {
+void StagingEngine::barrier(const OpEnv& env) {
   refuseCapture(env);
   waitForStream(env);
   host_.barrier(env);
@@ -178,8 +178,8 @@ void StagingEngine::barrier(const host::OpEnv& env) {
 
 // The pattern of every collective: inputs in, host collective, outputs out. In place stays in place: when send
 // and recv are the same device buffer, so are their host copies.
-bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, const host::OpEnv& env,
-                             const std::function<bool(host::StagedBuffer&)>& run) {
+bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, const OpEnv& env,
+                             const std::function<bool(StagedBuffer&)>& run) {
   if (windowBytes_ == 0) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
   WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu,
@@ -196,10 +196,10 @@ bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, con
 }
 
 void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                              const host::OpEnv& env) {
+                              const OpEnv& env) {
   refuseCapture(env);
   if (windowed(send, recv, reduceOnGpu_, env,
-               [&](host::StagedBuffer& copies) { return host_.allreduceStaged(copies, count, type, op, env); })) {
+               [&](StagedBuffer& copies) { return host_.allreduceStaged(copies, count, type, op, env); })) {
     return;
   }
   const std::size_t bytes = count * dataTypeSize(type);
@@ -211,7 +211,7 @@ void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, D
 }
 
 void StagingEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                           const host::OpEnv& env) {
+                           const OpEnv& env) {
   refuseCapture(env);
   // recv is significant at the root only: elsewhere it may be anything, and nothing is written there.
   const bool isRoot = env.context.rank == root;
@@ -224,12 +224,11 @@ void StagingEngine::reduce(const void* send, void* recv, std::size_t count, Data
 }
 
 void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                                  const host::OpEnv& env) {
+                                  const OpEnv& env) {
   refuseCapture(env);
   // Windows reduce on the host: the GPU reduction of windows is the allreduce's only.
-  if (windowed(send, recv, false, env, [&](host::StagedBuffer& copies) {
-        return host_.reduceScatterStaged(copies, recvCount, type, op, env);
-      })) {
+  if (windowed(send, recv, false, env,
+               [&](StagedBuffer& copies) { return host_.reduceScatterStaged(copies, recvCount, type, op, env); })) {
     return;
   }
   const std::size_t bytes = recvCount * dataTypeSize(type);
@@ -243,7 +242,7 @@ void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recv
   copyBack(recv, out, bytes, env);
 }
 
-void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) {
+void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
   refuseCapture(env);
   const std::size_t bytes = count * dataTypeSize(type);
   std::byte* b = buffer(0, bytes);
@@ -252,10 +251,10 @@ void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int r
   if (env.context.rank != root) copyBack(buf, b, bytes, env);
 }
 
-void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   refuseCapture(env);
   if (windowed(send, recv, false, env,
-               [&](host::StagedBuffer& copies) { return host_.allgatherStaged(copies, count, type, env); })) {
+               [&](StagedBuffer& copies) { return host_.allgatherStaged(copies, count, type, env); })) {
     return;
   }
   const std::size_t bytes = count * dataTypeSize(type);
@@ -271,7 +270,7 @@ void StagingEngine::allgather(const void* send, void* recv, std::size_t count, D
 
 void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
                                const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                               DataType type, const host::OpEnv& env) {
+                               DataType type, const OpEnv& env) {
   refuseCapture(env);
   const std::size_t bytes = sendCount * dataTypeSize(type);
   const std::size_t total = extentBytes(recvCounts, displs, type);
@@ -283,8 +282,7 @@ void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* re
   copyBack(recv, out, total, env);
 }
 
-void StagingEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                           const host::OpEnv& env) {
+void StagingEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
   refuseCapture(env);
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t total = bytes * size_;
@@ -297,7 +295,7 @@ void StagingEngine::gather(const void* send, void* recv, std::size_t count, Data
 }
 
 void StagingEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                            const host::OpEnv& env) {
+                            const OpEnv& env) {
   refuseCapture(env);
   const std::size_t bytes = count * dataTypeSize(type);
   const std::size_t total = bytes * size_;
@@ -309,7 +307,7 @@ void StagingEngine::scatter(const void* send, void* recv, std::size_t count, Dat
   copyBack(recv, out, bytes, env);
 }
 
-void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) {
+void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   refuseCapture(env);
   const std::size_t total = count * dataTypeSize(type) * size_;
   std::byte* in = buffer(0, total);
@@ -322,7 +320,7 @@ void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, Da
 void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
                               const std::vector<std::size_t>& sendDispls, void* recv,
                               const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
-                              DataType type, const host::OpEnv& env) {
+                              DataType type, const OpEnv& env) {
   refuseCapture(env);
   const std::size_t inBytes = extentBytes(sendCounts, sendDispls, type);
   const std::size_t outBytes = extentBytes(recvCounts, recvDispls, type);
@@ -334,7 +332,7 @@ void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& 
   copyBack(recv, out, outBytes, env);
 }
 
-void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) {
+void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   refuseCapture(env);
   // One host copy per operation, laid out back to back in one staging buffer.
   std::vector<std::size_t> offsets(ops.size());
@@ -352,7 +350,7 @@ void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& 
     }
   }
   // The copies out follow the whole group: operations that joined it would be reported done before them.
-  host::OpEnv unfed = env;
+  OpEnv unfed = env;
   unfed.feed = nullptr;
   host_.pointToPoint(staged, unfed);
   for (std::size_t i = 0; i < ops.size(); ++i) {

@@ -11,21 +11,21 @@
 #include <vector>
 
 #include "algorithms/device/device_engine_factory.hpp"
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 
 struct CUevent_st;
 
 namespace braid::device {
 
 /// A stream-ordered copy between host and device memory, waited for (the pinned staging buffer is reused).
-void copyAndWait(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env);
+void copyAndWait(void* dst, const void* src, std::size_t bytes, const OpEnv& env);
 
-class StagingEngine final : public host::Engine {
+class StagingEngine final : public Engine {
  public:
-  /// `windowBytes` (BRAID_NET_STAGING_WINDOW): allreduces the host engine pipelines (host::Engine::allreduceStaged)
+  /// `windowBytes` (BRAID_NET_STAGING_WINDOW): allreduces the host engine pipelines (Engine::allreduceStaged)
   /// go through two pinned windows of this size; 0: every call copies its whole buffers.
   /// `reduceOnGpu` (BRAID_NET_STAGING_REDUCE=gpu): those windows are reduced by the GPU, not the host engine.
-  StagingEngine(host::Engine& host, int size, std::size_t windowBytes, bool reduceOnGpu)
+  StagingEngine(Engine& host, int size, std::size_t windowBytes, bool reduceOnGpu)
       : host_(host), size_(static_cast<std::size_t>(size)), windowBytes_(windowBytes), reduceOnGpu_(reduceOnGpu) {}
   ~StagingEngine() override;
 
@@ -33,27 +33,25 @@ class StagingEngine final : public host::Engine {
   std::string allreduceAlgorithm(std::size_t bytes) const override;
   std::string explainAllreduce(std::size_t bytes) const override;
 
-  void barrier(const host::OpEnv& env) override;
+  void barrier(const OpEnv& env) override;
   void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const host::OpEnv& env) override;
+                 const OpEnv& env) override;
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const host::OpEnv& env) override;
+              const OpEnv& env) override;
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const host::OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const host::OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                     const OpEnv& env) override;
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
   void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const host::OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-              const host::OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-               const host::OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const host::OpEnv& env) override;
+                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override;
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
   void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
                  const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const host::OpEnv& env) override;
-  void pointToPoint(std::span<const P2pOp> ops, const host::OpEnv& env) override;
-  void reject(const host::OpEnv& env) override { host_.reject(env); }
+                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
+  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
+  void reject(const OpEnv& env) override { host_.reject(env); }
   void abort() override { host_.abort(); }
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
@@ -63,15 +61,15 @@ class StagingEngine final : public host::Engine {
 
  private:
   /// A result from pinned host memory back into device memory `dst`, waited for.
-  void copyBack(void* dst, const void* src, std::size_t bytes, const host::OpEnv& env);
+  void copyBack(void* dst, const void* src, std::size_t bytes, const OpEnv& env);
   /// Pinned host buffer `which` (0: inputs, 1: outputs, 2: what a windowed call receives) of at least `bytes`.
   std::byte* buffer(int which, std::size_t bytes);
   /// Whether `run` (the host engine's allreduceStaged, allgatherStaged, ...) ran the call window by window through
   /// the two window slots (the same answer on every rank); waits for the last copies out.
-  bool windowed(const void* send, void* recv, bool reduceOnGpu, const host::OpEnv& env,
-                const std::function<bool(host::StagedBuffer&)>& run);
+  bool windowed(const void* send, void* recv, bool reduceOnGpu, const OpEnv& env,
+                const std::function<bool(StagedBuffer&)>& run);
 
-  host::Engine& host_;
+  Engine& host_;
   const std::size_t size_;
   const std::size_t windowBytes_;
   const bool reduceOnGpu_;

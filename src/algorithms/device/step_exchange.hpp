@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "base/error.hpp"
 
 namespace braid::device {
@@ -21,8 +21,7 @@ void failStep(Step& step, const std::string& text) {
 /// Every rank's `mine` (a trivially copyable Step); the first failure by rank in `why` ("rank 1: ..."), empty when
 /// every rank's step worked.
 template <typename Step>
-std::vector<Step> exchangeSteps(host::Engine& host, const Step& mine, int size, const host::OpEnv& env,
-                                std::string* why) {
+std::vector<Step> exchangeSteps(Engine& host, const Step& mine, int size, const OpEnv& env, std::string* why) {
   std::vector<Step> all(static_cast<std::size_t>(size));
   host.allgather(&mine, all.data(), sizeof(Step), DataType::kUint8, env);
   why->clear();

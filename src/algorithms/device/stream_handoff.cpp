@@ -136,7 +136,7 @@ class PinnedHandoff final : public StreamHandoff {
     return ticket;
   }
 
-  void awaitInputs(const Ticket& ticket, const host::OpEnv& env) override {
+  void awaitInputs(const Ticket& ticket, const OpEnv& env) override {
     const DeviceScope scope(device_);
     cudaEvent_t event = nullptr;
     {

@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "algorithms/staging_layout.hpp"
 #include "base/error.hpp"
 
@@ -46,7 +46,7 @@ class StreamHandoff {
   virtual Ticket issue(std::span<const DeviceExtent> extents, CUstream_st* stream, const ErrorContext& ctx) = 0;
   /// On the progress thread: returns once the ticket's inputs are in host memory (ends with env's abort, lost
   /// peers and timeout, as every wait of a call does).
-  virtual void awaitInputs(const Ticket& ticket, const host::OpEnv& env) = 0;
+  virtual void awaitInputs(const Ticket& ticket, const OpEnv& env) = 0;
   /// Ticket `number`'s host part is over, failed or not: its stream copies the results back and goes on.
   virtual void release(std::uint64_t number) noexcept = 0;
   /// From any thread (abort): lets every stream waiting on a ticket go on.

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "transport/local_fabric.hpp"
 #include "tuning/algorithm.hpp"
 

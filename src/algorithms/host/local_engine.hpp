@@ -5,7 +5,7 @@
 #include <functional>
 #include <memory>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/p2p.hpp"
 #include "transport/local_fabric.hpp"

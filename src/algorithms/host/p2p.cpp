@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "algorithms/host/p2p_feed.hpp"
+#include "algorithms/p2p_feed.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 

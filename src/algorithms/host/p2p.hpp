@@ -11,7 +11,7 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "transport/local_fabric.hpp"
 
 namespace braid::host {

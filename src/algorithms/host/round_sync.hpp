@@ -8,7 +8,7 @@
 #include <string>
 
 #include "algorithms/collective.hpp"
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "transport/local_fabric.hpp"
 
 namespace braid::host {

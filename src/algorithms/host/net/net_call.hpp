@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <deque>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "transport/net_transport.hpp"
 
 namespace braid::host {

@@ -6,7 +6,7 @@
 #include <functional>
 
 #include "algorithms/host/copy.hpp"
-#include "algorithms/host/p2p_feed.hpp"
+#include "algorithms/p2p_feed.hpp"
 #include "base/error.hpp"
 
 namespace braid::host {

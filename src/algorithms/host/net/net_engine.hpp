@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/host/engine.hpp"
+#include "algorithms/engine.hpp"
 #include "algorithms/host/net/net_call.hpp"
 #include "algorithms/host/net/registered_scratch.hpp"
 #include "algorithms/patterns/partition.hpp"

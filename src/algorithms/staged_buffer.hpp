@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <stdexcept>
 
-#include "algorithms/host/op_env.hpp"
+#include "algorithms/op_env.hpp"
 #include "braid/types.hpp"
 
-namespace braid::host {
+namespace braid {
 
 class StagedBuffer {
  public:
@@ -45,4 +45,4 @@ class StagedBuffer {
   }
 };
 
-}  // namespace braid::host
+}  // namespace braid

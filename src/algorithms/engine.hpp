@@ -1,8 +1,10 @@
-// What the communicator runs its calls on: all collectives and point-to-point over one kind of connection
-// between the ranks. LocalEngine serves ranks of one host (shared memory or, for thread ranks, the heap);
-// NetEngine serves ranks anywhere over a network transport (TCP). Calls arrive one at a time, in issue order, with
-// their arguments already checked by core/; only point-to-point calls may join a point-to-point group that is running
-// (p2p_feed.hpp).
+// What the communicator runs its calls on. An engine is two interfaces: Collectives, the calls themselves (every
+// collective and point-to-point over one kind of connection between the ranks), which arrive one at a time, in issue
+// order, with their arguments already checked by core/; and EngineControl, what reaches the engine outside its calls
+// (abort and peer failure, progress words, registrations), some of it from any thread. LocalEngine serves ranks of
+// one host (shared memory or, for thread ranks, the heap); NetEngine serves ranks anywhere over a network transport;
+// DeviceEngine and StagingEngine run calls on GPU memory over one of those. Only point-to-point calls may join a
+// point-to-point group that is running (p2p_feed.hpp).
 #pragma once
 
 #include <cstddef>
@@ -13,23 +15,18 @@
 #include <vector>
 
 #include "algorithms/collective.hpp"
-#include "algorithms/host/op_env.hpp"
-#include "algorithms/host/staged_buffer.hpp"
+#include "algorithms/op_env.hpp"
+#include "algorithms/staged_buffer.hpp"
 #include "braid/types.hpp"
 #include "transport/progress.hpp"
 #include "transport/region.hpp"
 
-namespace braid::host {
+namespace braid {
 
-class Engine {
+/// The calls: each runs to its end on the thread running calls (or queues GPU work that will), in issue order.
+class Collectives {
  public:
-  virtual ~Engine() = default;
-
-  /// "shm", "memory" or "tcp".
-  virtual const char* transportName() const = 0;
-  /// The algorithm an allreduce of `bytes` runs ("direct", "rsag", "ring"), and in words why.
-  virtual std::string allreduceAlgorithm(std::size_t bytes) const = 0;
-  virtual std::string explainAllreduce(std::size_t bytes) const = 0;
+  virtual ~Collectives() = default;
 
   virtual void barrier(const OpEnv& env) = 0;
   virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -53,33 +50,8 @@ class Engine {
   /// Runs point-to-point operations together (a group) to completion, with what joins it through env.feed, when
   /// the engine takes part in feeds (p2p_feed.hpp).
   virtual void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) = 0;
-  /// From any thread, without blocking: env.feed of the running group has operations to take; a wait of that group
-  /// asleep should wake and take them (the feed's first check between sleeps would, a slice later).
-  virtual void wakePointToPoint() {}
   /// This rank rejected its arguments for the call `env` names: its peers must fail that call with Mismatch.
   virtual void reject(const OpEnv& env) = 0;
-  /// From any thread, at any time, without blocking: tell the peers this rank is gone (they fail their waits on it
-  /// with PeerLost) and end this rank's waits (with Aborted, through OpEnv::check and the transport's own ops).
-  virtual void abort() = 0;
-  /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
-  virtual std::string peerFailure(int peer) = 0;
-  /// Publishes this rank's progress where the peers learn it (core calls it as each collective begins and ends;
-  /// transport/progress.hpp), and what this rank knows of theirs, for flight records (any thread, never blocks
-  /// for long). Engines whose transport carries no such word publish nothing and know nothing.
-  virtual void publishProgress(const transport::Progress& /*mine*/) {}
-  virtual std::vector<transport::PeerProgress> peerProgress() { return {}; }
-  /// Registers [ptr, ptr + bytes) (Communicator::registerBuffer): collective, every rank in call order. Returns an
-  /// id for deregisterBuffer, 0 when the engine reads no peer's memory in place (then registering changes nothing).
-  virtual std::uint64_t registerBuffer(void* /*ptr*/, std::size_t /*bytes*/, const OpEnv& /*env*/) { return 0; }
-  virtual void deregisterBuffer(std::uint64_t /*id*/, const OpEnv& /*env*/) {}
-  /// Memory its owner reuses from call to call (the device side's pinned staging buffers), registered once with
-  /// this engine's network transport (docs/NETWORK.md); this rank only, not collective. Null where the engine's
-  /// transport keeps no such record (shared memory).
-  virtual const transport::Region* registerRegion(const void* /*base*/, std::size_t /*bytes*/,
-                                                  transport::RegionMemory /*memory*/) {
-    return nullptr;
-  }
-  virtual void deregisterRegion(const transport::Region* /*region*/) {}
   /// An allreduce whose buffers only `staged` reaches (GPU memory between hosts), window by window, its copies
   /// overlapped with the transfers. Returns false, having done nothing, where this engine does not pipeline that
   /// call (the caller then copies the whole buffer in and out); the answer is the same on every rank.
@@ -97,13 +69,56 @@ class Engine {
                                    ReduceOp /*op*/, const OpEnv& /*env*/) {
     return false;
   }
-  /// Whether a call `op` of `bytes` holds its caller until it ends (its host takes part), rather than queuing GPU
-  /// work and returning; nullopt while that is not settled (a device engine before its first call connected it).
-  /// The same answer on every rank. The thread running calls, or one ordered after it. Host engines hold every call.
-  virtual std::optional<bool> holdsCaller(const char* /*op*/, std::size_t /*bytes*/) const { return true; }
+};
+
+/// Outside the calls: what the communicator tells an engine or asks of it between calls and, where said, from any
+/// thread while a call runs.
+class EngineControl {
+ public:
+  virtual ~EngineControl() = default;
+
+  /// From any thread, at any time, without blocking: tell the peers this rank is gone (they fail their waits on it
+  /// with PeerLost) and end this rank's waits (with Aborted, through OpEnv::check and the transport's own ops).
+  virtual void abort() = 0;
+  /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
+  virtual std::string peerFailure(int peer) = 0;
+  /// From any thread, without blocking: env.feed of the running group has operations to take; a wait of that group
+  /// asleep should wake and take them (the feed's first check between sleeps would, a slice later).
+  virtual void wakePointToPoint() {}
+  /// Publishes this rank's progress where the peers learn it (core calls it as each collective begins and ends;
+  /// transport/progress.hpp), and what this rank knows of theirs, for flight records (any thread, never blocks
+  /// for long). Engines whose transport carries no such word publish nothing and know nothing.
+  virtual void publishProgress(const transport::Progress& /*mine*/) {}
+  virtual std::vector<transport::PeerProgress> peerProgress() { return {}; }
+  /// Registers [ptr, ptr + bytes) (Communicator::registerBuffer): collective, every rank in call order. Returns an
+  /// id for deregisterBuffer, 0 when the engine reads no peer's memory in place (then registering changes nothing).
+  virtual std::uint64_t registerBuffer(void* /*ptr*/, std::size_t /*bytes*/, const OpEnv& /*env*/) { return 0; }
+  virtual void deregisterBuffer(std::uint64_t /*id*/, const OpEnv& /*env*/) {}
+  /// Memory its owner reuses from call to call (the device side's pinned staging buffers), registered once with
+  /// this engine's network transport (docs/NETWORK.md); this rank only, not collective. Null where the engine's
+  /// transport keeps no such record (shared memory).
+  virtual const transport::Region* registerRegion(const void* /*base*/, std::size_t /*bytes*/,
+                                                  transport::RegionMemory /*memory*/) {
+    return nullptr;
+  }
+  virtual void deregisterRegion(const transport::Region* /*region*/) {}
   /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as
   /// ncclCommGetAsyncError reports it; none for engines whose calls finish before they return. Any thread.
   virtual std::optional<Error> asyncError(const ErrorContext& /*ctx*/) const { return std::nullopt; }
 };
 
-}  // namespace braid::host
+class Engine : public Collectives, public EngineControl {
+ public:
+  /// "shm", "memory" or "tcp".
+  virtual const char* transportName() const = 0;
+  /// The algorithm an allreduce of `bytes` runs ("direct", "rsag", "ring"), and in words why.
+  virtual std::string allreduceAlgorithm(std::size_t bytes) const = 0;
+  virtual std::string explainAllreduce(std::size_t bytes) const = 0;
+
+  /// Whether a call `op` of `bytes` holds its caller until it ends (its host takes part), rather than queuing GPU
+  /// work and returning; nullopt while that is not settled (a device engine before its first call connected it).
+  /// The same answer on every rank. The thread running calls, or one ordered after it. Host engines hold every call.
+  virtual std::optional<bool> holdsCaller(const char* /*op*/, std::size_t /*bytes*/) const { return true; }
+};
+
+}  // namespace braid

@@ -10,7 +10,7 @@
 
 #include "braid/types.hpp"
 
-namespace braid::host {
+namespace braid {
 
 class P2pFeed {
  public:
@@ -25,4 +25,4 @@ class P2pFeed {
   virtual void completed(std::size_t index) = 0;
 };
 
-}  // namespace braid::host
+}  // namespace braid

@@ -8,7 +8,7 @@
 #include "base/deadline.hpp"
 #include "braid/types.hpp"
 
-namespace braid::host {
+namespace braid {
 
 class P2pFeed;
 
@@ -38,4 +38,4 @@ inline void checkCall(const OpEnv& env) {
   if (env.check) env.check();
 }
 
-}  // namespace braid::host
+}  // namespace braid
