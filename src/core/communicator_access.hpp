@@ -1,7 +1,7 @@
 // The only way from a public Communicator to the communicator behind it, the only way to make one, and the only way
 // to an AbortHandle's flag and attachment: braid.hpp names this struct their friend and offers nothing else. Core uses
-// it (creation, the hierarchy); tests reach it through tests/support/internals.hpp. Tools and benches use the public
-// API and braid/introspect.hpp instead.
+// it (creation, abort handles, introspection); tests reach it through tests/support/internals.hpp. Tools and benches
+// use the public API and braid/introspect.hpp instead.
 #pragma once
 
 #include <atomic>

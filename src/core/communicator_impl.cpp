@@ -8,22 +8,17 @@
 #include <mutex>
 #include <optional>
 
-#include "algorithms/device/device_engine_factory.hpp"
-#include "algorithms/host/local_engine.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
 #include "base/threads.hpp"
 #include "core/communicator_access.hpp"
-#include "core/engine_selectors.hpp"
 #include "core/record_signal.hpp"
 #include "core/this_host.hpp"
 #include "core/work_state.hpp"
 #include "topology/topology.hpp"
 #include "transport/host_identity.hpp"
-#include "tuning/device_path.hpp"
 #include "tuning/hierarchy.hpp"
-#include "tuning/selector.hpp"
 
 namespace braid::core {
 
@@ -44,67 +39,7 @@ bool leavesRanksOutOfStep(ErrorCode code) {
 
 namespace {
 
-// Where the placement did not say, every rank runs here on this process's CPUs.
-HostCpus orThisProcess(HostCpus host, int size) {
-  if (host.ranks <= 0) host.ranks = size;
-  if (host.cpus <= 0) host.cpus = tuning::machineOf(thisHost(), size, tuning::Link::kShm).usableCpus;
-  return host;
-}
-
 bool outnumbersItsCpus(HostCpus host) { return host.ranks > std::max(host.cpus, 1); }
-
-std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
-                                        const Settings& settings, HostCpus host) {
-  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  auto selector =
-      std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size).cpus, settings));
-  auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
-    return *selector->choose(bytes).algorithm;
-  };
-  auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
-  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
-                                             settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
-}
-
-// The device engine's allreduce selectors, one for each set of facts it may report (before it connects, after,
-// on NVLink or PCIe), each made when first asked: an engine asks for one or two.
-class DeviceSelectors {
- public:
-  DeviceSelectors(int size, Settings settings) : size_(size), settings_(std::move(settings)) {}
-
-  const tuning::Selector& of(const device::DeviceFacts& f, bool nvlink) {
-    const std::size_t key = (f.channel ? 1 : 0) | (f.shared ? 2 : 0) | (f.processes ? 4 : 0) | (nvlink ? 8 : 0);
-    std::call_once(made_[key], [&] { selectors_[key].emplace(deviceSelector(f, nvlink, size_, settings_)); });
-    return *selectors_[key];
-  }
-
- private:
-  const int size_;
-  const Settings settings_;
-  std::array<std::once_flag, 16> made_;
-  std::array<std::optional<tuning::Selector>, 16> selectors_;
-};
-
-// The device engine's choices: its algorithms weighed by a selector, as makeLocalEngine does for the host engine.
-device::DevicePolicy devicePolicy(int size, const Settings& settings) {
-  device::DevicePolicy policy;
-  policy.sharedPath = [settings](bool shared) {
-    return tuning::chooseSharedGpuPath(shared, shared && topology::mpsServerRunning(), settings);
-  };
-  auto selectors = std::make_shared<DeviceSelectors>(size, settings);
-  policy.allreduce = [selectors](std::size_t bytes, const device::DeviceFacts& facts,
-                                 bool nvlink) -> const tuning::AlgorithmDescriptor& {
-    return *selectors->of(facts, nvlink).choose(bytes).algorithm;
-  };
-  policy.explain = [selectors](std::size_t bytes, const device::DeviceFacts& facts, bool nvlink) {
-    return selectors->of(facts, nvlink).explain(bytes);
-  };
-  policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
-    return tuning::deviceBlocks(windowBytes, maxBlocks, settings);
-  };
-  policy.chunkBytes = settings.cudaChunkBytes;
-  return policy;
-}
 
 }  // namespace
 
@@ -118,7 +53,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<Engine> e
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),
-      engine_(std::move(engine)),
+      engines_(rank, size, std::move(engine), settings_),
       keepAlive_(std::move(keepAlive)),
       // Oversubscribed: more ranks on this host than the CPUs they may use (ranks on other hosts take none).
       yieldWhileSpinning_(outnumbersItsCpus(orThisProcess(host, size))) {
@@ -136,7 +71,7 @@ CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<Engine> e
       std::vector<RankHost>(static_cast<std::size_t>(size_), RankHost{"", transport::hostName(), {}}), rank_);
   if (logEnabled(LogLevel::kInfo)) {
     logLine(LogLevel::kInfo, rank_,
-            strCat("communicator of ", size_, " ranks over ", engine_->transportName(),
+            strCat("communicator of ", size_, " ranks over ", engines_.host().transportName(),
                    yieldWhileSpinning_ ? ", ranks outnumber cores: yielding waits" : ""));
   }
 }
@@ -150,11 +85,6 @@ void CommunicatorImpl::attachPlacement(Placement placement) {
                    placement_.hostOf[rank_] + 1, " of ", placement_.hosts(), "), local rank ", placement_.localRank,
                    " of ", placement_.localSize));
   }
-}
-
-transport::LocalGroup* CommunicatorImpl::localGroup() {
-  auto* local = dynamic_cast<host::LocalEngine*>(engine_.get());
-  return local ? &local->group() : nullptr;
 }
 
 CommunicatorImpl::~CommunicatorImpl() {
@@ -185,32 +115,17 @@ void CommunicatorImpl::writeTrace() const {
   logLine(LogLevel::kWarn, rank_, strCat("could not write the trace to ", path));
 }
 
-Engine& CommunicatorImpl::engineFor(const Route& route, const OpEnv& env) {
-  if (!route.device) {
-    device::waitForStream(env);
-    return *engine_;
-  }
-  if (!deviceEngine_) {
-    // GPU kernels reach only the GPUs of this host: a communicator over TCP stages its device buffers.
-    deviceEngine_ =
-        device::makeDeviceEngine(*engine_, rank_, size_, settings_, localGroup() != nullptr,
-                                 devicePolicy(size_, settings_), deviceOfPointer(route.firstGpuPointer), sharedGpu_);
-    deviceEngineView_.store(deviceEngine_.get(), std::memory_order_release);
-  }
-  return *deviceEngine_;
-}
-
 void CommunicatorImpl::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
                                  ReduceOp op, const OpEnv& env) {
   // The same answer on every rank: the placement, the size and the settings are the same everywhere (not the
-  // buffers' kind: each step's sub-communicator routes its buffers itself, GPU ones to its kernels or windows).
+  // buffers' kind: each level routes them to its own engines, GPU ones to its kernels or windows).
   if (Hierarchy::composes(op) && hierarchyFits_ && tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
     if (!hierarchy_) {
-      hierarchy_ = Hierarchy::make(*this);
+      hierarchy_ = Hierarchy::make(*this, env);
       hierarchyView_.store(hierarchy_.get(), std::memory_order_release);
       if (aborted_.load(std::memory_order_acquire)) hierarchy_->abort();
     }
-    hierarchy_->allreduce(send, recv, count, type, op, env);
+    hierarchy_->allreduce(route, send, recv, count, type, op, env);
     return;
   }
   if (logEnabled(LogLevel::kInfo) && !route.device) logChoice(count * dataTypeSize(type));
@@ -232,7 +147,7 @@ std::optional<Error> CommunicatorImpl::asyncError() const {
     std::lock_guard lock(mu_);
     if (detachedError_) return detachedError_;
   }
-  const Engine* device = deviceEngineView_.load(std::memory_order_acquire);
+  const Engine* device = engines_.device();
   return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1}) : std::nullopt;
 }
 
@@ -245,7 +160,7 @@ std::string CommunicatorImpl::allreduceAlgorithm(std::size_t bytes) const {
     if (const Hierarchy* h = hierarchyView_.load(std::memory_order_acquire)) return h->describe(bytes);
     return "hierarchical (inside hosts, then between them; set up at the first such call)";
   }
-  return strCat(engine_->transportName(), "/", engine_->allreduceAlgorithm(bytes));
+  return strCat(engines_.host().transportName(), "/", engines_.host().allreduceAlgorithm(bytes));
 }
 
 std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
@@ -255,8 +170,8 @@ std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
                   " of the message between hosts (BRAID_HIERARCHY=", settings_.hierarchy, ", from ",
                   tuning::kHierarchyMinBytes, " B)");
   }
-  return strCat("allreduce of ", bytes, " B over ", size_, " ranks (", engine_->transportName(),
-                "): ", engine_->explainAllreduce(bytes));
+  return strCat("allreduce of ", bytes, " B over ", size_, " ranks (", engines_.host().transportName(),
+                "): ", engines_.host().explainAllreduce(bytes));
 }
 
 OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
@@ -292,10 +207,9 @@ void CommunicatorImpl::abort() {
     brokenFlag_.store(true, std::memory_order_release);
   }
   dumpFlightRecord("the communicator was aborted");
-  engine_->abort();
   // Streams held for detached calls go on now; those calls end with Aborted on the progress thread.
   if (device::StreamHandoff* handoff = handoffView_.load(std::memory_order_acquire)) handoff->releaseAll();
-  if (Engine* device = deviceEngineView_.load(std::memory_order_acquire)) device->abort();
+  engines_.abort();
   if (Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire)) hierarchy->abort();
   cv_.notify_all();
 }
@@ -319,7 +233,7 @@ void CommunicatorImpl::noteFailure(const Error& e) {
 
 void CommunicatorImpl::rejectRound(const OpEnv& env) {
   try {
-    engine_->reject(env);
+    engines_.host().reject(env);
   } catch (const Error& e) {
     if (e.code() != ErrorCode::kMismatch) throw;  // the peers' Mismatch is expected; anything else is news
   }
@@ -392,7 +306,7 @@ bool CommunicatorImpl::detaches(const void* gpu, const char* op, std::size_t byt
     cv_.wait(lock, [this] { return pendingDeviceCalls_ == 0 || stopping_; });
   }
   std::optional<bool> holds;
-  if (const Engine* device = deviceEngineView_.load(std::memory_order_acquire)) {
+  if (const Engine* device = engines_.device()) {
     holds = device->holdsCaller(op, bytes);
   } else if (localGroup() == nullptr) {
     holds = true;  // ranks over the network: device buffers are always staged through host memory
@@ -446,7 +360,7 @@ void CommunicatorImpl::noteDetachedFailure(const Error& e) {
 Error CommunicatorImpl::withPeerProgress(const Error& e) const {
   const ErrorContext& ctx = e.context();
   if (e.code() != ErrorCode::kTimeout || ctx.peer < 0 || ctx.seq < 0) return e;
-  for (const transport::PeerProgress& p : engine_->peerProgress()) {
+  for (const transport::PeerProgress& p : engines_.host().peerProgress()) {
     if (p.peer != ctx.peer || p.ageSeconds < 0) continue;
     const transport::Progress& at = p.progress;
     std::string where;
@@ -525,7 +439,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     p2pQueued_.store(true, std::memory_order_seq_cst);
     lock.unlock();
     // A running group asleep in its wait looks now rather than a sleep slice later.
-    if (groupRunning_.load(std::memory_order_seq_cst)) engine_->wakePointToPoint();
+    if (groupRunning_.load(std::memory_order_seq_cst)) engines_.host().wakePointToPoint();
   }
   return work;
 }

@@ -23,6 +23,7 @@
 #include "base/data_type.hpp"
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
+#include "core/engine_stack.hpp"
 #include "core/flight_recorder.hpp"
 #include "core/hierarchy.hpp"
 #include "core/memory_kind.hpp"
@@ -30,13 +31,6 @@
 #include "transport/local_group.hpp"
 
 namespace braid::core {
-
-/// The ranks of this communicator on this rank's host and the CPUs they may use together (Placement::localSize and
-/// localCpus, the same on each of them); zeros: every rank here, on the CPUs this process may use.
-struct HostCpus {
-  int ranks = 0;
-  int cpus = 0;
-};
 
 class CommunicatorImpl {
  public:
@@ -52,9 +46,9 @@ class CommunicatorImpl {
   int size() const { return size_; }
   std::int64_t sequenceNumber() const;
   const Settings& settings() const { return settings_; }
-  const char* transportName() const { return engine_->transportName(); }
+  const char* transportName() const { return engines_.host().transportName(); }
   /// The shared-memory group of a communicator whose ranks share a host; null over TCP.
-  transport::LocalGroup* localGroup();
+  transport::LocalGroup* localGroup() const { return engines_.localGroup(); }
 
   /// What the next allreduce of `bytes` would run and why.
   std::string explainAllreduce(std::size_t bytes) const;
@@ -153,16 +147,16 @@ class CommunicatorImpl {
         opts, false));
   }
 
-  Engine& engine() { return *engine_; }
+  Engine& engine() { return engines_.host(); }
   /// An allreduce on the buffers of `route`: hierarchical across hosts where the placement and size call for it
   /// (core/hierarchy.hpp), else on engineFor(route).
   void allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                  const OpEnv& env);
   /// The engine for a call whose buffers took `route`: the host engine (after the call's stream, when it has
   /// one) or the device engine, made at the first call on GPU memory.
-  Engine& engineFor(const Route& route, const OpEnv& env);
+  Engine& engineFor(const Route& route, const OpEnv& env) { return engines_.forRoute(route, env); }
   /// The device engine, when a call on device buffers made it (else null). For the thread running calls.
-  Engine* deviceEngine() const { return deviceEngine_.get(); }
+  Engine* deviceEngine() const { return engines_.device(); }
   /// What a GPU kernel of this communicator reported after its call returned (ncclCommGetAsyncError).
   std::optional<Error> asyncError() const;
   /// From any thread, in any state, without blocking: ends this rank's calls with Aborted (running and queued ones
@@ -187,10 +181,10 @@ class CommunicatorImpl {
   void attachPlacement(Placement placement);
   const Placement& placement() const { return placement_; }
   /// The GPU (device::gpuIdentity) this rank shares with ranks of other hosts on its machine; empty: none.
-  void attachSharedGpu(std::string gpu) { sharedGpu_ = std::move(gpu); }
+  void attachSharedGpu(std::string gpu) { engines_.attachSharedGpu(std::move(gpu)); }
   /// The flight recorder's JSON: this rank's last calls and how they stand (core/flight_recorder.hpp).
   /// With what this rank knows of every peer's progress (transport/progress.hpp). Any thread.
-  std::string flightRecord() const { return recorder_.json(rank_, size_, engine_->peerProgress()); }
+  std::string flightRecord() const { return recorder_.json(rank_, size_, engines_.host().peerProgress()); }
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
   /// What joins this rank to its peers, in words (Communicator::linkDescription; core/link_description.cpp).
@@ -242,7 +236,7 @@ class CommunicatorImpl {
     publishRunning(seq, false);
   }
   void publishRunning(std::int64_t seq, bool running) {
-    if (seq >= 0) engine_->publishProgress(transport::Progress{seq, running});
+    if (seq >= 0) engines_.host().publishProgress(transport::Progress{seq, running});
   }
   /// One round that tells the peers this rank rejected its arguments (they fail with Mismatch).
   void rejectRound(const OpEnv& env);
@@ -266,10 +260,7 @@ class CommunicatorImpl {
   const int rank_;
   const int size_;
   const Settings settings_;
-  std::unique_ptr<Engine> engine_;
-  std::string sharedGpu_;
-  std::unique_ptr<Engine> deviceEngine_;            // made by the first call on device buffers (in issue order)
-  std::atomic<Engine*> deviceEngineView_{nullptr};  // the same, for abort() and asyncError() from any thread
+  EngineStack engines_;
   std::shared_ptr<void> keepAlive_;
   Placement placement_;
   std::uint64_t loggedSizes_ = 0;  // logChoice's powers of two already logged

@@ -43,9 +43,11 @@ void checkWorld(int rank, int size) {
     fail(ErrorCode::kInvalidArgument, {}, "rank ", rank, " out of range for ", size, " ranks");
 }
 
+}  // namespace
+
 // Over TCP: a mesh among all ranks (other hosts, or BRAID_TRANSPORT=tcp).
-std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
-                                                const Settings& settings, Deadline deadline, core::HostCpus hostCpus) {
+std::unique_ptr<Engine> core::joinTcpEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
+                                            Deadline deadline) {
   bootstrap::MeshRendezvous how;
   how.prefix = "tcp";
   how.ifname = settings.ifname;
@@ -55,7 +57,7 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
   how.options.describe = host::describeInWords;
   how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
-  auto mesh = bootstrap::joinTcpMesh(*rendezvous->store, rank, size, how, deadline);
+  auto mesh = bootstrap::joinTcpMesh(store, rank, size, how, deadline);
   auto selector = std::make_shared<const tuning::Selector>(core::tcpSelector(size, settings));
   host::NetPolicy policy;
   policy.choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
@@ -66,11 +68,33 @@ std::unique_ptr<core::CommunicatorImpl> joinTcp(int rank, int size, std::shared_
     fail(ErrorCode::kInvalidArgument, {}, "BRAID_COMPRESS=", settings.compress, " is not one of: (empty), bf16");
   }
   policy.compressBf16 = settings.compress == "bf16";
-  auto engine = std::make_unique<host::NetEngine>(std::move(mesh), std::move(policy), settings.tcpSpinMicros,
-                                                  settings.debug == "detail");
-  return std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous),
-                                                  hostCpus);
+  return std::make_unique<host::NetEngine>(std::move(mesh), std::move(policy), settings.tcpSpinMicros,
+                                           settings.debug == "detail");
 }
+
+// Ranks of one host: a shared-memory group among them.
+std::unique_ptr<Engine> core::joinShmEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
+                                            HostCpus cpus, Deadline deadline) {
+  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
+  return makeLocalEngine(size, bootstrap::joinShmGroup(store, rank, size, layout.regionBytes, deadline), settings,
+                         cpus);
+}
+
+// Ranks of different hosts share a GPU only where one machine runs several hosts (BRAID_HOST_ID, network
+// namespaces): then every rank tells the others its machine and the GPU current at creation, and learns whether
+// another rank on its machine holds the same one. Returns that GPU's identity, or empty. Traded through the store
+// here because the transport's own messages belong to calls.
+std::string core::gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline) {
+  const std::string gpu = device::gpuIdentity(-1);
+  const std::string mine = strCat(core::Placement::machineOf(transport::hostIdentity()), "/", gpu);
+  const std::vector<std::string> all = bootstrap::allGather(store, "gpu", rank, size, mine, deadline);
+  for (int q = 0; q < size; ++q) {
+    if (q != rank && !gpu.empty() && all[static_cast<std::size_t>(q)] == mine) return gpu;
+  }
+  return "";
+}
+
+namespace {
 
 // Every rank tells the others its host. Ranks share a host when they share a boot id and a network namespace:
 // only then may they map each other's shared memory and trust each other's pids (a hostname says neither).
@@ -88,20 +112,6 @@ core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Se
     hosts.push_back(core::Placement::decode(text));
   }
   return core::Placement::of(hosts, rank);
-}
-
-// Ranks of different hosts share a GPU only where one machine runs several hosts (BRAID_HOST_ID, network
-// namespaces): then every rank tells the others its machine and the GPU current at creation, and learns whether
-// another rank on its machine holds the same one. Returns that GPU's identity, or empty. Traded through the store
-// here because the transport's own messages belong to calls.
-std::string gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline) {
-  const std::string gpu = device::gpuIdentity(-1);
-  const std::string mine = strCat(core::Placement::machineOf(transport::hostIdentity()), "/", gpu);
-  const std::vector<std::string> all = bootstrap::allGather(store, "gpu", rank, size, mine, deadline);
-  for (int q = 0; q < size; ++q) {
-    if (q != rank && !gpu.empty() && all[static_cast<std::size_t>(q)] == mine) return gpu;
-  }
-  return "";
 }
 
 std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvous> rendezvous,
@@ -127,18 +137,13 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
   const core::HostCpus hostCpus{.ranks = placement.localSize, .cpus = placement.localCpus};
-  std::unique_ptr<core::CommunicatorImpl> impl;
-  if (tcp) {
-    impl = joinTcp(rank, size, std::move(rendezvous), settings, deadline, hostCpus);
-  } else {
-    const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-    auto group = bootstrap::joinShmGroup(*store, rank, size, layout.regionBytes, deadline);
-    impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(group), settings, std::move(rendezvous),
-                                                    hostCpus);
-  }
+  std::unique_ptr<Engine> engine = tcp ? core::joinTcpEngine(*store, rank, size, settings, deadline)
+                                       : core::joinShmEngine(*store, rank, size, settings, hostCpus, deadline);
+  auto impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous),
+                                                       hostCpus);
   impl->attachStore(store);
   if (tcp && placement.machineRunsSeveralRanks) {
-    impl->attachSharedGpu(gpuSharedAcrossHosts(*store, rank, size, deadline));
+    impl->attachSharedGpu(core::gpuSharedAcrossHosts(*store, rank, size, deadline));
   }
   impl->attachPlacement(std::move(placement));
   if (abort) impl->attachAbortHandle(abort);

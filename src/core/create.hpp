@@ -3,11 +3,15 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
+#include "algorithms/engine.hpp"
 #include "base/config.hpp"
+#include "base/deadline.hpp"
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
+#include "core/engine_stack.hpp"
 
 namespace braid::core {
 
@@ -20,7 +24,21 @@ std::unique_ptr<Communicator> createWithSettings(const UniqueId& id, int rank, i
 std::unique_ptr<Communicator> joinOverStore(std::shared_ptr<bootstrap::Store> store, std::shared_ptr<void> keepAlive,
                                             int rank, int size, const Settings& settings);
 
+/// The host engine of `size` ranks that meet over `store` (whose keys are theirs alone), without a communicator
+/// around it (the levels of the hierarchical allreduce): a TCP mesh among them, or, for ranks of one host, a
+/// shared-memory group on `cpus`.
+std::unique_ptr<Engine> joinTcpEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
+                                      Deadline deadline);
+std::unique_ptr<Engine> joinShmEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
+                                      HostCpus cpus, Deadline deadline);
+/// Where several hosts share a machine: the GPU (device::gpuIdentity) current on this rank that another of the
+/// `size` ranks meeting over `store` holds too, or empty.
+std::string gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline);
+
 class CommunicatorImpl;
+/// Where the listed ranks of `parent` meet: the parent's store under a prefix of theirs alone (a count of earlier
+/// groups of the same list keeps repeated ones apart). Fails when the parent was made without a store.
+std::shared_ptr<bootstrap::Store> subgroupStore(CommunicatorImpl& parent, const std::vector<int>& ranks);
 /// Communicator::subgroup without its checks (`ranks` valid, distinct, this rank among them): the listed ranks of
 /// `parent` join a communicator of their own over its store, with no collective of the parent's.
 std::unique_ptr<Communicator> makeSubgroup(CommunicatorImpl& parent, const std::vector<int>& ranks);

@@ -1,8 +1,9 @@
 #include "core/hierarchy.hpp"
 
+#include <algorithm>
+
 #include "base/data_type.hpp"
 #include "base/error.hpp"
-#include "core/communicator_access.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/create.hpp"
 
@@ -18,9 +19,7 @@ bool Hierarchy::fits(const Placement& p) {
   return perHost.front() > 1;
 }
 
-bool Hierarchy::composes(ReduceOp op) { return op.kind != ReduceKind::kAvg && op.kind != ReduceKind::kPremulSum; }
-
-std::unique_ptr<Hierarchy> Hierarchy::make(CommunicatorImpl& parent) {
+std::unique_ptr<Hierarchy> Hierarchy::make(CommunicatorImpl& parent, const OpEnv& env) {
   const Placement& p = parent.placement();
   const int me = parent.rank();
   std::vector<int> local, cross;
@@ -31,64 +30,62 @@ std::unique_ptr<Hierarchy> Hierarchy::make(CommunicatorImpl& parent) {
     if (host == p.hostOf[static_cast<std::size_t>(me)]) local.push_back(r);
     if (localRank == p.localRank) cross.push_back(r);
   }
-  // Every rank makes the local group first, then the cross one: the same order on every member of each.
-  auto l = makeSubgroup(parent, local);
-  auto c = makeSubgroup(parent, cross);
-  return std::unique_ptr<Hierarchy>(new Hierarchy(std::move(l), std::move(c)));
+  const auto level = [me](std::vector<int> ranks) {
+    const int mine = static_cast<int>(std::find(ranks.begin(), ranks.end(), me) - ranks.begin());
+    return HierarchyLevel{.ranks = std::move(ranks), .mine = mine};
+  };
+  HierarchyPlace place{.inside = level(local), .between = level(cross)};
+  const Settings& settings = parent.settings();
+  const Deadline deadline = Deadline::after(env.timeoutSeconds).cancellable(env.aborted);
+  // Every rank makes the local level first, then the cross one: the same order on every member of each. Inside a
+  // host, shared memory unless BRAID_TRANSPORT=tcp asks for TCP everywhere.
+  auto localStore = subgroupStore(parent, local);
+  auto crossStore = subgroupStore(parent, cross);
+  const HostCpus cpus{.ranks = p.localSize, .cpus = p.localCpus};
+  const HierarchyLevel& in = place.inside;
+  const HierarchyLevel& across = place.between;
+  std::unique_ptr<Engine> inside = settings.transport == "tcp"
+                                       ? joinTcpEngine(*localStore, in.mine, in.size(), settings, deadline)
+                                       : joinShmEngine(*localStore, in.mine, in.size(), settings, cpus, deadline);
+  std::unique_ptr<Engine> between = joinTcpEngine(*crossStore, across.mine, across.size(), settings, deadline);
+  auto insideStack = std::make_unique<EngineStack>(in.mine, in.size(), std::move(inside), settings);
+  auto betweenStack = std::make_unique<EngineStack>(across.mine, across.size(), std::move(between), settings);
+  if (p.machineRunsSeveralRanks) {
+    betweenStack->attachSharedGpu(gpuSharedAcrossHosts(*crossStore, across.mine, across.size(), deadline));
+  }
+  return std::unique_ptr<Hierarchy>(new Hierarchy(std::move(place), std::move(insideStack), std::move(betweenStack)));
 }
 
-namespace {
-
-// A step's failure, told as the parent's: which step, then what the sub-communicator said.
-template <typename Step>
-void step(const char* what, const OpEnv& env, Step&& run) {
+void Hierarchy::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
+                          ReduceOp op, const OpEnv& env) {
+  if (!closed_.empty()) {
+    fail(ErrorCode::kAborted, env.context,
+         "the hierarchical allreduce's engines were closed after an earlier failure (", closed_,
+         "); this communicator cannot run allreduces of this size again");
+  }
   try {
-    run();
+    Engine& inside = inside_->forRoute(route, env);
+    Engine& between = between_->forRoute(route, env);
+    algorithm_.run(inside, between, send, recv, count, type, op, env);
   } catch (const Error& e) {
-    fail(e.code(), env.context, "hierarchical allreduce, ", what, ": ", e.message());
-  }
-}
-
-}  // namespace
-
-void Hierarchy::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                          const OpEnv& env) {
-  const std::size_t esz = dataTypeSize(type);
-  const auto localSize = static_cast<std::size_t>(local_->size());
-  const std::size_t shard = count / localSize;
-  const std::size_t tail = count - shard * localSize;
-  const auto* in = static_cast<const std::byte*>(send);
-  auto* out = static_cast<std::byte*>(recv);
-  // Each step on the caller's stream: GPU buffers go from one step to the next in stream order, without the host
-  // waiting between them where the step's transport allows (the kernels inside a host).
-  const CallOptions opts{.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(env.timeoutSeconds * 1000)),
-                         .stream = env.stream};
-  if (shard > 0) {
-    std::byte* mine = out + static_cast<std::size_t>(local_->rank()) * shard * esz;
-    step("reduce-scatter inside the host", env, [&] { local_->reduceScatter(in, mine, shard, type, op, opts); });
-    step("allreduce between hosts", env, [&] { cross_->allreduce(mine, mine, shard, type, op, opts); });
-    step("allgather inside the host", env, [&] { local_->allgather(mine, out, shard, type, opts); });
-  }
-  if (tail > 0) {
-    // Fewer elements than local ranks: each local rank reduces them in full (its host's, then the hosts').
-    const std::size_t at = shard * localSize * esz;
-    step("allreduce of the tail inside the host", env,
-         [&] { local_->allreduce(in + at, out + at, tail, type, op, opts); });
-    step("allreduce of the tail between hosts", env,
-         [&] { cross_->allreduce(out + at, out + at, tail, type, op, opts); });
+    // The ranks of the other level, or of a later step, may be waiting for this one: closing both levels tells
+    // them at once (PeerLost) rather than at their timeout. The levels are then out of step for good.
+    closed_ = e.what();
+    abort();
+    throw;
   }
 }
 
 void Hierarchy::abort() {
-  local_->abort();
-  cross_->abort();
+  inside_->abort();
+  between_->abort();
 }
 
 std::string Hierarchy::describe(std::size_t bytes) const {
-  const std::size_t shard = bytes / static_cast<std::size_t>(local_->size());
-  return strCat("hierarchical (reduce-scatter and allgather over ",
-                CommunicatorAccess::impl(*local_).engine().transportName(), " inside hosts, ",
-                CommunicatorAccess::impl(*cross_).allreduceAlgorithm(shard), " between)");
+  const std::size_t shard = bytes / static_cast<std::size_t>(place_.inside.size());
+  const Engine& between = between_->host();
+  return strCat("hierarchical (reduce-scatter and allgather over ", inside_->host().transportName(), " inside hosts, ",
+                between.transportName(), "/", between.allreduceAlgorithm(shard), " between)");
 }
 
 }  // namespace braid::core

@@ -1,15 +1,18 @@
-// Allreduce across hosts in three steps: inside each host a reduce-scatter (shared memory), between hosts
-// an allreduce of each local rank's shard among the ranks of equal local rank (TCP; the local ranks' rings run at
-// once), then inside each host an allgather. Each rank sends n / L bytes between hosts instead of n, and the
-// inter-host schedule has H ranks instead of H x L. The two sub-communicators are made from the parent's store at
-// the first such call, without a collective of the parent's (every rank knows its groups from the placement).
+// The hierarchical allreduce of a communicator whose ranks span hosts (algorithms/hierarchical_allreduce.hpp) and the
+// engines of its two levels: this host's ranks (shared memory), and the ranks of this rank's local rank on every
+// host (TCP). Both are made over the communicator's store at its first such call, without a collective of the
+// communicator's (every rank knows its groups from the placement), each with its own device engine for GPU buffers.
 #pragma once
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "algorithms/engine.hpp"
-#include "braid/braid.hpp"
+#include "algorithms/hierarchical_allreduce.hpp"
+#include "braid/types.hpp"
+#include "core/engine_stack.hpp"
+#include "core/memory_kind.hpp"
 #include "core/placement.hpp"
 
 namespace braid::core {
@@ -20,22 +23,28 @@ class Hierarchy {
  public:
   /// Whether `placement` suits the hierarchy: several hosts, the same number (> 1) of ranks on each.
   static bool fits(const Placement& placement);
-  /// The sub-communicators of `parent` for this rank: its host's ranks, and the ranks of its local rank.
-  static std::unique_ptr<Hierarchy> make(CommunicatorImpl& parent);
+  /// The levels of `parent` for this rank, joined within `env`'s timeout (and its abort).
+  static std::unique_ptr<Hierarchy> make(CommunicatorImpl& parent, const OpEnv& env);
 
-  /// `op` must be one the steps compose exactly: not average (integer averages would truncate twice) or premul sum.
-  static bool composes(ReduceOp op);
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
+  static bool composes(ReduceOp op) { return HierarchicalAllreduce::composes(op); }
+  /// An allreduce on buffers that took `route`: the levels' host engines, or their device engines. A failure closes
+  /// both levels (their peers learn it at once), and later calls fail naming it.
+  void allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const OpEnv& env);
+  /// From any thread: both levels' engines.
   void abort();
-  /// "hierarchical (shm/rsag inside hosts, tcp/ring between)" for a message of `bytes`.
+  /// "hierarchical (reduce-scatter and allgather over shm inside hosts, tcp/ring between)" for a message of `bytes`.
   std::string describe(std::size_t bytes) const;
 
  private:
-  Hierarchy(std::unique_ptr<Communicator> local, std::unique_ptr<Communicator> cross)
-      : local_(std::move(local)), cross_(std::move(cross)) {}
+  Hierarchy(HierarchyPlace place, std::unique_ptr<EngineStack> inside, std::unique_ptr<EngineStack> between)
+      : place_(std::move(place)), inside_(std::move(inside)), between_(std::move(between)), algorithm_(place_) {}
 
-  std::unique_ptr<Communicator> local_;  // this host's ranks, in rank order
-  std::unique_ptr<Communicator> cross_;  // one rank per host: those of this rank's local rank
+  const HierarchyPlace place_;
+  std::unique_ptr<EngineStack> inside_;   // this host's ranks, in rank order
+  std::unique_ptr<EngineStack> between_;  // one rank per host: those of this rank's local rank, in rank order
+  HierarchicalAllreduce algorithm_;
+  std::string closed_;  // why a failed call closed the levels (for the thread running calls)
 };
 
 }  // namespace braid::core

@@ -96,6 +96,66 @@ INSTANTIATE_TEST_SUITE_P(Faults, PeerFailure,
                                   "_" + std::to_string(std::get<2>(info.param)) + "ranks";
                          });
 
+// The hierarchical allreduce (two "hosts" of two by BRAID_HOST_ID): the ranks that share a level with the one that
+// exits learn it directly; the others wait on them in another level or step, and learn it because a rank whose
+// step failed closes both its levels. So every survivor fails within seconds, not at its timeout.
+TEST(HierarchyPeerFailure, EveryOtherRankFailsInTimeNamingAPeer) {
+  const int victim = 3;
+  auto results = runProcessesWith(
+      4,
+      [](int rank) {
+        Settings s = faultSettings("auto");
+        s.hostId = "h" + std::to_string(rank / 2);
+        s.hierarchy = "on";
+        return s;
+      },
+      [&](Communicator& comm) {
+        std::vector<float> big(1 << 18, 1.0f);
+        comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+        require(comm.allreduceAlgorithm(big.size() * 4).rfind("hierarchical", 0) == 0,
+                "not hierarchical: " + comm.allreduceAlgorithm(big.size() * 4));
+        if (comm.rank() == victim) {
+          std::thread([] {
+            std::this_thread::sleep_for(20ms);
+            ::_exit(0);
+          }).detach();
+        }
+        const auto start = Clock::now();
+        std::string outcome = "collectives with a failed peer did not fail";
+        try {
+          for (int i = 0; i < 100000; ++i) {
+            comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+          }
+        } catch (const Error& e) {
+          const auto took = Clock::now() - start;
+          bool named = false;
+          for (int r = 0; r < comm.size(); ++r) named = named || (r != comm.rank() && namesRank(e, r));
+          outcome = e.code() != ErrorCode::kPeerLost                ? std::string("expected PeerLost: ")
+                    : !contains(e.what(), "hierarchical allreduce") ? std::string("the error should name the step: ")
+                    : !named                                        ? std::string("the error should name a peer: ")
+                    : took > 2s
+                        ? "PeerLost came after " + std::to_string(std::chrono::duration<double>(took).count()) + " s: "
+                        : std::string();
+          if (!outcome.empty()) outcome += e.what();
+        }
+        std::this_thread::sleep_for(4s);  // alive, its sockets open, while the others wait to learn
+        require(outcome.empty(), outcome);
+        // The levels are closed: a later allreduce of this size says so at once.
+        try {
+          comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+        } catch (const Error&) {
+          return;
+        }
+        throw std::runtime_error("an allreduce after the failure succeeded");
+      },
+      90);
+  for (int r = 0; r < 4; ++r) {
+    if (r != victim) {
+      EXPECT_EQ(results[r], "") << "rank " << r;
+    }
+  }
+}
+
 // After a kill, the survivors shrink to a communicator of themselves and go on; whichever rank died, rank 0 (which
 // served the first communicator's store) included.
 class Shrink : public ::testing::TestWithParam<std::tuple<std::string, int>> {};

@@ -1,0 +1,109 @@
+#include "core/engine_stack.hpp"
+
+#include <algorithm>
+#include <array>
+#include <mutex>
+#include <optional>
+
+#include "algorithms/device/device_engine_factory.hpp"
+#include "algorithms/host/local_engine.hpp"
+#include "core/engine_selectors.hpp"
+#include "core/this_host.hpp"
+#include "topology/topology.hpp"
+#include "tuning/device_path.hpp"
+#include "tuning/selector.hpp"
+
+namespace braid::core {
+
+HostCpus orThisProcess(HostCpus host, int size) {
+  if (host.ranks <= 0) host.ranks = size;
+  if (host.cpus <= 0) host.cpus = tuning::machineOf(thisHost(), size, tuning::Link::kShm).usableCpus;
+  return host;
+}
+
+std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
+                                        const Settings& settings, HostCpus host) {
+  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
+  auto selector =
+      std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size).cpus, settings));
+  auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
+    return *selector->choose(bytes).algorithm;
+  };
+  auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
+  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
+                                             settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
+}
+
+namespace {
+
+// The device engine's allreduce selectors, one for each set of facts it may report (before it connects, after,
+// on NVLink or PCIe), each made when first asked: an engine asks for one or two.
+class DeviceSelectors {
+ public:
+  DeviceSelectors(int size, Settings settings) : size_(size), settings_(std::move(settings)) {}
+
+  const tuning::Selector& of(const device::DeviceFacts& f, bool nvlink) {
+    const std::size_t key = (f.channel ? 1 : 0) | (f.shared ? 2 : 0) | (f.processes ? 4 : 0) | (nvlink ? 8 : 0);
+    std::call_once(made_[key], [&] { selectors_[key].emplace(deviceSelector(f, nvlink, size_, settings_)); });
+    return *selectors_[key];
+  }
+
+ private:
+  const int size_;
+  const Settings settings_;
+  std::array<std::once_flag, 16> made_;
+  std::array<std::optional<tuning::Selector>, 16> selectors_;
+};
+
+// The device engine's choices: its algorithms weighed by a selector, as makeLocalEngine does for the host engine.
+device::DevicePolicy devicePolicy(int size, const Settings& settings) {
+  device::DevicePolicy policy;
+  policy.sharedPath = [settings](bool shared) {
+    return tuning::chooseSharedGpuPath(shared, shared && topology::mpsServerRunning(), settings);
+  };
+  auto selectors = std::make_shared<DeviceSelectors>(size, settings);
+  policy.allreduce = [selectors](std::size_t bytes, const device::DeviceFacts& facts,
+                                 bool nvlink) -> const tuning::AlgorithmDescriptor& {
+    return *selectors->of(facts, nvlink).choose(bytes).algorithm;
+  };
+  policy.explain = [selectors](std::size_t bytes, const device::DeviceFacts& facts, bool nvlink) {
+    return selectors->of(facts, nvlink).explain(bytes);
+  };
+  policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
+    return tuning::deviceBlocks(windowBytes, maxBlocks, settings);
+  };
+  policy.chunkBytes = settings.cudaChunkBytes;
+  return policy;
+}
+
+}  // namespace
+
+EngineStack::EngineStack(int rank, int size, std::unique_ptr<Engine> host, Settings settings)
+    : rank_(rank), size_(size), settings_(std::move(settings)), host_(std::move(host)) {}
+
+transport::LocalGroup* EngineStack::localGroup() const {
+  auto* local = dynamic_cast<host::LocalEngine*>(host_.get());
+  return local ? &local->group() : nullptr;
+}
+
+Engine& EngineStack::forRoute(const Route& route, const OpEnv& env) {
+  if (!route.device) {
+    device::waitForStream(env);
+    return *host_;
+  }
+  if (!device_) {
+    // GPU kernels reach only the GPUs of this host: a group over the network stages its device buffers.
+    device_ =
+        device::makeDeviceEngine(*host_, rank_, size_, settings_, localGroup() != nullptr,
+                                 devicePolicy(size_, settings_), deviceOfPointer(route.firstGpuPointer), sharedGpu_);
+    deviceView_.store(device_.get(), std::memory_order_release);
+  }
+  return *device_;
+}
+
+void EngineStack::abort() {
+  host_->abort();
+  if (Engine* device = deviceView_.load(std::memory_order_acquire)) device->abort();
+}
+
+}  // namespace braid::core

@@ -1,0 +1,63 @@
+// The engines of one group of ranks: the host engine creation made (shared memory or the network), and the device
+// engine over it, made at the group's first call on GPU memory. A communicator has one; the hierarchical allreduce
+// has one for each of its levels.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "algorithms/engine.hpp"
+#include "base/config.hpp"
+#include "core/memory_kind.hpp"
+#include "transport/local_group.hpp"
+
+namespace braid::core {
+
+/// The ranks of a host-engine group on this rank's host and the CPUs they may use together (Placement::localSize and
+/// localCpus, the same on each of them); zeros: every rank here, on the CPUs this process may use.
+struct HostCpus {
+  int ranks = 0;
+  int cpus = 0;
+};
+
+/// `host`'s ranks and cpus made whole: where the placement did not say, every rank runs here on this process's CPUs.
+HostCpus orThisProcess(HostCpus host, int size);
+
+/// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
+std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
+                                        const Settings& settings, HostCpus host);
+
+class EngineStack {
+ public:
+  /// `sharedGpu`: the GPU this rank shares with ranks of other hosts on its machine (device_engine_factory.hpp).
+  EngineStack(int rank, int size, std::unique_ptr<Engine> host, Settings settings);
+
+  /// The GPU this rank shares with ranks of other hosts on its machine (device_engine_factory.hpp), learned by
+  /// creation; before the first call on GPU memory.
+  void attachSharedGpu(std::string gpu) { sharedGpu_ = std::move(gpu); }
+
+  Engine& host() const { return *host_; }
+  /// The shared-memory group of ranks that share a host; null over the network.
+  transport::LocalGroup* localGroup() const;
+  /// The engine for a call whose buffers took `route`: the host engine (after the call's stream, when it has one)
+  /// or the device engine, made at the first call on GPU memory. For the thread running calls.
+  Engine& forRoute(const Route& route, const OpEnv& env);
+  /// The device engine, once a call on device buffers made it (else null): for the thread running calls, and from
+  /// any thread for what EngineControl allows (abort, asyncError).
+  Engine* device() const { return deviceView_.load(std::memory_order_acquire); }
+  /// From any thread: both engines' abort.
+  void abort();
+
+ private:
+  const int rank_;
+  const int size_;
+  const Settings settings_;
+  std::string sharedGpu_;
+  std::unique_ptr<Engine> host_;
+  std::unique_ptr<Engine> device_;  // declared after host_: it runs over it, and goes first
+  std::atomic<Engine*> deviceView_{nullptr};
+};
+
+}  // namespace braid::core
