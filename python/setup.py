@@ -96,7 +96,7 @@ setup(
                 os.path.join("braid_torch", "csrc", f)
                 for f in ("braid_backend.hpp", "braid_work.hpp", "tensor_buffers.hpp", "torch_store.hpp")
             ],
-            libraries=["crypto", "dl", "rt"] + STREAMS.get("libraries", []),
+            libraries=["crypto", "hwloc", "dl", "rt"] + STREAMS.get("libraries", []),
             # Everything taken from static archives stays private to the module. Some toolchains (the GPU
             # machine's /opt/gcc) link their newer libstdc++ statically: exported, its symbols were bound to the
             # libstdc++.so torch had already loaded, and the module's iostreams called facets of the other

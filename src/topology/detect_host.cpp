@@ -1,6 +1,7 @@
-// The host half of detect(): CPUs, NUMA nodes, memory, cgroup limits, /dev/shm, containers and NICs, from procfs
-// and sysfs. Every read tolerates a missing file (containers hide much of sysfs): what cannot be read stays at its
-// "unknown" value.
+// The host half of detect(): CPUs, NUMA nodes, memory, cgroup limits, /dev/shm, containers and NICs. hwloc reads the
+// CPUs, caches and NUMA nodes of a live host (hwloc_host.cpp); procfs and sysfs the rest, and the CPUs too where hwloc
+// cannot or the host is a fake tree. Every read tolerates a missing file (containers hide much of sysfs): what cannot
+// be read stays at its "unknown" value.
 #include <sched.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -9,9 +10,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <sstream>
 
+#include "base/error.hpp"
+#include "base/logging.hpp"
+#include "topology/hwloc_host.hpp"
 #include "topology/topology.hpp"
 
 namespace braid::topology {
@@ -96,20 +101,23 @@ std::string linkTarget(const std::string& path) {
   return ec ? std::string() : target.filename().string();
 }
 
+// The CPUs this process may run on; a fake tree's are all of its online ones.
+void readAffinity(Topology& t, bool live) {
+  t.usableCpus = t.logicalCpus;
+  if (!live) return;
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    t.usableCpus = CPU_COUNT(&set);
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+      if (CPU_ISSET(c, &set)) t.usableCpuIds.push_back(c);
+    }
+  }
+}
+
 void readCpus(Topology& t, const std::string& root, bool live) {
   const std::string cpuDir = root + "/sys/devices/system/cpu";
   t.logicalCpus = static_cast<int>(parseCpuList(readFile(cpuDir + "/online")).size());
   if (t.logicalCpus == 0 && live) t.logicalCpus = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  t.usableCpus = t.logicalCpus;
-  if (live) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-      t.usableCpus = CPU_COUNT(&set);
-      for (int c = 0; c < CPU_SETSIZE; ++c) {
-        if (CPU_ISSET(c, &set)) t.usableCpuIds.push_back(c);
-      }
-    }
-  }
   std::set<long> packages;
   for (const std::string& name : entries(cpuDir)) {
     if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3]))) continue;
@@ -219,9 +227,8 @@ void readNics(Topology& t, const std::string& root) {
   }
 }
 
-}  // namespace
-
-Topology detectHost(const std::string& root) {
+// The host, and where hwloc read it what it says of PCI devices (for the GPUs, which detectGpus adds later).
+Topology hostAndPci(const std::string& root, HwlocView& pci) {
   const bool live = root.empty();
   Topology t;
   if (live) {
@@ -230,16 +237,37 @@ Topology detectHost(const std::string& root) {
   } else {
     t.hostname = readFile(root + "/proc/sys/kernel/hostname");
   }
-  readCpus(t, root, live);
-  readNuma(t, root);
+  std::string why = "a described host is read from its files";
+  if (live) pci = readHwloc(t, HwlocSource{}, why);
+  if (why.empty()) {
+    t.readBy = hwlocVersion();
+  } else {
+    if (live) {
+      static std::once_flag warned;
+      std::call_once(warned,
+                     [&] { logLine(LogLevel::kWarn, -1, strCat("reading this host's CPUs from sysfs: ", why)); });
+    }
+    readCpus(t, root, live);
+    readNuma(t, root);
+    t.readBy = "sysfs";
+  }
+  readAffinity(t, live);
   readLimits(t, root);
   readContainer(t, root, live);
   readNics(t, root);
+  for (Nic& nic : t.nics) nic.numaNode = numaOfPci(pci, nic.pciBusId, nic.numaNode);
   std::error_code ec;
   t.nvidiaPeermem = fs::exists(root + "/sys/module/nvidia_peermem", ec);
   t.iommu = !entries(root + "/sys/class/iommu").empty();
   t.mpsServer = mpsServerRunning(root);
   return t;
+}
+
+}  // namespace
+
+Topology detectHost(const std::string& root) {
+  HwlocView pci;
+  return hostAndPci(root, pci);
 }
 
 bool mpsServerRunning(const std::string& root) {
@@ -251,8 +279,10 @@ bool mpsServerRunning(const std::string& root) {
 }
 
 Topology detect(const std::string& root) {
-  Topology t = detectHost(root);
+  HwlocView pci;
+  Topology t = hostAndPci(root, pci);
   if (root.empty()) detectGpus(t, root);
+  for (Gpu& gpu : t.gpus) gpu.numaNode = numaOfPci(pci, gpu.pciBusId, gpu.numaNode);
   return t;
 }
 

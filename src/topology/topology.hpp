@@ -1,4 +1,4 @@
-// What hardware one host has: pure data. detect() fills it from procfs, sysfs and the CUDA runtime; the
+// What hardware one host has: pure data. detect() fills it from hwloc, procfs, sysfs and the CUDA runtime; the
 // braid command also reads and writes it as JSON (--topology FILE), so that every decision made from it (what
 // `braid detect`, `env`, `doctor` and the selector say) is tested against fixtures of machines we do not have.
 #pragma once
@@ -76,6 +76,10 @@ struct Topology {
   int usableCpus = 0;             ///< in this process's affinity mask
   std::vector<int> usableCpuIds;  ///< their ids, read live (empty for a described machine or an unreadable mask)
   int sockets = 0;
+  int cores = 0;                   ///< physical cores (0: unknown; sysfs alone does not count them)
+  std::uint64_t l2CacheBytes = 0;  ///< one L2 cache's size (0: unknown)
+  std::uint64_t l3CacheBytes = 0;  ///< one L3 cache's size (0: unknown)
+  std::string readBy;              ///< what read the CPUs and NUMA nodes: "hwloc (API 2.8)", or "sysfs"
   std::vector<NumaNode> numa;
   std::uint64_t memoryBytes = 0;
   double cgroupCpus = 0;                ///< the cgroup's CPU quota in CPUs; 0: none
@@ -110,7 +114,9 @@ bool mpsServerRunning(const std::string& root = "");
 /// tree; then nothing is asked of this process or of the CUDA runtime).
 Topology detect(const std::string& root = "");
 
-/// The parts detect() reads from procfs and sysfs.
+/// The parts detect() reads from hwloc, procfs and sysfs. On a live host (`root` empty) hwloc reads the CPUs, cores,
+/// caches and NUMA nodes and places PCI devices on their nodes; where it cannot, braid warns once and reads sysfs
+/// itself, as it does for a fake tree.
 Topology detectHost(const std::string& root);
 /// Adds the GPUs the CUDA runtime sees, and their pairs, to `t` (nothing in a build without CUDA).
 void detectGpus(Topology& t, const std::string& root);

@@ -72,8 +72,17 @@ std::string detectReport(const topology::Topology& t) {
   std::ostringstream out;
   out << "host " << (t.hostname.empty() ? "(unnamed)" : t.hostname) << ": "
       << (t.cpuModel.empty() ? "CPU model unknown" : t.cpuModel) << "\n";
-  out << "  " << t.sockets << " socket(s), " << t.logicalCpus << " logical CPUs (" << t.usableCpus << " usable here), "
-      << (t.numa.empty() ? 1 : t.numa.size()) << " NUMA node(s), " << gibText(t.memoryBytes) << " memory\n";
+  out << "  " << t.sockets << " socket(s), ";
+  if (t.cores > 0) out << t.cores << " cores, ";
+  out << t.logicalCpus << " logical CPUs (" << t.usableCpus << " usable here), " << (t.numa.empty() ? 1 : t.numa.size())
+      << " NUMA node(s), " << gibText(t.memoryBytes) << " memory\n";
+  if (t.l2CacheBytes > 0 || t.l3CacheBytes > 0) {
+    out << "  caches:";
+    if (t.l2CacheBytes > 0) out << " L2 " << (t.l2CacheBytes >> 10) << " KiB";
+    if (t.l3CacheBytes > 0) out << " L3 " << (t.l3CacheBytes >> 10) << " KiB";
+    out << " each\n";
+  }
+  if (!t.readBy.empty()) out << "  read by " << t.readBy << "\n";
   for (const topology::NumaNode& n : t.numa) {
     out << "  NUMA " << n.id << ": " << n.cpus.size() << " CPUs, " << gibText(n.memoryBytes) << "\n";
   }

@@ -18,10 +18,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GpuPair, a, b, p2p, perfRank, nv
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Nic, name, driver, pciBusId, speedMbps, mtu, up, loopback, numaNode,
                                                 rdmaDevices)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(NumaNode, id, cpus, memoryBytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Topology, hostname, cpuModel, logicalCpus, usableCpus, sockets, numa,
-                                                memoryBytes, cgroupCpus, cgroupMemoryBytes, shmBytes, container,
-                                                cudaDriverVersion, cudaRuntimeVersion, nvidiaPeermem, iommu, mpsServer,
-                                                gpus, gpuPairs, nics)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(Topology, hostname, cpuModel, logicalCpus, usableCpus, sockets, cores,
+                                                l2CacheBytes, l3CacheBytes, readBy, numa, memoryBytes, cgroupCpus,
+                                                cgroupMemoryBytes, shmBytes, container, cudaDriverVersion,
+                                                cudaRuntimeVersion, nvidiaPeermem, iommu, mpsServer, gpus, gpuPairs,
+                                                nics)
 
 }  // namespace braid::topology
 
@@ -52,7 +53,8 @@ void checkNumbers(const nlohmann::json& j, const std::string& key, const std::st
     return;
   }
   if (j.is_number_float()) bad("must be a whole number");
-  const bool unsigned64 = key == "memoryBytes" || key == "cgroupMemoryBytes" || key == "shmBytes" || key == "slowdown";
+  const bool unsigned64 = key == "memoryBytes" || key == "cgroupMemoryBytes" || key == "shmBytes" ||
+                          key == "slowdown" || key == "l2CacheBytes" || key == "l3CacheBytes";
   if (unsigned64) {
     if (j.is_number_integer() && !j.is_number_unsigned() && j.get<std::int64_t>() < 0) bad("must not be negative");
     return;
