@@ -70,7 +70,7 @@ const std::vector<KnobRow>& rows() {
         "USR1 or USR2: on that signal every communicator of the process writes its flight record to "
         "BRAID_FLIGHT_RECORDER's PREFIX.rankR.json and goes on (kill -USR1 PID on a job that seems stuck); empty: off"},
        &Settings::flightRecorderSignal},
-      // A file per communicator: split and hierarchical sub-communicators get their own.
+      // A file per communicator: split communicators get their own; a hierarchical allreduce is one call of its own.
       {{"BRAID_TRACE", KnobType::kString, "",
         "PREFIX: each communicator writes its calls (up to a million) as a Chrome / Perfetto trace to "
         "PREFIX.rankR.PID-N.json when it is destroyed; empty: off"},

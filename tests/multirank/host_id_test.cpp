@@ -78,7 +78,7 @@ TEST_P(HostIdLayout, HierarchicalAllreduceAndEveryCollective) {
         require(comm.localSize() == perHost, strCat("local size ", comm.localSize(), ", expected ", perHost));
         require(std::string(comm.transportName()) == "tcp", "ranks on several hosts should talk over tcp");
         checkAllreduces(comm);
-        // Described once the sub-communicators exist (the first hierarchical call made them).
+        // Described once the levels' engines exist (the first hierarchical call made them).
         const std::string algorithm = comm.allreduceAlgorithm(std::size_t{4} << 20);
         require(algorithm.rfind("hierarchical", 0) == 0 && algorithm.find("over shm inside") != std::string::npos,
                 "a 4 MiB allreduce should be hierarchical with shared memory inside hosts, but runs " + algorithm);
