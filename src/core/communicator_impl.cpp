@@ -125,7 +125,14 @@ void CommunicatorImpl::allreduce(const Route& route, const void* send, void* rec
       hierarchyView_.store(hierarchy_.get(), std::memory_order_release);
       if (aborted_.load(std::memory_order_acquire)) hierarchy_->abort();
     }
-    hierarchy_->allreduce(route, send, recv, count, type, op, env);
+    try {
+      hierarchy_->allreduce(route, send, recv, count, type, op, env);
+    } catch (const Error& e) {
+      // Whatever failed, the hierarchy closed its levels and its peers learned it as a lost peer: this rank is out
+      // of step with them too, even where the error itself (a mismatch) would leave a flat communicator usable.
+      breakWith(e);
+      throw;
+    }
     return;
   }
   if (logEnabled(LogLevel::kInfo) && !route.device) logChoice(count * dataTypeSize(type));
@@ -217,7 +224,10 @@ void CommunicatorImpl::abort() {
 void CommunicatorImpl::noteFailure(const Error& e) {
   // Every rank fails a mismatched call together, so the communicator goes on; the record shows what each called.
   if (e.code() == ErrorCode::kMismatch) dumpFlightRecord(e.what());
-  if (!leavesRanksOutOfStep(e.code())) return;
+  if (leavesRanksOutOfStep(e.code())) breakWith(e);
+}
+
+void CommunicatorImpl::breakWith(const Error& e) {
   bool first = false;
   {
     std::lock_guard lock(mu_);

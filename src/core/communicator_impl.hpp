@@ -242,6 +242,8 @@ class CommunicatorImpl {
   void rejectRound(const OpEnv& env);
   /// Records an error that leaves the ranks out of step: later calls fail at once.
   void noteFailure(const Error& e);
+  /// Makes later calls fail at once, naming `e`, whatever its code (the first such error is kept).
+  void breakWith(const Error& e);
   /// Ends an inline call: lets queued calls run.
   /// Takes the next sequence number (for a collective; -1 for other calls) and sets `flags` in one step, unless
   /// `ifIdle` and the communicator is busy or has queued tasks: then kQueueIt. Lock-free; setting kQueued needs mu_.

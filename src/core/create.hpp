@@ -36,9 +36,6 @@ std::unique_ptr<Engine> joinShmEngine(bootstrap::Store& store, int rank, int siz
 std::string gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline);
 
 class CommunicatorImpl;
-/// Where the listed ranks of `parent` meet: the parent's store under a prefix of theirs alone (a count of earlier
-/// groups of the same list keeps repeated ones apart). Fails when the parent was made without a store.
-std::shared_ptr<bootstrap::Store> subgroupStore(CommunicatorImpl& parent, const std::vector<int>& ranks);
 /// Communicator::subgroup without its checks (`ranks` valid, distinct, this rank among them): the listed ranks of
 /// `parent` join a communicator of their own over its store, with no collective of the parent's.
 std::unique_ptr<Communicator> makeSubgroup(CommunicatorImpl& parent, const std::vector<int>& ranks);

@@ -4,6 +4,7 @@
 
 #include "base/data_type.hpp"
 #include "base/error.hpp"
+#include "bootstrap/prefix_store.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/create.hpp"
 
@@ -36,41 +37,51 @@ std::unique_ptr<Hierarchy> Hierarchy::make(CommunicatorImpl& parent, const OpEnv
   };
   HierarchyPlace place{.inside = level(local), .between = level(cross)};
   const Settings& settings = parent.settings();
-  const Deadline deadline = Deadline::after(env.timeoutSeconds).cancellable(env.aborted);
-  // Every rank makes the local level first, then the cross one: the same order on every member of each. Inside a
-  // host, shared memory unless BRAID_TRANSPORT=tcp asks for TCP everywhere.
-  auto localStore = subgroupStore(parent, local);
-  auto crossStore = subgroupStore(parent, cross);
+  // As long as a creation may take (the levels are made as a communicator is), and ended by an abort.
+  const Deadline deadline = Deadline::after(settings.timeoutSeconds).cancellable(env.aborted);
+  // Each level meets under a key of its own in the parent's store (a hierarchy is made once per communicator): its
+  // host's for the ranks inside it, its local rank's for the ranks between hosts. Every rank joins the level inside
+  // first, then the one between: the same order on every member of each.
+  const std::shared_ptr<bootstrap::Store>& store = parent.store();
+  if (!store)
+    fail(ErrorCode::kInternal, env.context, "a communicator across hosts has no store to make its levels over");
+  auto localStore =
+      std::make_shared<bootstrap::PrefixStore>(store, strCat("hierarchy/host", p.hostOf[static_cast<std::size_t>(me)]));
+  auto crossStore = std::make_shared<bootstrap::PrefixStore>(store, strCat("hierarchy/local", p.localRank));
   const HostCpus cpus{.ranks = p.localSize, .cpus = p.localCpus};
   const HierarchyLevel& in = place.inside;
   const HierarchyLevel& across = place.between;
-  std::unique_ptr<Engine> inside = settings.transport == "tcp"
-                                       ? joinTcpEngine(*localStore, in.mine, in.size(), settings, deadline)
-                                       : joinShmEngine(*localStore, in.mine, in.size(), settings, cpus, deadline);
-  std::unique_ptr<Engine> between = joinTcpEngine(*crossStore, across.mine, across.size(), settings, deadline);
-  auto insideStack = std::make_unique<EngineStack>(in.mine, in.size(), std::move(inside), settings);
-  auto betweenStack = std::make_unique<EngineStack>(across.mine, across.size(), std::move(between), settings);
-  if (p.machineRunsSeveralRanks) {
-    betweenStack->attachSharedGpu(gpuSharedAcrossHosts(*crossStore, across.mine, across.size(), deadline));
+  try {
+    std::unique_ptr<Engine> inside = settings.transport == "tcp"
+                                         ? joinTcpEngine(*localStore, in.mine, in.size(), settings, deadline)
+                                         : joinShmEngine(*localStore, in.mine, in.size(), settings, cpus, deadline);
+    std::unique_ptr<Engine> between = joinTcpEngine(*crossStore, across.mine, across.size(), settings, deadline);
+    auto insideStack = std::make_unique<EngineStack>(in.mine, in.size(), std::move(inside), settings);
+    auto betweenStack = std::make_unique<EngineStack>(across.mine, across.size(), std::move(between), settings);
+    if (p.machineRunsSeveralRanks) {
+      betweenStack->attachSharedGpu(gpuSharedAcrossHosts(*crossStore, across.mine, across.size(), deadline));
+    }
+    return std::unique_ptr<Hierarchy>(new Hierarchy(std::move(place), std::move(insideStack), std::move(betweenStack)));
+  } catch (const Error& e) {
+    // An abort ends the joins' waits, which then read as timeouts: said as what it was.
+    if (env.aborted != nullptr && env.aborted->load(std::memory_order_acquire)) {
+      fail(ErrorCode::kAborted, env.context,
+           "the communicator was aborted while its hierarchical allreduce was set up");
+    }
+    fail(e.code(), env.context, "setting up the hierarchical allreduce: ", e.message());
   }
-  return std::unique_ptr<Hierarchy>(new Hierarchy(std::move(place), std::move(insideStack), std::move(betweenStack)));
 }
 
 void Hierarchy::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
                           ReduceOp op, const OpEnv& env) {
-  if (!closed_.empty()) {
-    fail(ErrorCode::kAborted, env.context,
-         "the hierarchical allreduce's engines were closed after an earlier failure (", closed_,
-         "); this communicator cannot run allreduces of this size again");
-  }
   try {
     Engine& inside = inside_->forRoute(route, env);
     Engine& between = between_->forRoute(route, env);
     algorithm_.run(inside, between, send, recv, count, type, op, env);
   } catch (const Error& e) {
     // The ranks of the other level, or of a later step, may be waiting for this one: closing both levels tells
-    // them at once (PeerLost) rather than at their timeout. The levels are then out of step for good.
-    closed_ = e.what();
+    // them at once (PeerLost) rather than at their timeout. The levels are then out of step for good, and so is the
+    // communicator (CommunicatorImpl::allreduce breaks it).
     abort();
     throw;
   }

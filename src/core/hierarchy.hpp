@@ -23,12 +23,12 @@ class Hierarchy {
  public:
   /// Whether `placement` suits the hierarchy: several hosts, the same number (> 1) of ranks on each.
   static bool fits(const Placement& placement);
-  /// The levels of `parent` for this rank, joined within `env`'s timeout (and its abort).
+  /// The levels of `parent` for this rank, joined within the creation timeout (BRAID_TIMEOUT) or until an abort.
   static std::unique_ptr<Hierarchy> make(CommunicatorImpl& parent, const OpEnv& env);
 
   static bool composes(ReduceOp op) { return HierarchicalAllreduce::composes(op); }
   /// An allreduce on buffers that took `route`: the levels' host engines, or their device engines. A failure closes
-  /// both levels (their peers learn it at once), and later calls fail naming it.
+  /// both levels, so that their peers learn it at once.
   void allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
                  const OpEnv& env);
   /// From any thread: both levels' engines.
@@ -44,7 +44,6 @@ class Hierarchy {
   std::unique_ptr<EngineStack> inside_;   // this host's ranks, in rank order
   std::unique_ptr<EngineStack> between_;  // one rank per host: those of this rank's local rank, in rank order
   HierarchicalAllreduce algorithm_;
-  std::string closed_;  // why a failed call closed the levels (for the thread running calls)
 };
 
 }  // namespace braid::core

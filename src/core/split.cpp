@@ -66,19 +66,16 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::vector<int>& ran
   return core::makeSubgroup(parent, ranks);
 }
 
-std::shared_ptr<bootstrap::Store> core::subgroupStore(CommunicatorImpl& parent, const std::vector<int>& ranks) {
+std::unique_ptr<Communicator> core::makeSubgroup(CommunicatorImpl& parent, const std::vector<int>& ranks) {
+  const int newRank = static_cast<int>(std::find(ranks.begin(), ranks.end(), parent.rank()) - ranks.begin());
   const auto& store = storeOf(parent, "subgroup");
   // The list names the group (hashed: a long list must not make a long key); the count of earlier subgroups of the
   // same list tells repeated ones apart.
   std::uint64_t hash = 1469598103934665603ull;
   for (int r : ranks) hash = (hash ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
-  return std::make_shared<bootstrap::PrefixStore>(
+  auto scoped = std::make_shared<bootstrap::PrefixStore>(
       store, strCat("group", ranks.size(), "-", std::hex, hash, std::dec, "/", parent.nextSubgroupNumber(ranks)));
-}
-
-std::unique_ptr<Communicator> core::makeSubgroup(CommunicatorImpl& parent, const std::vector<int>& ranks) {
-  const int newRank = static_cast<int>(std::find(ranks.begin(), ranks.end(), parent.rank()) - ranks.begin());
-  return core::joinOverStore(subgroupStore(parent, ranks), parent.keepAlive(), newRank, static_cast<int>(ranks.size()),
+  return core::joinOverStore(std::move(scoped), parent.keepAlive(), newRank, static_cast<int>(ranks.size()),
                              parent.settings());
 }
 

@@ -2,6 +2,11 @@
 
 #include <hwloc.h>
 
+// hwloc_topology_set_components and the I/O filters.
+#if HWLOC_API_VERSION < 0x00020100
+#error "braid needs hwloc 2.1 or later"
+#endif
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>

@@ -128,8 +128,9 @@ TEST(HierarchyPeerFailure, EveryOtherRankFailsInTimeNamingAPeer) {
           }
         } catch (const Error& e) {
           const auto took = Clock::now() - start;
-          bool named = false;
-          for (int r = 0; r < comm.size(); ++r) named = named || (r != comm.rank() && namesRank(e, r));
+          // The peer as the communicator numbers it, not as the level that failed does.
+          const int peer = e.context().peer;
+          const bool named = peer >= 0 && peer < comm.size() && peer != comm.rank();
           outcome = e.code() != ErrorCode::kPeerLost                ? std::string("expected PeerLost: ")
                     : !contains(e.what(), "hierarchical allreduce") ? std::string("the error should name the step: ")
                     : !named                                        ? std::string("the error should name a peer: ")
@@ -140,10 +141,12 @@ TEST(HierarchyPeerFailure, EveryOtherRankFailsInTimeNamingAPeer) {
         }
         std::this_thread::sleep_for(4s);  // alive, its sockets open, while the others wait to learn
         require(outcome.empty(), outcome);
-        // The levels are closed: a later allreduce of this size says so at once.
+        // The communicator is broken: a later call of any kind says so at once.
         try {
-          comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
-        } catch (const Error&) {
+          int x = 1;
+          comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+        } catch (const Error& e) {
+          require(contains(e.what(), "unusable after an earlier failure"), std::string("later call: ") + e.what());
           return;
         }
         throw std::runtime_error("an allreduce after the failure succeeded");
@@ -154,6 +157,45 @@ TEST(HierarchyPeerFailure, EveryOtherRankFailsInTimeNamingAPeer) {
       EXPECT_EQ(results[r], "") << "rank " << r;
     }
   }
+}
+
+// A rank whose count differs from its host's: the ranks inside that host fail with Mismatch, those of the other host
+// learn it as a lost peer when the first close their levels, and every rank's communicator is then broken alike, so
+// no rank goes on to wait for one that stopped.
+TEST(HierarchyMismatch, FailsOnEveryRankAndBreaksEveryCommunicator) {
+  auto results = runProcessesWith(
+      4,
+      [](int rank) {
+        Settings s = faultSettings("auto");
+        s.hostId = "h" + std::to_string(rank / 2);
+        s.hierarchy = "on";
+        return s;
+      },
+      [&](Communicator& comm) {
+        std::vector<float> big(1 << 16, 1.0f);
+        comm.allreduce(big.data(), big.data(), big.size(), DataType::kFloat32, ReduceKind::kSum);
+        const auto start = Clock::now();
+        try {
+          comm.allreduce(big.data(), big.data(), big.size() - (comm.rank() == 0 ? 64 : 0), DataType::kFloat32,
+                         ReduceKind::kSum);
+          throw std::runtime_error("an allreduce of mismatched counts succeeded");
+        } catch (const Error& e) {
+          const bool host0 = comm.rank() < 2;
+          require(e.code() == (host0 ? ErrorCode::kMismatch : ErrorCode::kPeerLost),
+                  std::string(host0 ? "expected Mismatch: " : "expected PeerLost: ") + e.what());
+          require(Clock::now() - start < 2s, std::string("the failure took over 2 s: ") + e.what());
+        }
+        try {
+          comm.allgather(big.data(), big.data() + 4, 1, DataType::kFloat32);
+        } catch (const Error& e) {
+          require(contains(e.what(), "unusable after an earlier failure"), std::string("later call: ") + e.what());
+          require(Clock::now() - start < 2s, std::string("the later call took over 2 s: ") + e.what());
+          return;
+        }
+        throw std::runtime_error("an allgather after the failure succeeded");
+      },
+      90);
+  EXPECT_EQ(failures(results), "");
 }
 
 // After a kill, the survivors shrink to a communicator of themselves and go on; whichever rank died, rank 0 (which

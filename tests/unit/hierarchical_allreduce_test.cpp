@@ -1,7 +1,7 @@
 // The hierarchical allreduce as an algorithm of two engines, with thread ranks: every "host" and every group of equal
 // local rank is an in-memory group of its own, so the composition (shards, the tail, each level's numbering of its
-// calls, the levels' own rank numbers) is checked without processes or sockets. The process ranks over shared
-// memory and TCP are in tests/multirank/host_id_test.cpp.
+// calls, the levels' own rank numbers, which a wrapper of each level checks) is tested without processes or sockets.
+// The process ranks over shared memory and TCP are in tests/multirank/host_id_test.cpp.
 #include "algorithms/hierarchical_allreduce.hpp"
 
 #include <gtest/gtest.h>
@@ -80,6 +80,69 @@ class Arenas {
   std::once_flag made_[64];
 };
 
+// An engine's collectives as a level sees them: each call must carry this rank's rank among the level's ranks (some
+// engines read it from there) and the next number of the level's own sequence (the network engine's wire tag).
+class Numbered final : public Collectives {
+ public:
+  Numbered(Collectives& inner, int rank) : inner_(inner), rank_(rank) {}
+
+  void barrier(const OpEnv& env) override { inner_.barrier(checked(env)); }
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                 const OpEnv& env) override {
+    inner_.allreduce(send, recv, count, type, op, checked(env));
+  }
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+              const OpEnv& env) override {
+    inner_.reduce(send, recv, count, type, op, root, checked(env));
+  }
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     const OpEnv& env) override {
+    inner_.reduceScatter(send, recv, recvCount, type, op, checked(env));
+  }
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override {
+    inner_.broadcast(buf, count, type, root, checked(env));
+  }
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override {
+    inner_.allgather(send, recv, count, type, checked(env));
+  }
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
+                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override {
+    inner_.allgatherv(send, sendCount, recv, recvCounts, displs, type, checked(env));
+  }
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override {
+    inner_.gather(send, recv, count, type, root, checked(env));
+  }
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override {
+    inner_.scatter(send, recv, count, type, root, checked(env));
+  }
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override {
+    inner_.alltoall(send, recv, count, type, checked(env));
+  }
+  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
+                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
+                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override {
+    inner_.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, checked(env));
+  }
+  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override { inner_.pointToPoint(ops, checked(env)); }
+  void reject(const OpEnv& env) override { inner_.reject(checked(env)); }
+
+  std::int64_t calls() const { return next_; }
+
+ private:
+  const OpEnv& checked(const OpEnv& env) {
+    if (env.context.rank != rank_ || env.context.seq != next_) {
+      throw std::runtime_error(strCat("a level's call came as rank ", env.context.rank, " #", env.context.seq,
+                                      ", not rank ", rank_, " #", next_));
+    }
+    ++next_;
+    return env;
+  }
+
+  Collectives& inner_;
+  const int rank_;
+  std::int64_t next_ = 0;
+};
+
 OpEnv envFor(int rank, std::int64_t seq) {
   OpEnv env;
   env.context = ErrorContext{.rank = rank, .peer = -1, .op = "allreduce", .seq = seq};
@@ -104,15 +167,16 @@ TEST_P(HierarchicalAllreduceThreads, ExactSumsAndTheSameBitsOnEveryRank) {
     threads.emplace_back([&, r] {
       try {
         const HierarchyPlace& place = places[static_cast<std::size_t>(r)];
-        auto in = inside.engineFor(place.inside, settings);
-        auto across = between.engineFor(place.between, settings);
+        auto insideEngine = inside.engineFor(place.inside, settings);
+        auto betweenEngine = between.engineFor(place.between, settings);
+        Numbered in(*insideEngine, place.inside.mine), across(*betweenEngine, place.between.mine);
         HierarchicalAllreduce algorithm(place);
         std::int64_t seq = 0;
         for (std::size_t c = 0; c < counts.size(); ++c) {
           const std::size_t count = counts[c];
           std::vector<std::int64_t> ints(count), out(count, -1);
           for (std::size_t i = 0; i < count; ++i) ints[i] = static_cast<std::int64_t>(i) * (r + 1) - 3;
-          algorithm.run(*in, *across, ints.data(), out.data(), count, DataType::kInt64, ReduceKind::kSum,
+          algorithm.run(in, across, ints.data(), out.data(), count, DataType::kInt64, ReduceKind::kSum,
                         envFor(r, seq++));
           for (std::size_t i = 0; i < count; ++i) {
             const std::int64_t want = static_cast<std::int64_t>(i) * n * (n + 1) / 2 - 3 * n;
@@ -123,8 +187,18 @@ TEST_P(HierarchicalAllreduceThreads, ExactSumsAndTheSameBitsOnEveryRank) {
           std::vector<float>& f = floats[c][static_cast<std::size_t>(r)];
           f.resize(count);
           for (std::size_t i = 0; i < count; ++i) f[i] = 1.0f / static_cast<float>(i % 97 + r + 3);
-          algorithm.run(*in, *across, f.data(), f.data(), count, DataType::kFloat32, ReduceKind::kSum,
-                        envFor(r, seq++));
+          algorithm.run(in, across, f.data(), f.data(), count, DataType::kFloat32, ReduceKind::kSum, envFor(r, seq++));
+        }
+        // Each allreduce of n elements over L local ranks: three steps when n >= L, and two more for a tail.
+        std::int64_t insideCalls = 0, betweenCalls = 0;
+        for (const std::size_t count : counts) {
+          const auto localSize = static_cast<std::size_t>(place.inside.size());
+          insideCalls += 2 * ((count >= localSize ? 2 : 0) + (count % localSize != 0 ? 1 : 0));
+          betweenCalls += 2 * ((count >= localSize ? 1 : 0) + (count % localSize != 0 ? 1 : 0));
+        }
+        if (in.calls() != insideCalls || across.calls() != betweenCalls) {
+          throw std::runtime_error(strCat("the levels ran ", in.calls(), " and ", across.calls(), " calls, not ",
+                                          insideCalls, " and ", betweenCalls));
         }
       } catch (const std::exception& e) {
         failures[static_cast<std::size_t>(r)] = e.what();
