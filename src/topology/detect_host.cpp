@@ -227,8 +227,9 @@ void readNics(Topology& t, const std::string& root) {
   }
 }
 
-// The host, and where hwloc read it what it says of PCI devices (for the GPUs, which detectGpus adds later).
-Topology hostAndPci(const std::string& root, HwlocView& pci) {
+// The host, and where hwloc read it with `devices` what it says of PCI devices (for the GPUs, which detectGpus adds
+// later).
+Topology hostAndPci(const std::string& root, bool devices, HwlocView& pci) {
   const bool live = root.empty();
   Topology t;
   if (live) {
@@ -238,7 +239,7 @@ Topology hostAndPci(const std::string& root, HwlocView& pci) {
     t.hostname = readFile(root + "/proc/sys/kernel/hostname");
   }
   std::string why = "a described host is read from its files";
-  if (live) pci = readHwloc(t, HwlocSource{}, why);
+  if (live) pci = readHwloc(t, HwlocSource{.devices = devices}, why);
   if (why.empty()) {
     t.readBy = hwlocVersion();
   } else {
@@ -267,7 +268,7 @@ Topology hostAndPci(const std::string& root, HwlocView& pci) {
 
 Topology detectHost(const std::string& root) {
   HwlocView pci;
-  return hostAndPci(root, pci);
+  return hostAndPci(root, false, pci);
 }
 
 bool mpsServerRunning(const std::string& root) {
@@ -280,7 +281,7 @@ bool mpsServerRunning(const std::string& root) {
 
 Topology detect(const std::string& root) {
   HwlocView pci;
-  Topology t = hostAndPci(root, pci);
+  Topology t = hostAndPci(root, true, pci);
   if (root.empty()) detectGpus(t, root);
   for (Gpu& gpu : t.gpus) gpu.numaNode = numaOfPci(pci, gpu.pciBusId, gpu.numaNode);
   return t;

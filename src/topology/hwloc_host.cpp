@@ -37,9 +37,9 @@ std::uint64_t cacheBytes(hwloc_topology_t topo, hwloc_obj_type_t type) {
   return cache != nullptr && cache->attr != nullptr ? cache->attr->cache.size : 0;
 }
 
-// Loads the topology, or says why not. I/O devices are kept (PCI bridges and devices, the OS devices of NICs) so
-// that devices can be placed on their NUMA node; the vendors' discovery components are left out: CUDA's would start
-// the CUDA runtime in a process that may still fork its ranks, and the GPUs are read from CUDA itself
+// Loads the topology, or says why not. I/O devices are kept where asked (PCI bridges and devices, the OS devices of
+// NICs) so that devices can be placed on their NUMA node; the vendors' discovery components are left out: CUDA's would
+// start the CUDA runtime in a process that may still fork its ranks, and the GPUs are read from CUDA itself
 // (detect_gpus.cpp). So is the libpciaccess one ("pci"): Linux's own component reads the PCI tree from sysfs, and
 // libpciaccess leaves allocations behind when its plugin is unloaded (LeakSanitizer reports them in every process).
 TopologyHandle load(const HwlocSource& from, std::string& why) {
@@ -52,7 +52,7 @@ TopologyHandle load(const HwlocSource& from, std::string& why) {
   for (const char* component : {"cuda", "nvml", "opencl", "rsmi", "levelzero", "gl", "pci"}) {
     hwloc_topology_set_components(raw, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, component);
   }
-  hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+  if (from.devices) hwloc_topology_set_io_types_filter(raw, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
   // Every CPU and node of the machine, as sysfs's "online" list counts them; the process's own mask is read apart.
   hwloc_topology_set_flags(raw, HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (!from.xml.empty() &&

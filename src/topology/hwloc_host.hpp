@@ -12,10 +12,12 @@ namespace braid::topology {
 
 /// Where hwloc reads the machine from: this host (both empty), hwloc's XML export of one (lstopo --of xml), or
 /// hwloc's synthetic description ("package:2 [numa] core:4 pu:2"); the last two let tests describe machines we do
-/// not have.
+/// not have. `devices`: also the PCI tree, to place devices on their nodes; on a live host it costs several times
+/// the rest (~12 of ~14 ms on a 2-CPU VM), which a communicator's creation does not pay.
 struct HwlocSource {
   std::string xml{};
   std::string synthetic{};
+  bool devices = true;
 };
 
 /// What hwloc adds beyond the CPU fields of Topology: the NUMA node of each PCI device, by bus id in lower case

@@ -110,13 +110,14 @@ struct Topology {
 /// then share the GPU side by side instead of taking turns in time slices.
 bool mpsServerRunning(const std::string& root = "");
 
-/// This host, as this process sees it. `root` prefixes every procfs and sysfs path (tests point it at a fake
-/// tree; then nothing is asked of this process or of the CUDA runtime).
+/// This host, as this process sees it, its devices placed on NUMA nodes by hwloc's PCI tree. `root` prefixes every
+/// procfs and sysfs path (tests point it at a fake tree; then nothing is asked of this process or of the CUDA
+/// runtime).
 Topology detect(const std::string& root = "");
 
 /// The parts detect() reads from hwloc, procfs and sysfs. On a live host (`root` empty) hwloc reads the CPUs, cores,
-/// caches and NUMA nodes and places PCI devices on their nodes; where it cannot, braid warns once and reads sysfs
-/// itself, as it does for a fake tree.
+/// caches and NUMA nodes; where it cannot, braid warns once and reads sysfs itself, as it does for a fake tree. NICs
+/// keep sysfs's NUMA node: placing devices by hwloc's PCI tree is detect()'s, and costs more than the rest.
 Topology detectHost(const std::string& root);
 /// Adds the GPUs the CUDA runtime sees, and their pairs, to `t` (nothing in a build without CUDA).
 void detectGpus(Topology& t, const std::string& root);
