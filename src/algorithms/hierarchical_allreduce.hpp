@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "algorithms/engine.hpp"
@@ -30,7 +31,9 @@ struct HierarchyPlace {
 
 class HierarchicalAllreduce {
  public:
-  explicit HierarchicalAllreduce(HierarchyPlace place) : place_(place) {}
+  explicit HierarchicalAllreduce(HierarchyPlace place) : place_(std::move(place)) {}
+
+  const HierarchyPlace& place() const { return place_; }
 
   /// `op` must be one the steps compose exactly: not average (integer averages would truncate twice) or premul sum.
   static bool composes(ReduceOp op);

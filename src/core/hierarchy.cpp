@@ -93,7 +93,7 @@ void Hierarchy::abort() {
 }
 
 std::string Hierarchy::describe(std::size_t bytes) const {
-  const std::size_t shard = bytes / static_cast<std::size_t>(place_.inside.size());
+  const std::size_t shard = bytes / static_cast<std::size_t>(algorithm_.place().inside.size());
   const Engine& between = between_->host();
   return strCat("hierarchical (reduce-scatter and allgather over ", inside_->host().transportName(), " inside hosts, ",
                 between.transportName(), "/", between.allreduceAlgorithm(shard), " between)");

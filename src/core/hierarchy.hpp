@@ -38,9 +38,8 @@ class Hierarchy {
 
  private:
   Hierarchy(HierarchyPlace place, std::unique_ptr<EngineStack> inside, std::unique_ptr<EngineStack> between)
-      : place_(std::move(place)), inside_(std::move(inside)), between_(std::move(between)), algorithm_(place_) {}
+      : inside_(std::move(inside)), between_(std::move(between)), algorithm_(std::move(place)) {}
 
-  const HierarchyPlace place_;
   std::unique_ptr<EngineStack> inside_;   // this host's ranks, in rank order
   std::unique_ptr<EngineStack> between_;  // one rank per host: those of this rank's local rank, in rank order
   HierarchicalAllreduce algorithm_;
