@@ -28,7 +28,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/half.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/driver_args.hpp"
 #include "bench/empty_launch.hpp"
@@ -36,7 +35,8 @@
 #include "bench/nccl_loader.hpp"
 #include "bench/provenance.hpp"
 #include "braid/braid.hpp"
-#include "topology/topology.hpp"
+#include "braid/elements.hpp"
+#include "braid/topology.hpp"
 
 namespace {
 
@@ -74,28 +74,9 @@ braid::ReduceOp braidOp(const std::string& op) {
 
 // Host images of the inputs and results as raw element bits (2, 4 or 8 bytes).
 std::vector<std::byte> encode(const std::string& dtype, const std::vector<double>& values) {
-  const std::size_t esz = braid::bench::dtypeBytes(dtype);
-  std::vector<std::byte> out(values.size() * esz);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const double v = values[i];
-    if (dtype == "float64") {
-      std::memcpy(out.data() + i * 8, &v, 8);
-    } else if (dtype == "int32") {
-      const std::int32_t x = static_cast<std::int32_t>(v);
-      std::memcpy(out.data() + i * 4, &x, 4);
-    } else {
-      const float f = static_cast<float>(v);
-      if (dtype == "float32") {
-        std::memcpy(out.data() + i * 4, &f, 4);
-      } else {
-        std::uint32_t bits = 0;
-        std::memcpy(&bits, &f, 4);
-        // Exact inputs are small integers: bfloat16 is float32's top half exactly.
-        const std::uint16_t h = dtype == "bfloat16" ? static_cast<std::uint16_t>(bits >> 16) : braid::floatToHalf(f);
-        std::memcpy(out.data() + i * 2, &h, 2);
-      }
-    }
-  }
+  const braid::DataType type = braidType(dtype);
+  std::vector<std::byte> out(values.size() * braid::dataTypeSize(type));
+  for (std::size_t i = 0; i < values.size(); ++i) braid::storeElement(out.data(), i, type, values[i]);
   return out;
 }
 

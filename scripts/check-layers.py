@@ -9,11 +9,9 @@ clients too. The clients (tools/, bench/, python/, mpi/, nccl/) build on the pub
 own folders.
 
 An include is resolved as the compiler would: the including file's folder first, then the client's own root, then
-include/, then src/. Includes that break the rule today are listed in KNOWN, each with the number of files that make
-it: the check fails on any other, and on a KNOWN entry that no longer occurs as often (lower its count or drop it),
-so the list only shrinks.
+include/, then src/. The check fails on every include against the rule, each named with the files that make it.
 
-Usage: scripts/check-layers.py [--root DIR] [--no-known]   exit 0: clean; 1: a rule broken (each named); 2: usage.
+Usage: scripts/check-layers.py [--root DIR]   exit 0: clean; 1: a rule broken (each named); 2: usage.
 """
 import argparse
 import collections
@@ -45,18 +43,6 @@ def read_rule(path=RULE):
 ARROWS, SEALED = read_rule()
 CLIENTS = ["tools", "bench", "python", "mpi", "nccl"]
 
-# (including layer or client, included layer) -> files that make such an include today. Each is a departure from
-# the rule to be removed; the counts only go down.
-KNOWN = {
-    ("tools", "base"): 16,      # settings, logging, string helpers: for a public introspection header
-    ("tools", "topology"): 5,   # braid detect/doctor/env/explain read the machine through src/topology
-    ("tools", "tuning"): 2,     # braid model and explain reach the cost model and the selectors
-    ("bench", "base"): 2,       # braid-bench-device and the CPU reduction bench: settings and types
-    ("bench", "topology"): 1,   # braid-bench-device describes the GPUs in its meta
-    ("bench", "cuda"): 1,       # the empty kernel the device bench times launches against
-    ("bench", "algorithms"): 1,  # the CPU reduction bench times braid's kernels directly
-}
-
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = (".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp")
 
@@ -87,6 +73,8 @@ def resolve(root, including, name):
         return None if own in CLIENTS else layer_of(root, os.path.join(os.path.dirname(including), name))
     if own in CLIENTS and os.path.exists(os.path.join(root, own, name)):
         return None
+    if name.startswith(("src/", "include/")) and os.path.exists(os.path.join(root, name)):
+        return "braid" if name.startswith("include/") else name.split("/")[1]  # through the project's root
     if os.path.exists(os.path.join(root, "include", name)):
         return "braid"
     if os.path.exists(os.path.join(root, "src", name)):
@@ -131,9 +119,7 @@ def scan(root):
 def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    parser.add_argument("--no-known", action="store_true", help="allow none of KNOWN's departures (a tree made to test)")
     args = parser.parse_args(argv)
-    known_edges = {} if args.no_known else KNOWN
     root = os.path.abspath(args.root)
     if not os.path.isdir(os.path.join(root, "src")):
         print(f"check-layers: {root} has no src/", file=sys.stderr)
@@ -143,22 +129,13 @@ def main(argv):
                 for d in sorted(os.listdir(os.path.join(root, "src")))
                 if os.path.isdir(os.path.join(root, "src", d)) and d not in ARROWS]
     for edge, files in sorted(broken.items()):
-        known = known_edges.get(edge, 0)
-        if len(files) > known:
-            failures.append(f"{edge[0]} includes {edge[1]} in {len(files)} file(s) (the rule allows {known}): "
-                            + ", ".join(sorted(files)))
-    for edge, known in sorted(known_edges.items()):
-        found = len(broken.get(edge, ()))
-        if found < known:
-            failures.append(f"{edge[0]} includes {edge[1]} in {found} file(s) now, fewer than the {known} KNOWN "
-                            "lists: lower its count in scripts/check-layers.py")
+        failures.append(f"{edge[0]} includes {edge[1]} in {len(files)} file(s), against the rule: "
+                        + ", ".join(sorted(files)))
     for line in failures:
         print(f"check-layers: {line}")
     if failures:
         return 1
-    departures = sum(len(f) for f in broken.values())
-    print(f"check-layers: every include follows the rule, but for {departures} known departure(s) in "
-          f"{len(broken)} edge(s)")
+    print("check-layers: every include follows the rule")
     return 0
 
 

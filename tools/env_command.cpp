@@ -6,9 +6,9 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "base/config.hpp"
-#include "base/error.hpp"
+#include "braid/knobs.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "topology/env_advice.hpp"
 #include "topology/topology_json.hpp"
 

@@ -20,10 +20,10 @@
 #include <utility>
 #include <vector>
 
-#include "base/config.hpp"
-#include "base/error.hpp"
 #include "bench/bench_json.hpp"
+#include "braid/knobs.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "tune_crossover.hpp"
 
 namespace braid::tools {
@@ -31,11 +31,6 @@ namespace braid::tools {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string defaultTuneFile() {
-  const char* home = std::getenv("HOME");
-  return std::string(home != nullptr ? home : "/tmp") + "/.cache/braid/tune.env";
-}
 
 std::string quote(const std::string& s) {
   std::string out = "'";
@@ -154,10 +149,9 @@ void addTuneCommand(CLI::App& app) {
                   "~/.cache/braid/tune.env)");
   cmd->callback([o] {
     try {
-      const Settings settings = Settings::fromEnvironment();
-      const std::string out = !o->output.empty()           ? o->output
-                              : !settings.tuneFile.empty() ? settings.tuneFile
-                                                           : defaultTuneFile();
+      const std::string out = !o->output.empty() ? o->output : tuneFilePath();
+      if (out.empty())
+        fail(ErrorCode::kInvalidArgument, {}, "no tune file: set HOME or BRAID_TUNE_FILE, or pass --output");
       const std::time_t now = std::time(nullptr);
       char date[32];
       std::strftime(date, sizeof date, "%F", std::localtime(&now));

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string>
 
+#include "braid/topology.hpp"
+
 namespace braid {
 
 class Communicator;
@@ -31,6 +33,21 @@ struct GpuAllreduceFacts {
 /// first word the algorithm (ll, oneshot, twoshot, staged or shared). InvalidArgument for ranks < 1 or a malformed
 /// setting.
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts);
+
+/// One call, as braid explain asks about it.
+struct CallShape {
+  std::string collective = "allreduce";  ///< allreduce, reduce, broadcast, allgather, reducescatter, alltoall,
+                                         ///< alltoallv, gather, scatter, barrier, allgatherv or sendrecv
+  std::size_t bytes = 0;                 ///< per rank
+  bool device = false;                   ///< GPU buffers
+  int ranks = 2;                         ///< in all
+  int hosts = 1;                         ///< ranks spread evenly over this many hosts like `machine`
+};
+/// Which transport and algorithm a communicator on hosts like `machine` (topology::detect(), or a described one)
+/// would use for `call`, and why, in lines of text: the answers of the selectors above and of the thresholds
+/// between engines (the hierarchy across hosts, the shared-GPU path). InvalidArgument for a collective braid does
+/// not have, a shape with fewer ranks than hosts, or a malformed setting.
+std::string explainCall(const topology::Topology& machine, const CallShape& call);
 
 /// Adds `mine` over every rank of `comm` through the store it was created over rather than through its
 /// collectives: for checkers that must not trust the collectives they check (braid bench's count of wrong

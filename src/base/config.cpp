@@ -351,10 +351,7 @@ Settings Settings::fromEnvironment(const Lookup& lookup) {
     return std::nullopt;
   };
   // Which tune file: the knob's, else (for the real environment only, so that tests stay hermetic) the default.
-  std::string tunePath = get("BRAID_TUNE_FILE").value_or("");
-  if (tunePath.empty() && !lookup) {
-    if (const char* home = std::getenv("HOME")) tunePath = std::string(home) + "/.cache/braid/tune.env";
-  }
+  const std::string tunePath = lookup ? get("BRAID_TUNE_FILE").value_or("") : tuneFilePath();
   const auto tuned = tunePath.empty() ? std::map<std::string, std::string>{} : readTuneFile(tunePath);
   Settings s;
   for (const auto& row : rows()) {
@@ -381,6 +378,14 @@ Settings Settings::fromEnvironment(const Lookup& lookup) {
 bool Settings::given(const std::string& name) const {
   return std::find(givenKnobs.begin(), givenKnobs.end(), name) != givenKnobs.end();
 }
+
+std::string tuneFilePath() {
+  if (const char* path = std::getenv("BRAID_TUNE_FILE"); path != nullptr && *path != '\0') return path;
+  if (const char* home = std::getenv("HOME")) return std::string(home) + "/.cache/braid/tune.env";
+  return "";
+}
+
+std::string tunedKnobs() { return Settings::fromEnvironment().tuned; }
 
 const std::vector<KnobInfo>& allKnobs() {
   static const std::vector<KnobInfo> kInfos = [] {

@@ -1,5 +1,5 @@
 // Every BRAID_* knob, declared once (name, type, default, one-line doc) in config.cpp's table, read in one
-// place (Settings::fromEnvironment) and listed by allKnobs() for `braid env` and the docs.
+// place (Settings::fromEnvironment) and listed by allKnobs() (braid/knobs.hpp) for `braid env` and the docs.
 #pragma once
 
 #include <cstddef>
@@ -8,16 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "braid/knobs.hpp"
+
 namespace braid {
-
-enum class KnobType { kInt, kBytes, kSeconds, kString, kBool };
-
-struct KnobInfo {
-  std::string name;  // "BRAID_TIMEOUT"
-  KnobType type;
-  std::string defaultValue;  // as text, parsed by the same parser as the environment
-  std::string doc;           // one line
-};
 
 /// Values of every knob for one communicator, taken from the environment at its creation.
 struct Settings {
@@ -76,11 +69,5 @@ struct Settings {
   /// environment), else its default. A malformed value throws InvalidArgument naming the knob and the value.
   static Settings fromEnvironment(const Lookup& lookup = {});
 };
-
-const std::vector<KnobInfo>& allKnobs();
-const char* knobTypeName(KnobType type);
-
-/// "4K" -> 4096, "1M", "2G", plain numbers; nullopt when malformed.
-std::optional<std::size_t> parseBytes(const std::string& text);
 
 }  // namespace braid

@@ -6,28 +6,50 @@
 #include "bootstrap/store.hpp"
 #include "core/communicator_access.hpp"
 #include "core/engine_selectors.hpp"
+#include "core/explain_call.hpp"
 #include "core/this_host.hpp"
 #include "tuning/selector.hpp"
 
 namespace braid {
 
-std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores) {
+namespace core {
+
+std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores, const Settings& settings) {
   if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
   if (cores < 0) fail(ErrorCode::kInvalidArgument, {}, "explain: ", cores, " cores: at least 0");
   // Cores given: the host they describe is not this one, so nothing here need be detected.
-  const int cpus = cores > 0 ? cores : tuning::machineOf(core::thisHost(), ranks, tuning::Link::kShm).usableCpus;
-  return core::sharedMemorySelector(ranks, cpus, Settings::fromEnvironment()).explain(bytes);
+  const int cpus = cores > 0 ? cores : tuning::machineOf(thisHost(), ranks, tuning::Link::kShm).usableCpus;
+  return sharedMemorySelector(ranks, cpus, settings).explain(bytes);
+}
+
+std::string explainTcpAllreduce(std::size_t bytes, int ranks, const Settings& settings) {
+  if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
+  return tcpSelector(ranks, settings).explain(bytes);
+}
+
+std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts,
+                                const Settings& settings) {
+  if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
+  const device::DeviceFacts f{.channel = facts.peerAccess, .shared = facts.sharedPath, .processes = facts.processes};
+  return deviceSelector(f, facts.nvlink, ranks, settings).explain(bytes);
+}
+
+}  // namespace core
+
+std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores) {
+  return core::explainSharedMemoryAllreduce(bytes, ranks, cores, Settings::fromEnvironment());
 }
 
 std::string explainTcpAllreduce(std::size_t bytes, int ranks) {
-  if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
-  return core::tcpSelector(ranks, Settings::fromEnvironment()).explain(bytes);
+  return core::explainTcpAllreduce(bytes, ranks, Settings::fromEnvironment());
 }
 
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts) {
-  if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
-  const device::DeviceFacts f{.channel = facts.peerAccess, .shared = facts.sharedPath, .processes = facts.processes};
-  return core::deviceSelector(f, facts.nvlink, ranks, Settings::fromEnvironment()).explain(bytes);
+  return core::explainGpuAllreduce(bytes, ranks, facts, Settings::fromEnvironment());
+}
+
+std::string explainCall(const topology::Topology& machine, const CallShape& call) {
+  return core::explainCall(machine, call, Settings::fromEnvironment());
 }
 
 std::optional<long long> sumThroughStore(Communicator& comm, const std::string& key, long long mine) {

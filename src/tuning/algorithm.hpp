@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "tuning/cost_model.hpp"
+#include "braid/cost_model.hpp"
 
 namespace braid::tuning {
 

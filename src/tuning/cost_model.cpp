@@ -1,4 +1,4 @@
-#include "tuning/cost_model.hpp"
+#include "braid/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>

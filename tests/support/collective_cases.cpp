@@ -5,10 +5,10 @@
 #include <stdexcept>
 
 #include "base/data_type.hpp"
-#include "base/element_value.hpp"
 #include "base/error.hpp"
 #include "base/float8.hpp"
 #include "base/half.hpp"
+#include "braid/elements.hpp"
 #include "support/float8_reference.hpp"
 #include "support/reduce_support.hpp"
 

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "base/data_type.hpp"
-#include "base/element_value.hpp"
 #include "base/error.hpp"
+#include "braid/elements.hpp"
 #include "support/reduce_support.hpp"
 
 namespace braid::testing {

@@ -8,15 +8,16 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
 
 #include "base/error.hpp"
+#include "core/explain_call.hpp"
 #include "topology/detect_report.hpp"
 #include "topology/doctor_checks.hpp"
 #include "topology/env_advice.hpp"
-#include "topology/explain_call.hpp"
 #include "topology/plan_memory.hpp"
 #include "topology/topology_json.hpp"
 
@@ -350,11 +351,12 @@ TEST(Doctor, ThisProcessIsChecked) {
 }
 
 TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
-  Settings settings;
+  // Every knob's default, whatever this environment sets, then two knobs as a job might set them.
+  Settings settings = Settings::fromEnvironment([](const std::string&) { return std::optional<std::string>(); });
   settings.directMaxBytes = 64 * 1024;
   settings.tcpStreams = 2;
   const auto explain = [&](const char* machine, CallShape call) {
-    return explainCall(loadTopology(fixtures() + "/" + machine + ".json"), call, settings);
+    return core::explainCall(loadTopology(fixtures() + "/" + machine + ".json"), call, settings);
   };
   const auto has = [](const std::string& text, const std::string& part) {
     return text.find(part) != std::string::npos;
@@ -378,19 +380,20 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   auto one = loadTopology(fixtures() + "/h200x2-nvlink.json");
   one.gpus.resize(1);
   for (std::size_t bytes : {std::size_t{8}, std::size_t{64} << 20}) {
-    e = explainCall(one, {"allreduce", bytes, true, 2, 1}, settings);
+    e = core::explainCall(one, {"allreduce", bytes, true, 2, 1}, settings);
     EXPECT_TRUE(has(e, "algorithm: shared:") && has(e, "ranks share a GPU")) << e;
     EXPECT_TRUE(has(e, "the leader path: rank 0 maps every rank's buffers")) << e;
   }
-  EXPECT_TRUE(has(explainCall(one, {"allgather", 64 << 10, true, 3, 1}, settings), "algorithm: shared: the leader"));
+  EXPECT_TRUE(
+      has(core::explainCall(one, {"allgather", 64 << 10, true, 3, 1}, settings), "algorithm: shared: the leader"));
   auto mps = loadTopology(fixtures() + "/h200x2-nvlink.json");
   mps.mpsServer = true;
-  e = explainCall(mps, {"allreduce", 64 << 10, true, 4, 1}, settings);
+  e = core::explainCall(mps, {"allreduce", 64 << 10, true, 4, 1}, settings);
   EXPECT_TRUE(has(e, "an MPS server runs")) << e;
   EXPECT_TRUE(has(e, "algorithm: ll:")) << e;
   Settings kernels = settings;
   kernels.cudaSharedGpu = "kernels";
-  e = explainCall(loadTopology(fixtures() + "/h200x2-nvlink.json"), {"allreduce", 64 << 10, true, 4, 1}, kernels);
+  e = core::explainCall(loadTopology(fixtures() + "/h200x2-nvlink.json"), {"allreduce", 64 << 10, true, 4, 1}, kernels);
   EXPECT_TRUE(has(e, "algorithm: ll:")) << e;
   // 8 GPUs: two-shot for large messages; a PCIe box without P2P everywhere stages.
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", std::size_t{1} << 30, true, 8, 1}), "twoshot"));

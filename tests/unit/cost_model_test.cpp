@@ -1,5 +1,5 @@
 // tuning/cost_model: each schedule's steps and bytes, checked where the model's answer is known in closed form.
-#include "tuning/cost_model.hpp"
+#include "braid/cost_model.hpp"
 
 #include <gtest/gtest.h>
 

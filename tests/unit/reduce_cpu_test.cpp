@@ -1048,7 +1048,7 @@ TEST(HalfConversions, Bfloat16RoundsToNearestEven) {
   }
 }
 
-// Megabyte buffers of many sources, as bench/reduce_cpu_bench.cpp times them: every kernel set's sum
+// Megabyte buffers of many sources, as tests/perf/reduce_cpu_bench.cpp times them: every kernel set's sum
 // equals the exact one (the values are small integers, so every partial sum is exact in float16 and bfloat16).
 TEST_F(ReduceCpu, LargeSumsExactOnEveryIsa) {
   constexpr int kSources = 8;

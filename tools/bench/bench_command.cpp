@@ -16,15 +16,15 @@
 #include <string>
 #include <vector>
 
-#include "base/config.hpp"
-#include "base/error.hpp"
 #include "bench/bench_json.hpp"
 #include "bench/bench_report.hpp"
 #include "bench/bench_sweep.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/peers.hpp"
 #include "bench/provenance.hpp"
+#include "braid/knobs.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "run/launcher.hpp"
 
 namespace braid::tools {
@@ -84,7 +84,7 @@ nlohmann::json braidMeta(const std::string& command, const std::string& date, co
     if (const char* v = std::getenv(k.name.c_str())) knobs[k.name] = v;
   }
   if (!knobs.empty()) meta["knobs"] = knobs;
-  if (const std::string tuned = Settings::fromEnvironment().tuned; !tuned.empty()) meta["tuned"] = tuned;
+  if (const std::string tuned = tunedKnobs(); !tuned.empty()) meta["tuned"] = tuned;
   return meta;
 }
 
@@ -245,7 +245,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     }
   }
   // Measured knob values change what braid runs: say so above the table.
-  if (const std::string tuned = Settings::fromEnvironment().tuned; !tuned.empty()) {
+  if (const std::string tuned = tunedKnobs(); !tuned.empty()) {
     std::printf("# tuned values in use (braid tune): %s\n", tuned.c_str());
   }
   char tmpl[] = "/tmp/braid-bench-XXXXXX";

@@ -7,11 +7,9 @@
 #include <functional>
 #include <stdexcept>
 
-#include "base/data_type.hpp"
-#include "base/deadline.hpp"
-#include "base/element_value.hpp"
-#include "base/error.hpp"
+#include "braid/elements.hpp"
 #include "braid/introspect.hpp"
+#include "errors.hpp"
 
 namespace braid::tools {
 

@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <memory>
 
-#include "base/config.hpp"
-#include "base/error.hpp"
+#include "braid/knobs.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "model/model_report.hpp"
 
 namespace braid::tools {

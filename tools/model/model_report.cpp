@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "base/error.hpp"
+#include "errors.hpp"
 
 namespace braid::tools {
 

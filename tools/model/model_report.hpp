@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "tuning/cost_model.hpp"
+#include "braid/cost_model.hpp"
 
 namespace braid::tools {
 

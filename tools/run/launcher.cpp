@@ -21,7 +21,7 @@
 #include <optional>
 #include <string_view>
 
-#include "base/error.hpp"
+#include "errors.hpp"
 #include "run/fd.hpp"
 #include "run/line_relay.hpp"
 #include "run/rank_setup.hpp"

@@ -18,7 +18,7 @@
 #include <fstream>
 #include <string_view>
 
-#include "base/error.hpp"
+#include "errors.hpp"
 #include "run/fd.hpp"
 #include "run/line_relay.hpp"
 

@@ -2,8 +2,8 @@
 #include <cstdio>
 #include <string>
 
-#include "base/error.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "topology/detect_report.hpp"
 #include "topology/topology_json.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "topology/topology.hpp"
+#include "braid/topology.hpp"
 
 namespace braid::tools {
 

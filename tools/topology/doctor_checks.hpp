@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/topology.hpp"
+#include "braid/topology.hpp"
 
 namespace braid::tools {
 

@@ -5,8 +5,8 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "base/error.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "topology/doctor_checks.hpp"
 #include "topology/topology_json.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/topology.hpp"
+#include "braid/topology.hpp"
 
 namespace braid::tools {
 

@@ -2,10 +2,10 @@
 #include <cstdio>
 #include <memory>
 
-#include "base/config.hpp"
-#include "base/error.hpp"
+#include "braid/introspect.hpp"
+#include "braid/knobs.hpp"
 #include "commands.hpp"
-#include "topology/explain_call.hpp"
+#include "errors.hpp"
 #include "topology/topology_json.hpp"
 
 namespace braid::tools {
@@ -40,7 +40,7 @@ void addExplainCommand(CLI::App& app) {
       call.hosts = o->hosts;
       call.ranks =
           o->ranks > 0 ? o->ranks : (call.device && !t.gpus.empty() ? static_cast<int>(t.gpus.size()) : 2) * o->hosts;
-      std::fputs(explainCall(t, call, Settings::fromEnvironment()).c_str(), stdout);
+      std::fputs(explainCall(t, call).c_str(), stdout);
     } catch (const Error& e) {
       std::fprintf(stderr, "braid explain: %s\n", e.what());
       setExitStatus(2);

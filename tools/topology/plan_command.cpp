@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "base/error.hpp"
 #include "commands.hpp"
+#include "errors.hpp"
 #include "topology/plan_memory.hpp"
 #include "topology/topology_json.hpp"
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "base/error.hpp"
+#include "errors.hpp"
 
 namespace braid::tools {
 

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "base/error.hpp"
+#include "errors.hpp"
 
 namespace braid::topology {
 

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "topology/topology.hpp"
+#include "braid/topology.hpp"
 
 namespace braid::tools {
 

@@ -1,8 +1,9 @@
 // What a collective should cost, projected from link costs: every algorithm is a number of synchronisation steps
 // (each paying the link's latency) and a number of bytes each rank moves over its busiest link (at the link's
-// bandwidth), Hockney's model. Link costs are data (cost_model.cpp, each with where it was measured); `braid model`
-// projects clusters we do not have with them, and docs/BENCHMARKS.md compares its projections with what we measured.
-// A projection, not a measurement: caches, contention and host jitter are not in it.
+// bandwidth), Hockney's model. Link costs are data (src/tuning/cost_model.cpp, each with where it was measured);
+// braid's selector prices its algorithms with them, `braid model` projects clusters we do not have with them, and
+// docs/BENCHMARKS.md compares its projections with what we measured. A projection, not a measurement: caches,
+// contention and host jitter are not in it. Namespace tuning: the library's tuning layer implements it.
 #pragma once
 
 #include <cstddef>

@@ -13,8 +13,8 @@
 
 #include "algorithms/host/reduce_cpu.hpp"
 #include "base/data_type.hpp"
-#include "base/element_value.hpp"
 #include "base/error.hpp"
+#include "braid/elements.hpp"
 
 namespace {
 

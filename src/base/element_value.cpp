@@ -1,19 +1,15 @@
-// One element of any DataType read or written through double: exact for integers up to 2^53 and for every value
-// of the 8-, 16- and 32-bit float types. Integers are stored modulo 2^bits (C++20 conversions are modular), as braid's
-// wrapping arithmetic produces. For tests, benchmarks' input generation and checks: not for hot paths.
-#pragma once
-
-#include <cstddef>
+// braid/elements.hpp's reads and writes of single elements, through the same conversions the reductions use.
 #include <cstdint>
 #include <cstring>
 
 #include "base/data_type.hpp"
 #include "base/float8.hpp"
 #include "base/half.hpp"
+#include "braid/elements.hpp"
 
 namespace braid {
 
-inline double loadElement(const void* buf, std::size_t i, DataType t) {
+double loadElement(const void* buf, std::size_t i, DataType t) {
   const auto* p = static_cast<const std::byte*>(buf) + i * dataTypeSize(t);
   auto get = [p]<typename T>(T) {
     T v;
@@ -51,7 +47,7 @@ inline double loadElement(const void* buf, std::size_t i, DataType t) {
   return 0;
 }
 
-inline void storeElement(void* buf, std::size_t i, DataType t, double v) {
+void storeElement(void* buf, std::size_t i, DataType t, double v) {
   auto* p = static_cast<std::byte*>(buf) + i * dataTypeSize(t);
   auto put = [p]<typename T>(T v) { std::memcpy(p, &v, sizeof v); };
   const auto asInt = static_cast<std::int64_t>(v);

@@ -1,15 +1,13 @@
-#include "topology/explain_call.hpp"
+#include "core/explain_call.hpp"
 
 #include <algorithm>
 #include <sstream>
 
 #include "base/error.hpp"
-#include "braid/introspect.hpp"
 #include "tuning/device_path.hpp"
 #include "tuning/hierarchy.hpp"
-#include "tuning/selector.hpp"
 
-namespace braid::tools {
+namespace braid::core {
 
 namespace {
 
@@ -61,19 +59,19 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   const bool uniform = call.ranks % call.hosts == 0;
   if (call.hosts > 1 && !call.device && call.collective == "allreduce" && uniform && local > 1 &&
       tuning::useHierarchy(call.bytes, settings)) {
-    // core/hierarchy.cpp: the same three steps the communicator takes.
+    // algorithms/hierarchical_allreduce.cpp: the same three steps the communicator takes.
     const std::size_t shard = call.bytes / static_cast<std::size_t>(local);
     out << "  transport: shared memory inside each host, TCP between hosts\n"
         << "  algorithm: hierarchical (" << call.bytes << " B >= " << tuning::kHierarchyMinBytes
         << " B, BRAID_HIERARCHY): reduce-scatter among the " << local << " local ranks; between the " << call.hosts
         << " hosts, each local rank's " << shard
-        << " B shard among the ranks of its local rank: " << explainTcpAllreduce(shard, call.hosts)
+        << " B shard among the ranks of its local rank: " << explainTcpAllreduce(shard, call.hosts, settings)
         << "; allgather among the local ranks\n";
     if (settings.compress == "bf16") out << "  float32 sums: bfloat16 on the wire between hosts (BRAID_COMPRESS)\n";
     return out.str();
   }
   if (call.hosts > 1) {
-    const std::string net = explainTcpAllreduce(call.bytes, call.ranks);
+    const std::string net = explainTcpAllreduce(call.bytes, call.ranks, settings);
     const topology::Nic* nic = t.fastestNic();
     out << "  transport: TCP between all ranks"
         << (nic != nullptr ? " over " + (settings.ifname.empty() ? nic->name : settings.ifname) : std::string()) << ", "
@@ -88,7 +86,8 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
     out << "  transport: shared memory between the " << local << " local rank(s)\n";
     if (reduces(call.collective)) {
       out << "  algorithm: "
-          << explainSharedMemoryAllreduce(call.bytes, local, t.usableCpus > 0 ? t.usableCpus : t.logicalCpus) << "\n";
+          << explainSharedMemoryAllreduce(call.bytes, local, t.usableCpus > 0 ? t.usableCpus : t.logicalCpus, settings)
+          << "\n";
     } else {
       out << "  algorithm: every rank copies through the shared slots (one schedule for this collective)\n";
     }
@@ -129,7 +128,8 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
     // Launchers start ranks as processes: those sharing one of several GPUs stage their small allreduces.
     const std::string d = explainGpuAllreduce(
         call.bytes, local,
-        {.peerAccess = channel, .nvlink = nvlink, .sharedPath = sharedPath, .processes = sharesGpu && !leader});
+        {.peerAccess = channel, .nvlink = nvlink, .sharedPath = sharedPath, .processes = sharesGpu && !leader},
+        settings);
     out << "  algorithm: " << d << (leader && d.rfind("shared:", 0) == 0 ? strCat(" (", leaderPath, ")") : "") << "\n";
   } else if (leader && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
     out << "  algorithm: shared: " << leaderPath << "\n";
@@ -142,4 +142,4 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   return out.str();
 }
 
-}  // namespace braid::tools
+}  // namespace braid::core
