@@ -17,10 +17,11 @@ class Communicator;
 /// the cost it projects for each algorithm it considered. InvalidArgument for ranks < 1 or a malformed setting.
 std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores = 0);
 
-/// How an allreduce of `bytes` per rank among `ranks` ranks joined by TCP would run: as above. Its first word
-/// names the algorithm: direct, doubling or ring (the one every other collective's direct-or-pipelined choice
-/// follows too). InvalidArgument for ranks < 1 or a malformed setting.
-std::string explainTcpAllreduce(std::size_t bytes, int ranks);
+/// How an allreduce of `bytes` per rank among `ranks` ranks joined by TCP would run, their slowest NICs moving
+/// `nicMbps` Mbit/s (0: unknown, or loopback): as above. Its first word names the algorithm: direct, doubling or ring
+/// (the one every other collective's direct-or-pipelined choice follows too). InvalidArgument for ranks < 1 or a
+/// malformed setting.
+std::string explainTcpAllreduce(std::size_t bytes, int ranks, int nicMbps = 0);
 
 /// What decides how an allreduce of GPU buffers among the ranks of one host runs.
 struct GpuAllreduceFacts {
@@ -28,6 +29,8 @@ struct GpuAllreduceFacts {
   bool nvlink = true;       ///< every pair of GPUs is joined by NVLink (else PCIe)
   bool sharedPath = false;  ///< the ranks share a GPU and take the shared-GPU path
   bool processes = false;   ///< on that path, some of them are different processes
+  int gpus = 0;             ///< GPUs the ranks use (0: unknown)
+  int linkGeneration = 0;   ///< the NVLink (or PCIe) generation of their links (0: unknown)
 };
 /// How an allreduce of `bytes` per rank of GPU buffers among `ranks` ranks of one host would run: as above, its
 /// first word the algorithm (ll, oneshot, twoshot, staged or shared). InvalidArgument for ranks < 1 or a malformed

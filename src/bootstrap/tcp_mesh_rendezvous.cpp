@@ -105,6 +105,16 @@ std::vector<tcp::Address> parseRails(const std::string& text, int peer) {
 
 }  // namespace
 
+std::vector<std::string> meshInterfaceNames(const std::string& ifname) {
+  std::vector<std::string> names;
+  try {
+    for (const auto& i : tcp::railInterfaces(tcp::listInterfaces(), ifname)) names.push_back(i.name);
+  } catch (const Error&) {
+    names.clear();
+  }
+  return names;
+}
+
 std::unique_ptr<tcp::TcpMesh> joinTcpMesh(Store& store, int rank, int size, const MeshRendezvous& how,
                                           Deadline deadline) {
   const ErrorContext ctx{.rank = rank, .op = "create"};

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/deadline.hpp"
 #include "bootstrap/store.hpp"
@@ -20,6 +21,10 @@ struct MeshRendezvous {
   std::string token;       // BRAID_TOKEN: the secret when set; otherwise rank 0 makes one and hands it over the store
   tcp::MeshOptions options;
 };
+
+/// The interfaces a mesh made with `ifname` (BRAID_IFNAME) listens on, one per rail, by name; empty where none
+/// would do (the mesh's own creation then names why).
+std::vector<std::string> meshInterfaceNames(const std::string& ifname);
 
 /// Connects the mesh. Connections that fail the handshake (garbage, a wrong secret, another communicator) are
 /// dropped with a warning and the wait goes on; Timeout names the ranks still missing.

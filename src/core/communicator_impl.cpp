@@ -39,17 +39,17 @@ bool leavesRanksOutOfStep(ErrorCode code) {
 
 namespace {
 
-bool outnumbersItsCpus(HostCpus host) { return host.ranks > std::max(host.cpus, 1); }
+bool outnumbersItsCpus(HostLayout host) { return host.ranks > std::max(host.cpus, 1); }
 
 }  // namespace
 
 CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
-                                   std::shared_ptr<void> keepAlive, HostCpus host)
+                                   std::shared_ptr<void> keepAlive, HostLayout host)
     : CommunicatorImpl(rank, size, makeLocalEngine(size, std::move(group), settings, host), settings,
                        std::move(keepAlive), host) {}
 
 CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<Engine> engine, Settings settings,
-                                   std::shared_ptr<void> keepAlive, HostCpus host)
+                                   std::shared_ptr<void> keepAlive, HostLayout host)
     : rank_(rank),
       size_(size),
       settings_(std::move(settings)),

@@ -36,10 +36,10 @@ class CommunicatorImpl {
  public:
   /// `keepAlive` holds what the bootstrap made that must live as long as the communicator (store, server).
   CommunicatorImpl(int rank, int size, std::unique_ptr<Engine> engine, Settings settings,
-                   std::shared_ptr<void> keepAlive = nullptr, HostCpus host = {});
+                   std::shared_ptr<void> keepAlive = nullptr, HostLayout host = {});
   /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
   CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
-                   std::shared_ptr<void> keepAlive = nullptr, HostCpus host = {});
+                   std::shared_ptr<void> keepAlive = nullptr, HostLayout host = {});
   ~CommunicatorImpl();
 
   int rank() const { return rank_; }

@@ -47,7 +47,7 @@ void checkWorld(int rank, int size) {
 
 // Over TCP: a mesh among all ranks (other hosts, or BRAID_TRANSPORT=tcp).
 std::unique_ptr<Engine> core::joinTcpEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
-                                            Deadline deadline) {
+                                            int nicMbps, Deadline deadline) {
   bootstrap::MeshRendezvous how;
   how.prefix = "tcp";
   how.ifname = settings.ifname;
@@ -58,7 +58,7 @@ std::unique_ptr<Engine> core::joinTcpEngine(bootstrap::Store& store, int rank, i
   how.options.heartbeatInterval = settings.heartbeatIntervalSeconds;
   how.options.heartbeatTimeout = settings.heartbeatIntervalSeconds > 0 ? settings.heartbeatTimeoutSeconds : 0;
   auto mesh = bootstrap::joinTcpMesh(store, rank, size, how, deadline);
-  auto selector = std::make_shared<const tuning::Selector>(core::tcpSelector(size, settings));
+  auto selector = std::make_shared<const tuning::Selector>(core::tcpSelector(size, nicMbps, settings));
   host::NetPolicy policy;
   policy.choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;
@@ -74,10 +74,10 @@ std::unique_ptr<Engine> core::joinTcpEngine(bootstrap::Store& store, int rank, i
 
 // Ranks of one host: a shared-memory group among them.
 std::unique_ptr<Engine> core::joinShmEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
-                                            HostCpus cpus, Deadline deadline) {
+                                            HostLayout host, Deadline deadline) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
   return makeLocalEngine(size, bootstrap::joinShmGroup(store, rank, size, layout.regionBytes, deadline), settings,
-                         cpus);
+                         host);
 }
 
 // Ranks of different hosts share a GPU only where one machine runs several hosts (BRAID_HOST_ID, network
@@ -100,15 +100,20 @@ namespace {
 // only then may they map each other's shared memory and trust each other's pids (a hostname says neither).
 // BRAID_HOST_ID splits one machine into several such hosts, each named for its id.
 core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Settings& settings, Deadline deadline) {
-  // With its CPUs: the ranks of a host then weigh the same machine when they choose algorithms, whatever masks
-  // their launcher gave each.
-  const std::vector<int>& cpus = core::thisHost().usableCpuIds;
-  const std::string mine = settings.hostId.empty()
-                               ? core::Placement::encode({transport::hostIdentity(), transport::hostName(), cpus})
-                               : core::Placement::encode({strCat(transport::hostIdentity(), "/id:", settings.hostId),
-                                                          strCat(transport::hostName(), "/", settings.hostId), cpus});
+  // With its CPUs, their NUMA node and the rate of the NICs its TCP traffic would take: the ranks of a host then
+  // weigh the same machine when they choose algorithms, whatever masks their launcher gave each, and every rank
+  // prices steps between hosts at the slowest rank's NICs.
+  const topology::Topology& here = core::thisHost();
+  core::RankHost mine{transport::hostIdentity(), transport::hostName(), here.usableCpuIds};
+  if (!settings.hostId.empty()) {
+    mine.identity = strCat(mine.identity, "/id:", settings.hostId);
+    mine.name = strCat(mine.name, "/", settings.hostId);
+  }
+  mine.numaNode = core::numaNodeOf(here, mine.cpus);
+  mine.nicMbps = core::nicMbpsOf(here, bootstrap::meshInterfaceNames(settings.ifname));
   std::vector<core::RankHost> hosts;
-  for (const std::string& text : bootstrap::allGather(store, "host", rank, size, mine, deadline)) {
+  for (const std::string& text :
+       bootstrap::allGather(store, "host", rank, size, core::Placement::encode(mine), deadline)) {
     hosts.push_back(core::Placement::decode(text));
   }
   return core::Placement::of(hosts, rank);
@@ -136,11 +141,13 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   core::Placement placement = placeRanks(*rendezvous->store, rank, size, settings, deadline);
   const bool tcp = settings.transport == "tcp" || (settings.transport == "auto" && placement.hosts() > 1);
   const std::shared_ptr<bootstrap::Store> store = rendezvous->store;
-  const core::HostCpus hostCpus{.ranks = placement.localSize, .cpus = placement.localCpus};
-  std::unique_ptr<Engine> engine = tcp ? core::joinTcpEngine(*store, rank, size, settings, deadline)
-                                       : core::joinShmEngine(*store, rank, size, settings, hostCpus, deadline);
+  const core::HostLayout hostLayout{
+      .ranks = placement.localSize, .cpus = placement.localCpus, .numaNodes = placement.localNumaNodes};
+  const int nicMbps = placement.hosts() > 1 ? placement.slowestNicMbps : 0;
+  std::unique_ptr<Engine> engine = tcp ? core::joinTcpEngine(*store, rank, size, settings, nicMbps, deadline)
+                                       : core::joinShmEngine(*store, rank, size, settings, hostLayout, deadline);
   auto impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous),
-                                                       hostCpus);
+                                                       hostLayout);
   impl->attachStore(store);
   if (tcp && placement.machineRunsSeveralRanks) {
     impl->attachSharedGpu(core::gpuSharedAcrossHosts(*store, rank, size, deadline));

@@ -25,12 +25,13 @@ std::unique_ptr<Communicator> joinOverStore(std::shared_ptr<bootstrap::Store> st
                                             int rank, int size, const Settings& settings);
 
 /// The host engine of `size` ranks that meet over `store` (whose keys are theirs alone), without a communicator
-/// around it (the levels of the hierarchical allreduce): a TCP mesh among them, or, for ranks of one host, a
-/// shared-memory group on `cpus`.
+/// around it (the levels of the hierarchical allreduce): a TCP mesh among them, whose slowest NICs move `nicMbps`
+/// (Placement::slowestNicMbps; 0: unknown, or one host), or, for ranks of one host, a shared-memory group laid out
+/// as `host` says.
 std::unique_ptr<Engine> joinTcpEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
-                                      Deadline deadline);
+                                      int nicMbps, Deadline deadline);
 std::unique_ptr<Engine> joinShmEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
-                                      HostCpus cpus, Deadline deadline);
+                                      HostLayout host, Deadline deadline);
 /// Where several hosts share a machine: the GPU (device::gpuIdentity) current on this rank that another of the
 /// `size` ranks meeting over `store` holds too, or empty.
 std::string gpuSharedAcrossHosts(bootstrap::Store& store, int rank, int size, Deadline deadline);

@@ -1,9 +1,9 @@
 #include "core/engine_stack.hpp"
 
 #include <algorithm>
-#include <array>
+#include <map>
 #include <mutex>
-#include <optional>
+#include <tuple>
 
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
@@ -15,17 +15,17 @@
 
 namespace braid::core {
 
-HostCpus orThisProcess(HostCpus host, int size) {
+HostLayout orThisProcess(HostLayout host, int size) {
   if (host.ranks <= 0) host.ranks = size;
   if (host.cpus <= 0) host.cpus = tuning::machineOf(thisHost(), size, tuning::Link::kShm).usableCpus;
   return host;
 }
 
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
-                                        const Settings& settings, HostCpus host) {
+                                        const Settings& settings, HostLayout host) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
   auto selector =
-      std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size).cpus, settings));
+      std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size), settings));
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;
   };
@@ -36,23 +36,26 @@ std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::Loc
 
 namespace {
 
-// The device engine's allreduce selectors, one for each set of facts it may report (before it connects, after,
-// on NVLink or PCIe), each made when first asked: an engine asks for one or two.
+// The device engine's allreduce selectors, one for each set of facts and links it may report (before it connects,
+// after), each made when first asked: an engine asks for one or two. Selectors stay where they were made (a map's
+// nodes do not move), so a reference handed out stays good.
 class DeviceSelectors {
  public:
   DeviceSelectors(int size, Settings settings) : size_(size), settings_(std::move(settings)) {}
 
-  const tuning::Selector& of(const device::DeviceFacts& f, bool nvlink) {
-    const std::size_t key = (f.channel ? 1 : 0) | (f.shared ? 2 : 0) | (f.processes ? 4 : 0) | (nvlink ? 8 : 0);
-    std::call_once(made_[key], [&] { selectors_[key].emplace(deviceSelector(f, nvlink, size_, settings_)); });
-    return *selectors_[key];
+  const tuning::Selector& of(const device::DeviceFacts& f, const device::GpuLinks& links) {
+    const auto key = std::make_tuple(f.channel, f.shared, f.processes, links);
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = selectors_.find(key);
+    if (it == selectors_.end()) it = selectors_.emplace(key, deviceSelector(f, links, size_, settings_)).first;
+    return it->second;
   }
 
  private:
   const int size_;
   const Settings settings_;
-  std::array<std::once_flag, 16> made_;
-  std::array<std::optional<tuning::Selector>, 16> selectors_;
+  std::mutex mutex_;
+  std::map<std::tuple<bool, bool, bool, device::GpuLinks>, tuning::Selector> selectors_;
 };
 
 // The device engine's choices: its algorithms weighed by a selector, as makeLocalEngine does for the host engine.
@@ -63,11 +66,11 @@ device::DevicePolicy devicePolicy(int size, const Settings& settings) {
   };
   auto selectors = std::make_shared<DeviceSelectors>(size, settings);
   policy.allreduce = [selectors](std::size_t bytes, const device::DeviceFacts& facts,
-                                 bool nvlink) -> const tuning::AlgorithmDescriptor& {
-    return *selectors->of(facts, nvlink).choose(bytes).algorithm;
+                                 const device::GpuLinks& links) -> const tuning::AlgorithmDescriptor& {
+    return *selectors->of(facts, links).choose(bytes).algorithm;
   };
-  policy.explain = [selectors](std::size_t bytes, const device::DeviceFacts& facts, bool nvlink) {
-    return selectors->of(facts, nvlink).explain(bytes);
+  policy.explain = [selectors](std::size_t bytes, const device::DeviceFacts& facts, const device::GpuLinks& links) {
+    return selectors->of(facts, links).explain(bytes);
   };
   policy.blocks = [settings](std::size_t windowBytes, int maxBlocks) {
     return tuning::deviceBlocks(windowBytes, maxBlocks, settings);

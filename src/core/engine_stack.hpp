@@ -15,19 +15,21 @@
 
 namespace braid::core {
 
-/// The ranks of a host-engine group on this rank's host and the CPUs they may use together (Placement::localSize and
-/// localCpus, the same on each of them); zeros: every rank here, on the CPUs this process may use.
-struct HostCpus {
+/// The ranks of a host-engine group on this rank's host, the CPUs they may use together and the NUMA nodes they run
+/// on (Placement::localSize, localCpus and localNumaNodes, the same on each of them); zeros: every rank here, on the
+/// CPUs this process may use, NUMA nodes unknown.
+struct HostLayout {
   int ranks = 0;
   int cpus = 0;
+  int numaNodes = 0;
 };
 
 /// `host`'s ranks and cpus made whole: where the placement did not say, every rank runs here on this process's CPUs.
-HostCpus orThisProcess(HostCpus host, int size);
+HostLayout orThisProcess(HostLayout host, int size);
 
 /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
-                                        const Settings& settings, HostCpus host);
+                                        const Settings& settings, HostLayout host);
 
 class EngineStack {
  public:

@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "base/error.hpp"
+#include "braid/cost_model.hpp"
 #include "tuning/device_path.hpp"
 #include "tuning/hierarchy.hpp"
 
@@ -57,6 +58,9 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
       << (call.device ? "GPU" : "host") << " buffers, on " << (t.hostname.empty() ? "this machine" : t.hostname)
       << ":\n";
   const bool uniform = call.ranks % call.hosts == 0;
+  // Every host like this one: their NICs as fast as its fastest, which TCP takes unless BRAID_IFNAME says otherwise.
+  const topology::Nic* nic = t.fastestNic();
+  const int nicMbps = nic != nullptr && nic->speedMbps > 0 ? nic->speedMbps : 0;
   if (call.hosts > 1 && !call.device && call.collective == "allreduce" && uniform && local > 1 &&
       tuning::useHierarchy(call.bytes, settings)) {
     // algorithms/hierarchical_allreduce.cpp: the same three steps the communicator takes.
@@ -65,14 +69,13 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
         << "  algorithm: hierarchical (" << call.bytes << " B >= " << tuning::kHierarchyMinBytes
         << " B, BRAID_HIERARCHY): reduce-scatter among the " << local << " local ranks; between the " << call.hosts
         << " hosts, each local rank's " << shard
-        << " B shard among the ranks of its local rank: " << explainTcpAllreduce(shard, call.hosts, settings)
+        << " B shard among the ranks of its local rank: " << explainTcpAllreduce(shard, call.hosts, nicMbps, settings)
         << "; allgather among the local ranks\n";
     if (settings.compress == "bf16") out << "  float32 sums: bfloat16 on the wire between hosts (BRAID_COMPRESS)\n";
     return out.str();
   }
   if (call.hosts > 1) {
-    const std::string net = explainTcpAllreduce(call.bytes, call.ranks, settings);
-    const topology::Nic* nic = t.fastestNic();
+    const std::string net = explainTcpAllreduce(call.bytes, call.ranks, nicMbps, settings);
     out << "  transport: TCP between all ranks"
         << (nic != nullptr ? " over " + (settings.ifname.empty() ? nic->name : settings.ifname) : std::string()) << ", "
         << settings.tcpStreams << " stream(s) per peer\n";
@@ -126,10 +129,21 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   }
   if (call.collective == "allreduce") {
     // Launchers start ranks as processes: those sharing one of several GPUs stage their small allreduces.
-    const std::string d = explainGpuAllreduce(
-        call.bytes, local,
-        {.peerAccess = channel, .nvlink = nvlink, .sharedPath = sharedPath, .processes = sharesGpu && !leader},
-        settings);
+    // The GPUs' generation by their architecture; a described machine does not say its PCIe generation.
+    int generation = 0;
+    if (nvlink) {
+      generation = tuning::nvlinkGeneration(t.gpus.front().ccMajor, t.gpus.front().ccMinor);
+      for (const topology::Gpu& g : t.gpus)
+        generation = std::min(generation, tuning::nvlinkGeneration(g.ccMajor, g.ccMinor));
+    }
+    const std::string d = explainGpuAllreduce(call.bytes, local,
+                                              {.peerAccess = channel,
+                                               .nvlink = nvlink,
+                                               .sharedPath = sharedPath,
+                                               .processes = sharesGpu && !leader,
+                                               .gpus = std::min(local, static_cast<int>(t.gpus.size())),
+                                               .linkGeneration = generation},
+                                              settings);
     out << "  algorithm: " << d << (leader && d.rfind("shared:", 0) == 0 ? strCat(" (", leaderPath, ")") : "") << "\n";
   } else if (leader && call.collective != "barrier" && deviceSchedule(call.collective).rfind("staged", 0) != 0) {
     out << "  algorithm: shared: " << leaderPath << "\n";

@@ -17,7 +17,7 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
 
 /// The public explain*Allreduce under `settings`.
 std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores, const Settings& settings);
-std::string explainTcpAllreduce(std::size_t bytes, int ranks, const Settings& settings);
+std::string explainTcpAllreduce(std::size_t bytes, int ranks, int nicMbps, const Settings& settings);
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts, const Settings& settings);
 
 }  // namespace braid::core

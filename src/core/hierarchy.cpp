@@ -48,14 +48,15 @@ std::unique_ptr<Hierarchy> Hierarchy::make(CommunicatorImpl& parent, const OpEnv
   auto localStore =
       std::make_shared<bootstrap::PrefixStore>(store, strCat("hierarchy/host", p.hostOf[static_cast<std::size_t>(me)]));
   auto crossStore = std::make_shared<bootstrap::PrefixStore>(store, strCat("hierarchy/local", p.localRank));
-  const HostCpus cpus{.ranks = p.localSize, .cpus = p.localCpus};
+  const HostLayout host{.ranks = p.localSize, .cpus = p.localCpus, .numaNodes = p.localNumaNodes};
   const HierarchyLevel& in = place.inside;
   const HierarchyLevel& across = place.between;
   try {
     std::unique_ptr<Engine> inside = settings.transport == "tcp"
-                                         ? joinTcpEngine(*localStore, in.mine, in.size(), settings, deadline)
-                                         : joinShmEngine(*localStore, in.mine, in.size(), settings, cpus, deadline);
-    std::unique_ptr<Engine> between = joinTcpEngine(*crossStore, across.mine, across.size(), settings, deadline);
+                                         ? joinTcpEngine(*localStore, in.mine, in.size(), settings, 0, deadline)
+                                         : joinShmEngine(*localStore, in.mine, in.size(), settings, host, deadline);
+    std::unique_ptr<Engine> between =
+        joinTcpEngine(*crossStore, across.mine, across.size(), settings, p.slowestNicMbps, deadline);
     auto insideStack = std::make_unique<EngineStack>(in.mine, in.size(), std::move(inside), settings);
     auto betweenStack = std::make_unique<EngineStack>(across.mine, across.size(), std::move(between), settings);
     if (p.machineRunsSeveralRanks) {

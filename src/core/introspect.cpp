@@ -19,19 +19,21 @@ std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores
   if (cores < 0) fail(ErrorCode::kInvalidArgument, {}, "explain: ", cores, " cores: at least 0");
   // Cores given: the host they describe is not this one, so nothing here need be detected.
   const int cpus = cores > 0 ? cores : tuning::machineOf(thisHost(), ranks, tuning::Link::kShm).usableCpus;
-  return sharedMemorySelector(ranks, cpus, settings).explain(bytes);
+  return sharedMemorySelector(ranks, HostLayout{.ranks = ranks, .cpus = cpus}, settings).explain(bytes);
 }
 
-std::string explainTcpAllreduce(std::size_t bytes, int ranks, const Settings& settings) {
+std::string explainTcpAllreduce(std::size_t bytes, int ranks, int nicMbps, const Settings& settings) {
   if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
-  return tcpSelector(ranks, settings).explain(bytes);
+  if (nicMbps < 0) fail(ErrorCode::kInvalidArgument, {}, "explain: ", nicMbps, " Mbit/s: at least 0");
+  return tcpSelector(ranks, nicMbps, settings).explain(bytes);
 }
 
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts,
                                 const Settings& settings) {
   if (ranks < 1) fail(ErrorCode::kInvalidArgument, {}, "explain: ", ranks, " ranks: at least 1");
   const device::DeviceFacts f{.channel = facts.peerAccess, .shared = facts.sharedPath, .processes = facts.processes};
-  return deviceSelector(f, facts.nvlink, ranks, settings).explain(bytes);
+  const device::GpuLinks links{.nvlink = facts.nvlink, .generation = facts.linkGeneration, .gpus = facts.gpus};
+  return deviceSelector(f, links, ranks, settings).explain(bytes);
 }
 
 }  // namespace core
@@ -40,8 +42,8 @@ std::string explainSharedMemoryAllreduce(std::size_t bytes, int ranks, int cores
   return core::explainSharedMemoryAllreduce(bytes, ranks, cores, Settings::fromEnvironment());
 }
 
-std::string explainTcpAllreduce(std::size_t bytes, int ranks) {
-  return core::explainTcpAllreduce(bytes, ranks, Settings::fromEnvironment());
+std::string explainTcpAllreduce(std::size_t bytes, int ranks, int nicMbps) {
+  return core::explainTcpAllreduce(bytes, ranks, nicMbps, Settings::fromEnvironment());
 }
 
 std::string explainGpuAllreduce(std::size_t bytes, int ranks, const GpuAllreduceFacts& facts) {

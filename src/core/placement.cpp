@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -23,30 +24,78 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
     if (++perMachine[machineOf(r.identity)] > 1) p.machineRunsSeveralRanks = true;
   }
   p.localSize = 0;
-  std::set<int> cpus;
-  bool cpusKnown = true;
+  std::set<int> cpus, nodes;
+  bool cpusKnown = true, nodesKnown = true;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (p.hostOf[r] != p.hostOf[static_cast<std::size_t>(rank)]) continue;
     if (static_cast<int>(r) < rank) ++p.localRank;
     ++p.localSize;
     cpusKnown = cpusKnown && !ranks[r].cpus.empty();
     cpus.insert(ranks[r].cpus.begin(), ranks[r].cpus.end());
+    nodesKnown = nodesKnown && ranks[r].numaNode >= 0;
+    nodes.insert(ranks[r].numaNode);
   }
   p.localCpus = cpusKnown ? static_cast<int>(cpus.size()) : 0;
+  p.localNumaNodes = nodesKnown ? static_cast<int>(nodes.size()) : 0;
+  const bool ratesKnown = std::all_of(ranks.begin(), ranks.end(), [](const RankHost& r) { return r.nicMbps > 0; });
+  if (ratesKnown && !ranks.empty()) {
+    p.slowestNicMbps = std::min_element(ranks.begin(), ranks.end(), [](const RankHost& a, const RankHost& b) {
+                         return a.nicMbps < b.nicMbps;
+                       })->nicMbps;
+  }
   return p;
 }
 
 // The identity never holds a newline (a boot id and a namespace inode), a host name neither.
 std::string Placement::encode(const RankHost& host) {
-  return host.identity + "\n" + host.name + "\n" + formatCpuList(host.cpus);
+  return strCat(host.identity, "\n", host.name, "\n", formatCpuList(host.cpus), "\n", host.numaNode, "\n",
+                host.nicMbps);
 }
 
 RankHost Placement::decode(const std::string& text) {
-  const auto cut = text.find('\n');
-  if (cut == std::string::npos) return {text, text, {}};
-  const auto second = text.find('\n', cut + 1);
-  if (second == std::string::npos) return {text.substr(0, cut), text.substr(cut + 1), {}};
-  return {text.substr(0, cut), text.substr(cut + 1, second - cut - 1), parseCpuList(text.substr(second + 1))};
+  std::vector<std::string> lines;
+  for (std::size_t at = 0;;) {
+    const std::size_t cut = text.find('\n', at);
+    lines.push_back(text.substr(at, cut == std::string::npos ? std::string::npos : cut - at));
+    if (cut == std::string::npos) break;
+    at = cut + 1;
+  }
+  const auto number = [&](std::size_t i, int unknown) {
+    if (lines.size() <= i) return unknown;
+    char* end = nullptr;
+    const long v = std::strtol(lines[i].c_str(), &end, 10);
+    if (lines[i].empty() || *end != '\0' || v < -1 || v > std::numeric_limits<int>::max()) {
+      fail(ErrorCode::kInvalidArgument, {}, "a rank's placement '", text, "': '", lines[i], "' is not a number");
+    }
+    return static_cast<int>(v);
+  };
+  RankHost host;
+  host.identity = lines[0];
+  host.name = lines.size() > 1 ? lines[1] : lines[0];
+  if (lines.size() > 2) host.cpus = parseCpuList(lines[2]);
+  host.numaNode = number(3, -1);
+  host.nicMbps = std::max(number(4, 0), 0);
+  return host;
+}
+
+int numaNodeOf(const topology::Topology& host, const std::vector<int>& cpus) {
+  if (cpus.empty()) return -1;
+  for (const topology::NumaNode& node : host.numa) {
+    const std::set<int> mine(node.cpus.begin(), node.cpus.end());
+    if (std::all_of(cpus.begin(), cpus.end(), [&](int c) { return mine.count(c) != 0; })) return node.id;
+  }
+  return -1;
+}
+
+int nicMbpsOf(const topology::Topology& host, const std::vector<std::string>& names) {
+  int total = 0;
+  for (const std::string& name : names) {
+    const auto nic =
+        std::find_if(host.nics.begin(), host.nics.end(), [&](const topology::Nic& n) { return n.name == name; });
+    if (nic == host.nics.end() || nic->loopback || nic->speedMbps <= 0) return 0;
+    total += nic->speedMbps;
+  }
+  return total;
 }
 
 std::string formatCpuList(const std::vector<int>& cpus) {

@@ -1,10 +1,13 @@
 // Where the ranks of a communicator run, learned at its creation: every rank tells the others its host (identity
 // and name), so that the communicator (and whoever asks it) knows the hosts, each rank's host, and this rank's
-// place among the ranks of its own host. Pure data; core/create.cpp gathers it over the bootstrap store.
+// place among the ranks of its own host, and what the selectors weigh of each host (CPUs, NUMA nodes, NICs). Pure
+// data; core/create.cpp gathers it over the bootstrap store.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "braid/topology.hpp"
 
 namespace braid::core {
 
@@ -12,6 +15,8 @@ struct RankHost {
   std::string identity;   ///< transport::hostIdentity(): equal strings mean one host (shared memory possible)
   std::string name;       ///< the host's name, for messages
   std::vector<int> cpus;  ///< the CPUs the rank may run on (its affinity mask); empty: unknown
+  int numaNode = -1;      ///< the NUMA node holding all of those CPUs; -1: several, or unknown
+  int nicMbps = 0;        ///< the rate of the NICs its TCP traffic would take (its rails together); 0: unknown
 };
 
 struct Placement {
@@ -25,6 +30,12 @@ struct Placement {
   /// The CPUs the ranks of this rank's host may run on together (the union of their masks), the same on each of
   /// them, so that their selectors weigh one machine and choose alike; 0 where some rank's mask is unknown.
   int localCpus = 0;
+  /// The NUMA nodes the ranks of this rank's host run on, the same on each of them; 0 where some rank's is unknown
+  /// or spans several.
+  int localNumaNodes = 0;
+  /// The slowest rank's NICs in Mbit/s, over every host: what a TCP step between hosts can move at most; 0 where
+  /// some rank's rate is unknown.
+  int slowestNicMbps = 0;
 
   int hosts() const { return static_cast<int>(hostNames.size()); }
 
@@ -33,10 +44,17 @@ struct Placement {
   static std::string machineOf(const std::string& identity) { return identity.substr(0, identity.find('/')); }
   /// The placement seen from `rank`, given every rank's host.
   static Placement of(const std::vector<RankHost>& ranks, int rank);
-  /// Lines of a rank's host and CPUs, and back (what ranks exchange); a text of two lines has no CPUs.
+  /// Lines of a rank's host, CPUs, NUMA node and NIC rate, and back (what ranks exchange); a text of fewer lines
+  /// leaves the rest unknown.
   static std::string encode(const RankHost& host);
   static RankHost decode(const std::string& text);
 };
+
+/// The NUMA node of `host` that holds every CPU of `cpus`; -1 when they span several, or nothing is known.
+int numaNodeOf(const topology::Topology& host, const std::vector<int>& cpus);
+/// The rate of `host`'s NICs named `names` together, in Mbit/s; 0 when one of them is unknown, loopback, or its
+/// rate is not told (virtual NICs).
+int nicMbpsOf(const topology::Topology& host, const std::vector<std::string>& names);
 
 /// "0-3,8,10-11", and back; InvalidArgument names a malformed list.
 std::string formatCpuList(const std::vector<int>& cpus);

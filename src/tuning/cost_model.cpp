@@ -52,6 +52,65 @@ LinkCost defaultLinkCost(Link link) {
   return {};
 }
 
+namespace {
+
+// What defaultLinkCost describes: NVLink 4 (H200) measured, PCIe 4.0 x16 assumed.
+constexpr int kMeasuredNvlinkGeneration = 4;
+constexpr int kAssumedPcieGeneration = 4;
+
+// Each generation's rate against the one defaultLinkCost describes. NVLink, a GPU's links together (NVIDIA's
+// figures, both directions): 2.0 300 GB/s, 3.0 600, 4.0 900, 5.0 1800. PCIe x16 doubles its transfer rate from each
+// generation to the next (3.0 8 GT/s ... 6.0 64 GT/s; 3.0 onward with the same 128b/130b encoding, 6.0's flits
+// about as efficient).
+std::optional<double> rateAgainstDefault(Link link, int generation) {
+  if (link == Link::kNvlink) {
+    switch (generation) {
+      case 2:
+        return 300.0 / 900.0;
+      case 3:
+        return 600.0 / 900.0;
+      case 4:
+        return 1.0;
+      case 5:
+        return 1800.0 / 900.0;
+      default:
+        return std::nullopt;
+    }
+  }
+  if (link == Link::kPcie && generation >= 3 && generation <= 6) {
+    return std::ldexp(1.0, generation - kAssumedPcieGeneration);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+int nvlinkGeneration(int ccMajor, int ccMinor) {
+  switch (ccMajor) {
+    case 7:
+      return ccMinor == 0 || ccMinor == 2 ? 2 : 0;  // V100 and Xavier's GV10B; Turing's bridges aside
+    case 8:
+      return ccMinor == 0 || ccMinor == 6 ? 3 : 0;  // A100; GA10x's bridges (8.7 is Orin, 8.9 Ada)
+    case 9:
+      return 4;  // H100, H200, GH200
+    case 10:
+      return 5;  // B200, GB200, B300
+    default:
+      return 0;  // 12.x (RTX 50, RTX PRO) has no NVLink
+  }
+}
+
+LinkCost gpuLinkCost(Link link, int generation) {
+  LinkCost cost = defaultLinkCost(link);
+  const std::optional<double> rate = rateAgainstDefault(link, generation);
+  if (!rate || *rate == 1.0) return cost;
+  const int from = link == Link::kNvlink ? kMeasuredNvlinkGeneration : kAssumedPcieGeneration;
+  cost.bandwidthGBs *= *rate;
+  cost.source += " scaled from generation " + std::to_string(from) + " to " + std::to_string(generation) +
+                 " by the generations' rates";
+  return cost;
+}
+
 const char* scheduleName(Schedule schedule) {
   switch (schedule) {
     case Schedule::kLL:

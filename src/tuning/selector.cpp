@@ -94,12 +94,27 @@ Machine machineOf(const topology::Topology& host, int ranks, Link link) {
   return m;
 }
 
+LinkCost linkCostOf(const Machine& machine) {
+  const bool gpu = machine.link == Link::kNvlink || machine.link == Link::kPcie;
+  LinkCost cost = gpu ? gpuLinkCost(machine.link, machine.linkGeneration) : defaultLinkCost(machine.link);
+  if (gpu && machine.gpus > 0) cost.source += strCat("; ", machine.gpus, " GPU(s)");
+  if (machine.link == Link::kTcp && machine.nicMbps > 0 && machine.nicMbps / 8000.0 < cost.bandwidthGBs) {
+    // A rank cannot send faster than its NICs (Mbit/s: 8000 make a GB/s).
+    cost.bandwidthGBs = machine.nicMbps / 8000.0;
+    cost.source += strCat("; at most the slowest rank's NICs, ", machine.nicMbps, " Mbit/s");
+  }
+  if (machine.link == Link::kShm && machine.numaNodes > 1) {
+    cost.source += strCat("; the ranks span ", machine.numaNodes, " NUMA nodes, the cost was measured on one");
+  }
+  return cost;
+}
+
 Selector::Selector(std::vector<AlgorithmDescriptor> candidates, Machine machine, const Settings& settings, Path path)
     : candidates_(std::move(candidates)), machine_(std::move(machine)) {
   if (candidates_.empty()) fail(ErrorCode::kInternal, {}, "a selector needs at least one algorithm to choose from");
   cluster_.nodes = 1;
   cluster_.ranksPerNode = machine_.ranks;
-  cluster_.intra = defaultLinkCost(machine_.link);
+  cluster_.intra = linkCostOf(machine_);
   // Ranks that outnumber the cores take turns on them: a step waits for the peers sharing a core to be run, so
   // every step and wait costs about as many times more (an assumption: not yet measured).
   if (machine_.usableCpus > 0 && machine_.ranks > machine_.usableCpus) {

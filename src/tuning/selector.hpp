@@ -25,15 +25,22 @@ std::string forcedAlgorithm(const Settings& settings, Path path);
 /// malformed entry.
 std::optional<std::size_t> measuredCrossoverFor(const std::string& table, int ranks);
 
-/// What the selector knows of where the ranks run.
+/// What the selector knows of where the ranks run: what the ranks learned of each other at creation (the host
+/// side) or when the device engine connected (the GPUs). Every field but the first three may be 0: unknown.
 struct Machine {
   int ranks = 1;           ///< the ranks the algorithms run among
   int usableCpus = 0;      ///< cores this process may run on; 0: unknown
-  Link link = Link::kShm;  ///< what joins them (priced by defaultLinkCost)
+  Link link = Link::kShm;  ///< what joins them (priced by linkCostOf)
+  int numaNodes = 0;       ///< over shared memory: the NUMA nodes the host's ranks run on
+  int nicMbps = 0;         ///< over TCP between hosts: the slowest rank's NICs, its rails together, in Mbit/s
+  int gpus = 0;            ///< over GPU links: the GPUs the ranks use
+  int linkGeneration = 0;  ///< over GPU links: the NVLink or PCIe generation, the lowest among the ranks' GPUs
 };
 /// The machine of `ranks` ranks of one host joined by `link`, from that host's detected topology.
 Machine machineOf(const topology::Topology& host, int ranks, Link link);
-
+/// What one step and one byte cost on `machine`'s link: defaultLinkCost's, the GPU link's for its generation, TCP's
+/// at most the slowest NIC's rate. Its source says which.
+LinkCost linkCostOf(const Machine& machine);
 struct Selection {
   /// kPath: no modelled candidate applies, and this is the first unmodelled one that does (what the machine leaves).
   enum class Why { kForced, kMeasured, kModel, kPath };

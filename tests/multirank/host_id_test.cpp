@@ -8,8 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "bootstrap/tcp_mesh_rendezvous.hpp"
 #include "core/communicator_impl.hpp"
+#include "core/placement.hpp"
+#include "core/this_host.hpp"
 #include "support/collective_cases.hpp"
+#include "support/internals.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::testing {
@@ -121,6 +125,35 @@ TEST(HostId, FlatAndOneRankPerHost) {
         checkAllreduces(comm);
       });
   EXPECT_EQ(failures(single), "");
+}
+
+// At creation every rank tells the others the NUMA node of its CPUs and the rate of the NICs TCP would take; each
+// learns its host's NUMA nodes and the slowest NICs of all, alike on every rank. Forked ranks share one mask and one
+// host, so each can work out what all of them must have learned.
+TEST(HostId, RanksLearnTheirHostsNumaNodesAndTheSlowestNics) {
+  auto results = runProcessesWith(
+      4, [](int r) { return onHost("h" + std::to_string(r / 2), "auto"); },
+      [](Communicator& comm) {
+        const topology::Topology& here = core::thisHost();
+        const int node = core::numaNodeOf(here, here.usableCpuIds);
+        const int nic = core::nicMbpsOf(here, bootstrap::meshInterfaceNames(""));
+        const core::Placement& p = test::implOf(comm).placement();
+        require(p.localCpus == static_cast<int>(here.usableCpuIds.size()),
+                strCat("the host's ranks may use ", p.localCpus, " CPUs, expected ", here.usableCpuIds.size()));
+        require(p.localNumaNodes == (node >= 0 ? 1 : 0),
+                strCat("the host's ranks span ", p.localNumaNodes, " NUMA nodes; this rank's CPUs are on node ", node));
+        require(p.slowestNicMbps == nic, strCat("the slowest NICs move ", p.slowestNicMbps, " Mbit/s, expected ", nic));
+        // The same facts on every rank.
+        const std::int64_t mine[2] = {p.localNumaNodes, p.slowestNicMbps};
+        std::vector<std::int64_t> all(2 * static_cast<std::size_t>(comm.size()));
+        comm.allgather(mine, all.data(), 2, DataType::kInt64);
+        for (int r = 0; r < comm.size(); ++r) {
+          require(
+              all[2 * static_cast<std::size_t>(r)] == mine[0] && all[2 * static_cast<std::size_t>(r) + 1] == mine[1],
+              strCat("rank ", r, " learned other facts than rank ", comm.rank()));
+        }
+      });
+  EXPECT_EQ(failures(results), "");
 }
 
 TEST(HostId, ALineBreakIsRefused) {

@@ -94,6 +94,32 @@ TEST(CostModel, RailsMultiplyWhatOneRankCrossesWith) {
   EXPECT_DOUBLE_EQ(*projectUs(Collective::kAllreduce, Schedule::kHierarchical, n, c), hier1);
 }
 
+TEST(CostModel, GpuLinksOfOtherGenerationsScaleTheMeasuredOne) {
+  EXPECT_EQ(nvlinkGeneration(7, 0), 2);   // V100
+  EXPECT_EQ(nvlinkGeneration(7, 5), 0);   // Turing
+  EXPECT_EQ(nvlinkGeneration(8, 0), 3);   // A100
+  EXPECT_EQ(nvlinkGeneration(8, 9), 0);   // Ada
+  EXPECT_EQ(nvlinkGeneration(9, 0), 4);   // H100, H200
+  EXPECT_EQ(nvlinkGeneration(10, 0), 5);  // B200
+  EXPECT_EQ(nvlinkGeneration(12, 0), 0);  // RTX 50
+  const LinkCost nvlink = defaultLinkCost(Link::kNvlink);
+  const LinkCost pcie = defaultLinkCost(Link::kPcie);
+  // The generation the default describes, an unknown one, and none: the default as it is.
+  for (int generation : {0, 4, 9}) {
+    EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kNvlink, generation).bandwidthGBs, nvlink.bandwidthGBs) << generation;
+    EXPECT_EQ(gpuLinkCost(Link::kNvlink, generation).source, nvlink.source) << generation;
+  }
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kNvlink, 3).bandwidthGBs, nvlink.bandwidthGBs * 600 / 900);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kNvlink, 5).bandwidthGBs, nvlink.bandwidthGBs * 2);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kNvlink, 2).latencyUs, nvlink.latencyUs);  // a step costs what it did
+  EXPECT_NE(gpuLinkCost(Link::kNvlink, 3).source.find("generation 4 to 3"), std::string::npos);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kPcie, 5).bandwidthGBs, pcie.bandwidthGBs * 2);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kPcie, 3).bandwidthGBs, pcie.bandwidthGBs / 2);
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kPcie, 1).bandwidthGBs, pcie.bandwidthGBs);  // too old to price: unscaled
+  // Links that are not a GPU's have no generation.
+  EXPECT_DOUBLE_EQ(gpuLinkCost(Link::kShm, 5).bandwidthGBs, defaultLinkCost(Link::kShm).bandwidthGBs);
+}
+
 TEST(CostModel, NamesRoundTrip) {
   for (Link l : {Link::kNvlink, Link::kPcie, Link::kShm, Link::kTcp}) {
     EXPECT_EQ(parseLink(linkName(l)), l);

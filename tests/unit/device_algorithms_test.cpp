@@ -30,6 +30,13 @@ Selector selector(int ranks, bool nvlink, const DeviceFacts& facts = kKernels, c
 
 Algorithm chosen(const Selector& s, std::size_t bytes) { return s.choose(bytes).algorithm->id; }
 
+Selector ofGeneration(int ranks, int generation) {
+  return Selector(
+      allreduceAlgorithms(kKernels, {}),
+      tuning::Machine{.ranks = ranks, .link = tuning::Link::kNvlink, .gpus = ranks, .linkGeneration = generation}, {},
+      tuning::Path::kDevice);
+}
+
 // The largest power of two `id` is chosen for (0: none).
 std::size_t upTo(const Selector& s, Algorithm id) {
   std::size_t last = 0;
@@ -130,6 +137,19 @@ TEST(DeviceAlgorithms, RanksSharingAGpuTakeTheSharedPathAndProcessesStageSmallCa
   const std::string why = selector(2, false, threads).explain(8);
   EXPECT_EQ(why.rfind("shared:", 0), 0u) << why;
   EXPECT_NE(why.find("share a GPU"), std::string::npos) << why;
+}
+
+TEST(DeviceAlgorithms, ASlowerNvlinkGenerationSendsSmallerMessagesOneShot) {
+  // LL sends twice the bytes in one step, one-shot its bytes in two: the slower the link, the sooner the bytes cost
+  // more than the step. NVLink 2 moves a third of NVLink 4's bytes per second.
+  const std::size_t h200 = upTo(ofGeneration(2, 4), Algorithm::kGpuLL);
+  const std::size_t v100 = upTo(ofGeneration(2, 2), Algorithm::kGpuLL);
+  EXPECT_GT(v100, 0u);
+  EXPECT_LT(v100, h200);
+  EXPECT_EQ(upTo(ofGeneration(2, 0), Algorithm::kGpuLL), h200);  // unknown: priced as the measured generation
+  const std::string why = ofGeneration(2, 3).explain(64 << 10);
+  EXPECT_NE(why.find("generation 4 to 3"), std::string::npos) << why;
+  EXPECT_NE(why.find("2 GPU(s)"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ class Arenas {
     std::call_once(made_[static_cast<std::size_t>(level.ranks.front())],
                    [&] { arena = std::make_shared<transport::MemoryArena>(level.size(), layout.regionBytes); });
     return core::makeLocalEngine(level.size(), std::make_unique<transport::MemoryLocalGroup>(arena, level.mine), s,
-                                 core::HostCpus{.ranks = level.size(), .cpus = 64});
+                                 core::HostLayout{.ranks = level.size(), .cpus = 64});
   }
 
  private:

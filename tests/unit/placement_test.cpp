@@ -62,7 +62,7 @@ TEST(Placement, WhatRanksSendRoundTrips) {
 
 TEST(Placement, TheCpusOfARankTravelWithItsHost) {
   const RankHost host{"boot/net:[1]", "node", {0, 1, 2, 3, 8, 10, 11}};
-  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11");
+  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11\n-1\n0");
   const RankHost back = Placement::decode(Placement::encode(host));
   EXPECT_EQ(back.cpus, host.cpus);
   // What an older braid sends (no CPUs) still decodes: its CPUs are unknown.
@@ -90,6 +90,48 @@ TEST(Placement, TheRanksOfAHostCountTheCpusTheyMayUseTogether) {
   // Overlapping masks count each CPU once; one unknown mask on the host makes the count unknown.
   EXPECT_EQ(Placement::of({{"A", "a", {0, 1, 2}}, {"A", "a", {1, 2, 3}}}, 0).localCpus, 4);
   EXPECT_EQ(Placement::of({{"A", "a", {0, 1}}, {"A", "a", {}}}, 0).localCpus, 0);
+}
+
+TEST(Placement, EachHostsNumaNodesAndTheSlowestNicsAreTheSameOnEveryRank) {
+  RankHost a0{"A", "a", {0, 1}, 0, 25000}, a1{"A", "a", {8, 9}, 1, 25000}, b0{"B", "b", {0}, 0, 10000};
+  const RankHost back = Placement::decode(Placement::encode(a1));
+  EXPECT_EQ(back.numaNode, 1);
+  EXPECT_EQ(back.nicMbps, 25000);
+  const std::vector<RankHost> ranks = {a0, b0, a1};
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(Placement::of(ranks, r).slowestNicMbps, 10000) << "rank " << r;
+  EXPECT_EQ(Placement::of(ranks, 0).localNumaNodes, 2);
+  EXPECT_EQ(Placement::of(ranks, 2).localNumaNodes, 2);
+  EXPECT_EQ(Placement::of(ranks, 1).localNumaNodes, 1);
+  // A rank whose mask spans nodes, or whose NICs do not tell their rate, makes its part unknown.
+  a1.numaNode = -1;
+  b0.nicMbps = 0;
+  EXPECT_EQ(Placement::of({a0, b0, a1}, 0).localNumaNodes, 0);
+  EXPECT_EQ(Placement::of({a0, b0, a1}, 0).slowestNicMbps, 0);
+  // What a braid that sent only CPUs sends decodes with both unknown; garbage in their place is named.
+  const RankHost old = Placement::decode("A\na\n0-3");
+  EXPECT_EQ(old.numaNode, -1);
+  EXPECT_EQ(old.nicMbps, 0);
+  EXPECT_THROW(Placement::decode("A\na\n0-3\nnode0\n100"), Error);
+}
+
+TEST(Placement, ARanksNumaNodeAndNicRateComeFromItsHost) {
+  topology::Topology host;
+  host.numa = {{0, {0, 1, 2, 3}, 0}, {1, {4, 5, 6, 7}, 0}};
+  EXPECT_EQ(numaNodeOf(host, {1, 2}), 0);
+  EXPECT_EQ(numaNodeOf(host, {5}), 1);
+  EXPECT_EQ(numaNodeOf(host, {3, 4}), -1);  // across two nodes
+  EXPECT_EQ(numaNodeOf(host, {}), -1);
+  EXPECT_EQ(numaNodeOf(host, {9}), -1);
+  host.nics = {{"lo", "", "", -1, 65536, true, true, -1, {}},
+               {"eth0", "mlx5_core", "0000:3b:00.0", 100000, 9000, true, false, 0, {}},
+               {"eth1", "mlx5_core", "0000:3b:00.1", 100000, 9000, true, false, 0, {}},
+               {"veth9", "veth", "", -1, 1500, true, false, -1, {}}};
+  EXPECT_EQ(nicMbpsOf(host, {"eth0"}), 100000);
+  EXPECT_EQ(nicMbpsOf(host, {"eth0", "eth1"}), 200000);  // two rails
+  EXPECT_EQ(nicMbpsOf(host, {"veth9"}), 0);              // a virtual NIC does not tell its rate
+  EXPECT_EQ(nicMbpsOf(host, {"lo"}), 0);
+  EXPECT_EQ(nicMbpsOf(host, {"ib0"}), 0);
+  EXPECT_EQ(nicMbpsOf(host, {}), 0);
 }
 
 TEST(Hierarchy, FitsSeveralHostsOfEqualRankCountsAboveOne) {

@@ -274,5 +274,30 @@ TEST(Selector, ChoosingAllocatesNothing) {
   EXPECT_GT(picked, 0u);
 }
 
+TEST(Selector, BetweenHostsTheSlowestNicBoundsWhatAStepMoves) {
+  const auto overNics = [](int mbps) {
+    return Selector(host::netAllreduceAlgorithms(), Machine{.ranks = 4, .link = Link::kTcp, .nicMbps = mbps},
+                    settingsOf({}), Path::kHost);
+  };
+  const std::size_t bytes = std::size_t{16} << 20;
+  const Selector loopback = netSelector(4);
+  const AlgorithmDescriptor& ring = *loopback.choose(bytes).algorithm;
+  ASSERT_EQ(ring.id, Algorithm::kTcpRing);
+  // 1 Gbit/s moves 0.125 GB/s: over twenty times slower than loopback's measured rate.
+  EXPECT_GT(*overNics(1000).projectedUs(ring, bytes), 20 * *loopback.projectedUs(ring, bytes));
+  EXPECT_NE(overNics(1000).explain(bytes).find("slowest rank's NICs, 1000 Mbit/s"), std::string::npos);
+  // NICs faster than what loopback measured do not make a step faster than that.
+  EXPECT_DOUBLE_EQ(*overNics(400000).projectedUs(ring, bytes), *loopback.projectedUs(ring, bytes));
+  EXPECT_EQ(overNics(400000).explain(bytes).find("NICs"), std::string::npos);
+}
+
+TEST(Selector, SharedMemoryRanksOnSeveralNumaNodesAreSaidToBe) {
+  const Selector spread(host::localAllreduceAlgorithms(),
+                        Machine{.ranks = 8, .usableCpus = 16, .link = Link::kShm, .numaNodes = 2}, settingsOf({}),
+                        Path::kHost);
+  EXPECT_NE(spread.explain(1 << 20).find("span 2 NUMA nodes"), std::string::npos) << spread.explain(1 << 20);
+  EXPECT_EQ(hostSelector(8, 16).explain(1 << 20).find("NUMA"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace braid::tuning

@@ -5,6 +5,7 @@
 // from any build.
 #pragma once
 
+#include <tuple>
 #include <vector>
 
 #include "base/config.hpp"
@@ -17,6 +18,17 @@ struct DeviceFacts {
   bool channel = false;    ///< braid's kernels can run: every GPU maps every other's memory (P2P)
   bool shared = false;     ///< the ranks take the shared-GPU path (they share a GPU without MPS)
   bool processes = false;  ///< on that path, some of the ranks sharing a GPU are different processes
+};
+
+/// What joins the ranks' GPUs, as the engine found when it connected: the kind of link, its generation (the lowest
+/// among the ranks' GPUs), and how many GPUs the ranks use. Zeros before it connects: unknown.
+struct GpuLinks {
+  bool nvlink = false;  ///< every pair of GPUs is joined by NVLink (else PCIe, or one GPU)
+  int generation = 0;   ///< of that link: NVLink's from the GPUs' architecture, PCIe's as the link runs now
+  int gpus = 0;         ///< distinct GPUs among the ranks
+  bool operator<(const GpuLinks& o) const {
+    return std::tie(nvlink, generation, gpus) < std::tie(o.nvlink, o.generation, o.gpus);
+  }
 };
 
 /// The candidates for `facts`, smallest-message first, with the bounds `braid tune` measured for the kernels

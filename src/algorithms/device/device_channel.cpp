@@ -15,7 +15,9 @@
 #include "algorithms/device/step_exchange.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "braid/cost_model.hpp"
 #include "cuda/runtime/cuda_check.hpp"
+#include "topology/pci_link.hpp"
 #include "transport/cuda_ipc/fd_mailbox.hpp"
 
 namespace braid::device {
@@ -42,6 +44,10 @@ struct Hello {
   std::uint32_t pad;
   std::uint64_t address;  // the workspace's address in its owner's process (cudaIpc ranks of one process use it)
   std::uint64_t process;  // this process's token: pids repeat across containers, the token does not
+  std::int32_t ccMajor;   // the GPU's compute capability (its NVLink generation)
+  std::int32_t ccMinor;
+  std::int32_t pcieGeneration;  // as its link runs now; 0: unknown
+  std::int32_t pad2;
   cuda::IpcHandle ipc;
   std::array<char, 16> uuid;
   std::array<char, 160> why;
@@ -65,6 +71,31 @@ int ordinalOf(const std::array<char, 16>& uuid) {
     }
   }
   return -1;
+}
+
+// `value` as `digits` lower-case hex digits, as sysfs names PCI devices.
+std::string hex(int value, int digits) {
+  char text[16];
+  std::snprintf(text, sizeof text, "%0*x", digits, static_cast<unsigned>(value));
+  return text;
+}
+
+// What joins the ranks' GPUs, from what each said of its own: the link's generation is the lowest any rank's GPU
+// runs (NVLink's by the architecture, PCIe's as the link runs now), 0 where one of them does not say.
+template <typename Hellos>
+GpuLinks linksOf(const Hellos& all, bool nvlink) {
+  GpuLinks links;
+  links.nvlink = nvlink;
+  std::vector<std::array<char, 16>> gpus;
+  links.generation = -1;
+  for (const auto& h : all) {
+    if (std::find(gpus.begin(), gpus.end(), h.uuid) == gpus.end()) gpus.push_back(h.uuid);
+    const int generation = nvlink ? tuning::nvlinkGeneration(h.ccMajor, h.ccMinor) : h.pcieGeneration;
+    links.generation = links.generation < 0 ? generation : std::min(links.generation, generation);
+  }
+  links.generation = std::max(links.generation, 0);
+  links.gpus = static_cast<int>(gpus.size());
+  return links;
 }
 
 // "ranks 0, 2 share GPU 0; ranks 1, 3 share GPU 1" from every rank's GPU UUID (GPUs named by their ordinal here,
@@ -124,6 +155,10 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(Engine& host, int rank, in
       cudaDeviceProp prop{};
       cuda::checkCuda(cudaGetDeviceProperties(&prop, device), "cudaGetDeviceProperties");
       std::memcpy(mine.uuid.data(), prop.uuid.bytes, 16);
+      mine.ccMajor = prop.major;
+      mine.ccMinor = prop.minor;
+      mine.pcieGeneration = topology::pcieGeneration(
+          strCat(hex(prop.pciDomainID, 4), ":", hex(prop.pciBusID, 2), ":", hex(prop.pciDeviceID, 2), ".0"));
       std::string vmmWhy = "BRAID_CUDA_MEMORY=ipc";
       if (memory != WorkspaceMemory::kIpc) {
         try {
@@ -229,7 +264,7 @@ std::unique_ptr<DeviceChannel> DeviceChannel::connect(Engine& host, int rank, in
   ch->channel_.slotBytes = slotBytes;
   ch->channel_.rank = rank;
   ch->channel_.nranks = size;
-  ch->nvlink_ = nvlink;
+  ch->links_ = linksOf(all, nvlink);
   ch->sharing_ = sharingOf(all);
   for (std::size_t a = 0; a < all.size(); ++a) {
     for (std::size_t b = a + 1; b < all.size(); ++b) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/device/device_algorithms.hpp"
 #include "algorithms/engine.hpp"
 #include "cuda/kernels/collective_kernels.hpp"
 #include "cuda/runtime/ipc_allocation.hpp"
@@ -42,8 +43,9 @@ class DeviceChannel {
   const cuda::kernels::Channel& channel() const { return channel_; }
   int device() const { return device_; }
   std::size_t slotBytes() const { return channel_.slotBytes; }
-  /// Whether every peer's GPU is reached over NVLink (else PCIe or the same GPU).
-  bool nvlink() const { return nvlink_; }
+  /// What joins the ranks' GPUs: NVLink between every pair (else PCIe or the same GPU), its generation, the GPUs.
+  const GpuLinks& links() const { return links_; }
+  bool nvlink() const { return links_.nvlink; }
   /// Which ranks share a GPU (by UUID), e.g. "ranks 0, 2 share GPU 0; ranks 1, 3 share GPU 1"; empty when every
   /// rank has a GPU of its own.
   const std::string& sharing() const { return sharing_; }
@@ -65,7 +67,7 @@ class DeviceChannel {
   DeviceChannel() = default;
 
   int device_ = -1;
-  bool nvlink_ = false;
+  GpuLinks links_;
   std::string sharing_;
   bool processesShare_ = false;
   bool oneContext_ = false;

@@ -111,7 +111,7 @@ DeviceEngine::~DeviceEngine() {
 const char* DeviceEngine::transportName() const { return channel_ ? "cuda_ipc" : host_.transportName(); }
 
 std::string DeviceEngine::allreduceAlgorithm(std::size_t bytes) const {
-  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), nvlink());
+  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), links());
   if (a.id == tuning::Algorithm::kGpuStaged) return staging_.allreduceAlgorithm(bytes);
   // Ranks on one GPU: each co-located path has a name of its own for whoever reads it.
   if (a.id == tuning::Algorithm::kGpuShared && shared_) return strCat("cuda_ipc/", shared_->algorithm());
@@ -128,12 +128,12 @@ std::optional<bool> DeviceEngine::holdsCaller(const char* op, std::size_t bytes)
   if (!channel_ || sharedPath_) return true;
   if (name != "allreduce") return false;
   return policy_
-             .allreduce(bytes, DeviceFacts{.channel = true, .shared = false, .processes = stagesSmallCalls()}, nvlink())
+             .allreduce(bytes, DeviceFacts{.channel = true, .shared = false, .processes = stagesSmallCalls()}, links())
              .id == tuning::Algorithm::kGpuStaged;
 }
 
 std::string DeviceEngine::explainAllreduce(std::size_t bytes) const {
-  std::string text = policy_.explain(bytes, facts(), nvlink());
+  std::string text = policy_.explain(bytes, facts(), links());
   if (shared_ && sharedPath_ && !text.starts_with("staged")) text += strCat(" (", shared_->name(), ")");
   if (!channel_ && tried_) text += strCat(" (", noChannelWhy_, ")");
   if (channel_ && !channel_->sharing().empty()) text += strCat(" [", channel_->sharing(), "]");
@@ -205,9 +205,10 @@ bool DeviceEngine::kernelsReady(const OpEnv& env) {
     }
     if (channel_) {
       logLine(LogLevel::kInfo, rank_,
-              strCat("cuda_ipc: GPU ", device_, " joined ", size_, " GPUs over ",
-                     channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU", ", ", slot, "-byte slots, ",
-                     channel_->memoryName(), " workspace"));
+              strCat("cuda_ipc: GPU ", device_, " joined ", size_, " ranks on ", channel_->links().gpus,
+                     " GPU(s) over ", channel_->nvlink() ? "NVLink" : "PCIe or a shared GPU",
+                     channel_->links().generation > 0 ? strCat(" generation ", channel_->links().generation) : "", ", ",
+                     slot, "-byte slots, ", channel_->memoryName(), " workspace"));
       const bool shares = !channel_->sharing().empty();
       if (shares) {
         logLine(LogLevel::kInfo, rank_,
@@ -461,7 +462,7 @@ void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, Da
   if (count == 0) return;
   if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
   const std::size_t bytes = count * dataTypeSize(type);
-  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), nvlink());
+  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), links());
   if (a.id == tuning::Algorithm::kGpuStaged) return staging_.allreduce(send, recv, count, type, op, env);
   // Refused here, before any rank publishes or launches anything, whichever path the call takes.
   const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));

@@ -124,7 +124,8 @@ class DeviceEngine final : public Engine {
   DeviceFacts facts() const {
     return {.channel = channel_ != nullptr, .shared = sharedPath_, .processes = stagesSmallCalls()};
   }
-  bool nvlink() const { return channel_ && channel_->nvlink(); }
+  /// What joins the ranks' GPUs, once the channel connected; unknown (zeros) before.
+  GpuLinks links() const { return channel_ ? channel_->links() : GpuLinks{}; }
 
   Engine& host_;
   StagingEngine staging_;

@@ -16,13 +16,14 @@ namespace braid::device {
 /// The device engine's choices, made by core/ (algorithms do not reach into tuning's selector): `sharedPath` says
 /// whether every collective takes the shared-GPU path, given whether some ranks share a GPU (core/ knows whether an
 /// MPS server runs); `allreduce` picks one of allreduceAlgorithms(facts) (device_algorithms.hpp) for the message
-/// size, what the engine found and whether every pair of GPUs is joined by NVLink, and `explain` says why; `blocks`
+/// size, what the engine found and what joins the GPUs, and `explain` says why; `blocks`
 /// sizes a kernel's grid for a round of `windowBytes`; `chunkBytes`: what a block of the one-shot kernel pushes
 /// between two flags (0: its whole piece at once).
 struct DevicePolicy {
   std::function<bool(bool shared)> sharedPath;
-  std::function<const tuning::AlgorithmDescriptor&(std::size_t bytes, const DeviceFacts& facts, bool nvlink)> allreduce;
-  std::function<std::string(std::size_t bytes, const DeviceFacts& facts, bool nvlink)> explain;
+  std::function<const tuning::AlgorithmDescriptor&(std::size_t bytes, const DeviceFacts& facts, const GpuLinks& links)>
+      allreduce;
+  std::function<std::string(std::size_t bytes, const DeviceFacts& facts, const GpuLinks& links)> explain;
   std::function<int(std::size_t windowBytes, int maxBlocks)> blocks;
   std::size_t chunkBytes = 0;
 };

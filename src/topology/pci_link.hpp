@@ -1,0 +1,17 @@
+// How fast a PCI device's link runs now, read from sysfs: a GPU's PCIe generation prices the peer copies between
+// GPUs that have no NVLink.
+#pragma once
+
+#include <string>
+
+namespace braid::topology {
+
+/// The PCIe generation of a link that runs at `speed` (sysfs's current_link_speed: "16.0 GT/s PCIe" is 4):
+/// 2.5, 5, 8, 16, 32 and 64 GT/s are generations 1 to 6; 0 for anything else.
+int pcieGenerationOfSpeed(const std::string& speed);
+
+/// The PCIe generation the device at `pciBusId` ("0000:3b:00.0", lower case as sysfs names it) runs at now, from
+/// `root`/sys/bus/pci/devices; 0 where sysfs does not say (virtual devices, no sysfs).
+int pcieGeneration(const std::string& pciBusId, const std::string& root = "");
+
+}  // namespace braid::topology
