@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "bench/bench_json.hpp"
+#include "bench/device_calls.hpp"
 #include "bench/driver_args.hpp"
 #include "bench/empty_launch.hpp"
 #include "bench/machine_info.hpp"
@@ -41,6 +42,8 @@
 namespace {
 
 constexpr const char* kProgram = "braid-bench-device";
+using braid::bench::Call;
+using braid::bench::check;
 using braid::bench::checkNccl;
 using braid::bench::loadNccl;
 using braid::bench::Nccl;
@@ -51,157 +54,9 @@ using braid::bench::ncclSettings;
 using braid::bench::ncclType;
 using braid::bench::ncclUniqueId;
 using braid::bench::ncclVersionText;
+using braid::bench::Setup;
 using braid::tools::BenchOptions;
 using braid::tools::BenchRow;
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-braid::DataType braidType(const std::string& dtype) {
-  if (dtype == "float32") return braid::DataType::kFloat32;
-  if (dtype == "bfloat16") return braid::DataType::kBFloat16;
-  if (dtype == "float16") return braid::DataType::kFloat16;
-  if (dtype == "float64") return braid::DataType::kFloat64;
-  return braid::DataType::kInt32;
-}
-braid::ReduceOp braidOp(const std::string& op) {
-  if (op == "prod") return braid::ReduceKind::kProd;
-  if (op == "min") return braid::ReduceKind::kMin;
-  if (op == "max") return braid::ReduceKind::kMax;
-  return braid::ReduceKind::kSum;
-}
-
-// Host images of the inputs and results as raw element bits (2, 4 or 8 bytes).
-std::vector<std::byte> encode(const std::string& dtype, const std::vector<double>& values) {
-  const braid::DataType type = braidType(dtype);
-  std::vector<std::byte> out(values.size() * braid::dataTypeSize(type));
-  for (std::size_t i = 0; i < values.size(); ++i) braid::storeElement(out.data(), i, type, values[i]);
-  return out;
-}
-
-// One implementation's call for one size: the buffers are device memory of the largest size.
-using Call = std::function<void(cudaStream_t)>;
-
-struct Setup {
-  BenchOptions o;
-  int n = 0, me = 0;
-  std::size_t count = 0;  // elements of the largest buffer of this size
-  std::byte* send = nullptr;
-  std::byte* recv = nullptr;
-};
-
-// Fills the device buffers with the exact inputs of this size (driver_args' scheme) and returns the host image of
-// the expected result region and where it lives on the device.
-void fill(const Setup& s, cudaStream_t stream) {
-  std::vector<double> sendV(s.count, 0), recvV(s.count, 0);
-  braid::bench::fillSize(s.o, s.n, s.me, s.count, sendV.data(), recvV.data(), [](double v) { return v; });
-  const auto a = encode(s.o.dtype, sendV), b = encode(s.o.dtype, recvV);
-  check(cudaMemcpyAsync(s.send, a.data(), a.size(), cudaMemcpyHostToDevice, stream), "fill send");
-  check(cudaMemcpyAsync(s.recv, b.data(), b.size(), cudaMemcpyHostToDevice, stream), "fill recv");
-  check(cudaStreamSynchronize(stream), "fill");
-}
-
-long wrongElements(const Setup& s, cudaStream_t stream) {
-  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
-  std::vector<std::byte> got(s.count * esz);
-  check(cudaMemcpyAsync(got.data(), s.recv, got.size(), cudaMemcpyDeviceToHost, stream), "result");
-  check(cudaStreamSynchronize(stream), "result");
-  std::vector<double> probe(1);
-  // countWrong compares T-typed elements: run it on the encoded bits through a per-size element type.
-  long wrong = 0;
-  auto run = [&](auto tag) {
-    using T = decltype(tag);
-    std::vector<T> out(s.count);
-    std::memcpy(out.data(), got.data(), got.size());
-    wrong = braid::bench::countWrong(s.o, s.n, s.me, s.count, out.data(), [&](double v) {
-      T t{};
-      const auto bytes = encode(s.o.dtype, {v});
-      std::memcpy(&t, bytes.data(), sizeof(T));
-      return t;
-    });
-  };
-  if (esz == 2)
-    run(std::uint16_t{});
-  else if (esz == 4)
-    run(std::uint32_t{});
-  else
-    run(std::uint64_t{});
-  return wrong;
-}
-
-// The device memory a call reads and writes: in place uses recv for both (the driver scheme's convention).
-Call braidCall(braid::Communicator& c, const Setup& s) {
-  const std::string& coll = s.o.collective;
-  const auto t = braidType(s.o.dtype);
-  const auto op = braidOp(s.o.op);
-  const std::size_t n = static_cast<std::size_t>(s.n);
-  const std::size_t block = braid::bench::overBlocks(coll) ? s.count / n : s.count;
-  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
-  std::byte* in = s.o.inplace ? s.recv : s.send;
-  std::byte* out = s.recv;
-  const int root = s.o.root;
-  if (coll == "allreduce") return [=, &c](cudaStream_t st) { c.allreduce(in, out, s.count, t, op, {.stream = st}); };
-  if (coll == "reduce") return [=, &c](cudaStream_t st) { c.reduce(in, out, s.count, t, op, root, {.stream = st}); };
-  if (coll == "reducescatter") {
-    std::byte* o2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.recv;
-    return [=, &c](cudaStream_t st) { c.reduceScatter(in, o2, block, t, op, {.stream = st}); };
-  }
-  if (coll == "allgather") {
-    std::byte* i2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.send;
-    return [=, &c](cudaStream_t st) { c.allgather(i2, out, block, t, {.stream = st}); };
-  }
-  if (coll == "broadcast") return [=, &c](cudaStream_t st) { c.broadcast(out, s.count, t, root, {.stream = st}); };
-  if (coll == "alltoall") return [=, &c](cudaStream_t st) { c.alltoall(in, out, block, t, {.stream = st}); };
-  throw std::invalid_argument(std::string(kProgram) + ": no device sweep of " + coll);
-}
-
-// The reference the collectives' bandwidth is judged against on one GPU: rank 0 copies the message from its send
-// to its recv buffer (cudaMemcpyAsync, device to device) while the other ranks wait; nothing to verify.
-Call memcpyCall(const Setup& s) {
-  return [&s](cudaStream_t stream) {
-    if (s.me != 0) return;
-    check(cudaMemcpyAsync(s.recv, s.send, s.count * braid::bench::dtypeBytes(s.o.dtype), cudaMemcpyDeviceToDevice,
-                          stream),
-          "cudaMemcpyAsync(reference copy)");
-  };
-}
-
-Call ncclCall(const Nccl& nc, ncclComm_t comm, const Setup& s) {
-  const std::string& coll = s.o.collective;
-  const auto t = ncclType(s.o.dtype);
-  const auto op = ncclOp(s.o.op);
-  const std::size_t n = static_cast<std::size_t>(s.n);
-  const std::size_t block = braid::bench::overBlocks(coll) ? s.count / n : s.count;
-  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
-  std::byte* in = s.o.inplace ? s.recv : s.send;
-  std::byte* out = s.recv;
-  const int root = s.o.root;
-  const Nccl* p = &nc;
-  auto ok = [p](ncclResult_t r) { checkNccl(*p, r, "nccl call"); };
-  if (coll == "allreduce") return [=](cudaStream_t st) { ok(p->allReduce(in, out, s.count, t, op, comm, st)); };
-  if (coll == "reduce") return [=](cudaStream_t st) { ok(p->reduce(in, out, s.count, t, op, root, comm, st)); };
-  if (coll == "reducescatter") {
-    std::byte* o2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.recv;
-    return [=](cudaStream_t st) { ok(p->reduceScatter(in, o2, block, t, op, comm, st)); };
-  }
-  if (coll == "allgather") {
-    std::byte* i2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.send;
-    return [=](cudaStream_t st) { ok(p->allGather(i2, out, block, t, comm, st)); };
-  }
-  if (coll == "broadcast") return [=](cudaStream_t st) { ok(p->broadcast(out, out, s.count, t, root, comm, st)); };
-  if (coll == "alltoall") {
-    return [=](cudaStream_t st) {
-      ok(p->groupStart());
-      for (std::size_t r = 0; r < n; ++r) {
-        ok(p->send(in + r * block * esz, block, t, static_cast<int>(r), comm, st));
-        ok(p->recv(out + r * block * esz, block, t, static_cast<int>(r), comm, st));
-      }
-      ok(p->groupEnd());
-    };
-  }
-  throw std::invalid_argument(std::string(kProgram) + ": no device sweep of " + coll);
-}
 
 // nccl-tests' loops, timed on the stream with events; the slowest rank's time per call of the median loop. With
 // `graph`, the loop of calls is captured once into a CUDA graph and each repetition launches it: what the kernels

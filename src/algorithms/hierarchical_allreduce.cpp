@@ -7,13 +7,20 @@ namespace braid {
 
 namespace {
 
-// A step's failure, told as the call's: which step among which ranks, then what its engine said (which numbers
-// them from 0); the peer it named, as the communicator numbers it.
+// Runs one step on a level's engine with `stepEnv`, the call's environment as that engine sees it. The steps share
+// the call's deadline: the first to sleep sets it (OpEnv::deadline), and the call keeps it for the next, so that one
+// call waits at most one timeout in all. A failure is told as the call's: which step among which ranks, then what
+// the engine said (which numbers them from 0), and the peer it named as the communicator numbers it.
 template <typename Step>
-void step(const char* what, const HierarchyLevel& level, const OpEnv& env, Step&& run) {
+void step(const char* what, const HierarchyLevel& level, const OpEnv& env, const OpEnv& stepEnv, Step&& run) {
+  const auto keepDeadline = [&] {
+    if (!env.deadline && stepEnv.deadline) env.deadline = stepEnv.deadline;
+  };
   try {
-    run();
+    run(stepEnv);
+    keepDeadline();
   } catch (const Error& e) {
+    keepDeadline();
     ErrorContext ctx = env.context;
     const int peer = e.context().peer;
     if (peer >= 0 && peer < level.size()) ctx.peer = level.ranks[static_cast<std::size_t>(peer)];
@@ -48,20 +55,20 @@ void HierarchicalAllreduce::run(Collectives& inside, Collectives& between, const
   // communicator, so the numbers need to agree only while the steps succeed.
   if (shard > 0) {
     std::byte* mine = out + static_cast<std::size_t>(place_.inside.mine) * shard * esz;
-    step("reduce-scatter inside the host", place_.inside, env,
-         [&] { inside.reduceScatter(in, mine, shard, type, op, stepEnv(env, place_.inside, insideCalls_)); });
-    step("allreduce between hosts", place_.between, env,
-         [&] { between.allreduce(mine, mine, shard, type, op, stepEnv(env, place_.between, betweenCalls_)); });
-    step("allgather inside the host", place_.inside, env,
-         [&] { inside.allgather(mine, out, shard, type, stepEnv(env, place_.inside, insideCalls_)); });
+    step("reduce-scatter inside the host", place_.inside, env, stepEnv(env, place_.inside, insideCalls_),
+         [&](const OpEnv& e) { inside.reduceScatter(in, mine, shard, type, op, e); });
+    step("allreduce between hosts", place_.between, env, stepEnv(env, place_.between, betweenCalls_),
+         [&](const OpEnv& e) { between.allreduce(mine, mine, shard, type, op, e); });
+    step("allgather inside the host", place_.inside, env, stepEnv(env, place_.inside, insideCalls_),
+         [&](const OpEnv& e) { inside.allgather(mine, out, shard, type, e); });
   }
   if (tail > 0) {
     // Fewer elements than local ranks: each local rank reduces them in full (its host's, then the hosts').
     const std::size_t at = shard * localSize * esz;
-    step("allreduce of the tail inside the host", place_.inside, env,
-         [&] { inside.allreduce(in + at, out + at, tail, type, op, stepEnv(env, place_.inside, insideCalls_)); });
-    step("allreduce of the tail between hosts", place_.between, env,
-         [&] { between.allreduce(out + at, out + at, tail, type, op, stepEnv(env, place_.between, betweenCalls_)); });
+    step("allreduce of the tail inside the host", place_.inside, env, stepEnv(env, place_.inside, insideCalls_),
+         [&](const OpEnv& e) { inside.allreduce(in + at, out + at, tail, type, op, e); });
+    step("allreduce of the tail between hosts", place_.between, env, stepEnv(env, place_.between, betweenCalls_),
+         [&](const OpEnv& e) { between.allreduce(out + at, out + at, tail, type, op, e); });
   }
 }
 

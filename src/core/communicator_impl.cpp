@@ -154,8 +154,11 @@ std::optional<Error> CommunicatorImpl::asyncError() const {
     std::lock_guard lock(mu_);
     if (detachedError_) return detachedError_;
   }
-  const Engine* device = engines_.device();
-  return device ? device->asyncError(ErrorContext{.rank = rank_, .peer = -1, .op = "async", .seq = -1}) : std::nullopt;
+  const ErrorContext ctx{.rank = rank_, .peer = -1, .op = "async", .seq = -1};
+  if (std::optional<Error> e = engines_.asyncError(ctx)) return e;
+  // The hierarchical allreduce's levels run GPU work of their own.
+  const Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire);
+  return hierarchy ? hierarchy->asyncError(ctx) : std::nullopt;
 }
 
 std::int64_t CommunicatorImpl::sequenceNumber() const {

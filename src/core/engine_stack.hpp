@@ -51,6 +51,8 @@ class EngineStack {
   Engine* device() const { return deviceView_.load(std::memory_order_acquire); }
   /// From any thread: both engines' abort.
   void abort();
+  /// From any thread: the device engine's failure of work that ran after its call returned, if it was made.
+  std::optional<Error> asyncError(const ErrorContext& ctx) const;
 
  private:
   const int rank_;

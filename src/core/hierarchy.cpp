@@ -93,6 +93,11 @@ void Hierarchy::abort() {
   between_->abort();
 }
 
+std::optional<Error> Hierarchy::asyncError(const ErrorContext& ctx) const {
+  if (std::optional<Error> e = inside_->asyncError(ctx)) return e;
+  return between_->asyncError(ctx);
+}
+
 std::string Hierarchy::describe(std::size_t bytes) const {
   const std::size_t shard = bytes / static_cast<std::size_t>(algorithm_.place().inside.size());
   const Engine& between = between_->host();

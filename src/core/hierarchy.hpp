@@ -33,6 +33,8 @@ class Hierarchy {
                  const OpEnv& env);
   /// From any thread: both levels' engines.
   void abort();
+  /// From any thread: a failure of GPU work either level's device engine ran after its call returned.
+  std::optional<Error> asyncError(const ErrorContext& ctx) const;
   /// "hierarchical (reduce-scatter and allgather over shm inside hosts, tcp/ring between)" for a message of `bytes`.
   std::string describe(std::size_t bytes) const;
 

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/error.hpp"
@@ -81,7 +82,9 @@ class Arenas {
 };
 
 // An engine's collectives as a level sees them: each call must carry this rank's rank among the level's ranks (some
-// engines read it from there) and the next number of the level's own sequence (the network engine's wire tag).
+// engines read it from there) and the next number of the level's own sequence (the network engine's wire tag). Each
+// call also acts as one that had to sleep: it sets the call's deadline when none is set yet, and the deadline every
+// call saw is kept, so that a test can check that one allreduce's steps share one.
 class Numbered final : public Collectives {
  public:
   Numbered(Collectives& inner, int rank) : inner_(inner), rank_(rank) {}
@@ -127,6 +130,8 @@ class Numbered final : public Collectives {
   void reject(const OpEnv& env) override { inner_.reject(checked(env)); }
 
   std::int64_t calls() const { return next_; }
+  /// The deadlines the calls since the last take saw, and forgets them.
+  std::vector<Deadline::Clock::time_point> takeDeadlines() { return std::exchange(deadlines_, {}); }
 
  private:
   const OpEnv& checked(const OpEnv& env) {
@@ -135,12 +140,15 @@ class Numbered final : public Collectives {
                                       ", not rank ", rank_, " #", next_));
     }
     ++next_;
+    if (!env.deadline) env.deadline = Deadline::after(env.timeoutSeconds);
+    deadlines_.push_back(env.deadline->at());
     return env;
   }
 
   Collectives& inner_;
   const int rank_;
   std::int64_t next_ = 0;
+  std::vector<Deadline::Clock::time_point> deadlines_;
 };
 
 OpEnv envFor(int rank, std::int64_t seq) {
@@ -171,13 +179,22 @@ TEST_P(HierarchicalAllreduceThreads, ExactSumsAndTheSameBitsOnEveryRank) {
         auto betweenEngine = between.engineFor(place.between, settings);
         Numbered in(*insideEngine, place.inside.mine), across(*betweenEngine, place.between.mine);
         HierarchicalAllreduce algorithm(place);
+        // One deadline for a whole call, set by its first step that slept: one timeout in all, not one a step.
+        const auto oneDeadline = [&](const OpEnv& env) {
+          for (Numbered* level : {&in, &across}) {
+            for (const auto& at : level->takeDeadlines()) {
+              if (!env.deadline || at != env.deadline->at()) throw std::runtime_error("a step had its own deadline");
+            }
+          }
+        };
         std::int64_t seq = 0;
         for (std::size_t c = 0; c < counts.size(); ++c) {
           const std::size_t count = counts[c];
           std::vector<std::int64_t> ints(count), out(count, -1);
           for (std::size_t i = 0; i < count; ++i) ints[i] = static_cast<std::int64_t>(i) * (r + 1) - 3;
-          algorithm.run(in, across, ints.data(), out.data(), count, DataType::kInt64, ReduceKind::kSum,
-                        envFor(r, seq++));
+          const OpEnv env = envFor(r, seq++);
+          algorithm.run(in, across, ints.data(), out.data(), count, DataType::kInt64, ReduceKind::kSum, env);
+          oneDeadline(env);
           for (std::size_t i = 0; i < count; ++i) {
             const std::int64_t want = static_cast<std::int64_t>(i) * n * (n + 1) / 2 - 3 * n;
             if (out[i] != want) {
@@ -187,7 +204,9 @@ TEST_P(HierarchicalAllreduceThreads, ExactSumsAndTheSameBitsOnEveryRank) {
           std::vector<float>& f = floats[c][static_cast<std::size_t>(r)];
           f.resize(count);
           for (std::size_t i = 0; i < count; ++i) f[i] = 1.0f / static_cast<float>(i % 97 + r + 3);
-          algorithm.run(in, across, f.data(), f.data(), count, DataType::kFloat32, ReduceKind::kSum, envFor(r, seq++));
+          const OpEnv floatEnv = envFor(r, seq++);
+          algorithm.run(in, across, f.data(), f.data(), count, DataType::kFloat32, ReduceKind::kSum, floatEnv);
+          oneDeadline(floatEnv);
         }
         // Each allreduce of n elements over L local ranks: three steps when n >= L, and two more for a tail.
         std::int64_t insideCalls = 0, betweenCalls = 0;
