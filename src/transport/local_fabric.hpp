@@ -71,6 +71,10 @@ class LocalFabric {
   RoundDescriptor& descriptor(int peer, std::uint32_t round) { return roundLine(peer, round).descriptor; }
   /// Publishes that this rank wrote its slot (or payload) and descriptor for `round`.
   void arrive(std::uint32_t round) { post(roundLine(rank_, round).arrived, round); }
+  /// arrive() in two halves (postQuietly, wakeSleepers): for a rank that waits for every peer of the round between
+  /// them. Every peer waiting for this rank has arrived already, so waking them only once all arrived delays none.
+  void arriveQuietly(std::uint32_t round) { postQuietly(roundLine(rank_, round).arrived, round); }
+  void wakeArrivalSleepers(std::uint32_t round) { wakeSleepers(roundLine(rank_, round).arrived); }
 
   // --- point-to-point rings ---
   /// Copies up to `len` bytes into the ring towards `peer`; returns how many fitted.

@@ -52,6 +52,15 @@ void post(WaitWord& word, std::uint32_t value) {
   if (word.sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&word.value);
 }
 
+void postQuietly(WaitWord& word, std::uint32_t value) { word.value.store(value, std::memory_order_release); }
+
+void wakeSleepers(WaitWord& word) {
+  // The fence orders the store of postQuietly before the load of sleepers, as post's seq_cst store does; by now the
+  // store has usually drained, so it costs little.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (word.sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&word.value);
+}
+
 void bump(WaitWord& word) {
   word.value.fetch_add(1, std::memory_order_seq_cst);
   if (word.sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&word.value);

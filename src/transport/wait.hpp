@@ -42,6 +42,13 @@ inline bool reached(std::uint32_t value, std::uint32_t target) {
 
 /// Stores `value` and wakes sleepers of `word`, if any.
 void post(WaitWord& word, std::uint32_t value);
+/// post() in two halves, for a poster that waits for its peers right after: the store, which does not hold this
+/// core until the word's cache line is its own (that line's transfer then overlaps the poster's first look at its
+/// peers' words), and the wake of the sleepers, which must follow before the poster waits for anything its sleepers
+/// do not already hold, or end its call. A sleeper registers before it sleeps, so either it sees the value or
+/// wakeSleepers() sees it.
+void postQuietly(WaitWord& word, std::uint32_t value);
+void wakeSleepers(WaitWord& word);
 /// Adds one to `word` and wakes its sleepers, if any.
 void bump(WaitWord& word);
 void cpuRelax();

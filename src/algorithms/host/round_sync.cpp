@@ -73,10 +73,19 @@ void RoundSync::failTimedOut() {
 void RoundSync::exchange() {
   const std::uint32_t next = round_ + 1;
   if (!checked_) fabric_.descriptor(fabric_.rank(), next) = call_;
-  fabric_.arrive(next);
-  for (int peer = 0; peer < fabric_.size(); ++peer) {
-    if (peer != fabric_.rank()) waitFor(peer);
+  // The arrival's store drains while this rank looks at its peers' lines; peers asleep on it are woken once all
+  // arrived (a peer sleeps only after it arrived itself, so none waits on another to be woken), or on the way out
+  // of a failed wait.
+  fabric_.arriveQuietly(next);
+  try {
+    for (int peer = 0; peer < fabric_.size(); ++peer) {
+      if (peer != fabric_.rank()) waitFor(peer);
+    }
+  } catch (...) {
+    fabric_.wakeArrivalSleepers(next);
+    throw;
   }
+  fabric_.wakeArrivalSleepers(next);
   round_ = next;
   if (!checked_) {
     checked_ = true;
