@@ -58,6 +58,31 @@ RoundLine& LocalFabric::roundLine(int peer, std::uint32_t round) {
   return *reinterpret_cast<RoundLine*>(group_->region(peer) + kRoundLinesOffset + (round & 1u) * sizeof(RoundLine));
 }
 
+void LocalFabric::publishDescriptor(std::uint32_t round, const RoundDescriptor& call) {
+  RoundLine& line = roundLine(rank_, round);
+  line.call = PackedCall{call.seq,
+                         call.count,
+                         call.root,
+                         static_cast<std::uint8_t>(call.collective),
+                         static_cast<std::uint8_t>(call.dataType),
+                         static_cast<std::uint8_t>(call.reduceKind),
+                         static_cast<std::uint8_t>(call.shapeHash != 0 ? 1 : 0)};
+  if (call.shapeHash != 0) std::memcpy(line.payload, &call.shapeHash, sizeof call.shapeHash);
+}
+
+RoundDescriptor LocalFabric::descriptor(int peer, std::uint32_t round) {
+  const RoundLine& line = roundLine(peer, round);
+  RoundDescriptor d;
+  d.seq = line.call.seq;
+  d.count = line.call.count;
+  d.root = line.call.root;
+  d.collective = line.call.collective;
+  d.dataType = line.call.dataType;
+  d.reduceKind = line.call.reduceKind;
+  if (line.call.shaped != 0) std::memcpy(&d.shapeHash, line.payload, sizeof d.shapeHash);
+  return d;
+}
+
 WaitWord& LocalFabric::doorbell(int peer) { return word(peer, kDoorbellOffset); }
 
 std::atomic<std::uint32_t>& LocalFabric::heartbeat(int peer) {

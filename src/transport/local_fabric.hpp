@@ -29,12 +29,25 @@ namespace braid::transport {
 /// The call a rank is in, published with each round so that peers can check they are in the same one.
 using RoundDescriptor = CallDescriptor;
 
+/// A RoundDescriptor as it rides on a round line: packed into 24 bytes, so that 32 bytes of payload fit beside it.
+/// The hash of a call's per-rank counts rides in the payload: such calls carry no data there.
+struct PackedCall {
+  std::int64_t seq;
+  std::uint64_t count;
+  std::int32_t root;
+  std::uint8_t collective;
+  std::uint8_t dataType;
+  std::uint8_t reduceKind;
+  std::uint8_t shaped;  // 1: the payload's first 8 bytes hold shapeHash
+};
+static_assert(sizeof(PackedCall) == 24);
+
 /// What a rank publishes for one round parity, on one cache line: the round counter, the call's descriptor and a
 /// small payload, so a peer learns all three with one cache-line transfer (small collectives are latency-bound).
 struct alignas(64) RoundLine {
   WaitWord arrived;
-  RoundDescriptor descriptor;
-  std::byte payload[16];
+  PackedCall call;
+  std::byte payload[32];
 };
 static_assert(sizeof(RoundLine) == 64);
 inline constexpr std::size_t kRoundPayloadBytes = sizeof(RoundLine::payload);
@@ -68,7 +81,11 @@ class LocalFabric {
   }
   /// The line of `peer` for rounds of `round`'s parity: its counter, descriptor and small payload.
   RoundLine& roundLine(int peer, std::uint32_t round);
-  RoundDescriptor& descriptor(int peer, std::uint32_t round) { return roundLine(peer, round).descriptor; }
+  /// Writes this rank's descriptor of the call for `round` (before arrive()): a call with per-rank counts
+  /// (shapeHash != 0) must not put data in that round's payload.
+  void publishDescriptor(std::uint32_t round, const RoundDescriptor& call);
+  /// What `peer` published for `round` (once it arrived there).
+  RoundDescriptor descriptor(int peer, std::uint32_t round);
   /// Publishes that this rank wrote its slot (or payload) and descriptor for `round`.
   void arrive(std::uint32_t round) { post(roundLine(rank_, round).arrived, round); }
   /// arrive() in two halves (postQuietly, wakeSleepers): for a rank that waits for every peer of the round between

@@ -72,7 +72,7 @@ void RoundSync::failTimedOut() {
 
 void RoundSync::exchange() {
   const std::uint32_t next = round_ + 1;
-  if (!checked_) fabric_.descriptor(fabric_.rank(), next) = call_;
+  if (!checked_) fabric_.publishDescriptor(next, call_);
   // The arrival's store drains while this rank looks at its peers' lines; peers asleep on it are woken once all
   // arrived (a peer sleeps only after it arrived itself, so none waits on another to be woken), or on the way out
   // of a failed wait.
