@@ -95,10 +95,16 @@ const std::vector<KnobRow>& rows() {
         "where windowed GPU-buffer allreduces between hosts reduce: host (the CPU, on copies of the input) or gpu "
         "(the GPU reads its input in place and the received data from pinned memory)"},
        &Settings::netStagingReduce},
-      // auto: from 2 MiB (tuning/hierarchy.cpp), where the namespace bed measured the hierarchy ahead.
       {{"BRAID_HIERARCHY", KnobType::kString, "auto",
-        "allreduce across hosts with several ranks each: auto (hierarchical from 2 MiB), on (always), off (flat)"},
+        "allreduce across hosts with several ranks each: auto (hierarchical from BRAID_HIERARCHY_MIN_BYTES), on "
+        "(always), off (flat)"},
        &Settings::hierarchy},
+      // 2M: measured on the namespace bed, 2 hosts x 2 ranks at 10 Gbit/s (docs/BENCHMARKS.md): flat 1.8x faster at
+      // 1 MiB, hierarchical 1.6x at 4 MiB. The cost model crosses near 8 KiB there: it has no CPU contention, and
+      // there 4 ranks shared 2 cores. Hosts with a core per rank should cross lower; a tune file can say so.
+      {{"BRAID_HIERARCHY_MIN_BYTES", KnobType::kBytes, "2M",
+        "allreduces across hosts of at least this many bytes per rank go hierarchical (BRAID_HIERARCHY=auto)"},
+       &Settings::hierarchyMinBytes},
       // Empty: the boot id and the network namespace decide (transport/host_identity.cpp). As NCCL_HOSTID, for
       // trying a multi-host layout on one machine: ranks with different ids talk over TCP as if on two hosts.
       {{"BRAID_HOST_ID", KnobType::kString, "",

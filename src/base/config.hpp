@@ -41,6 +41,7 @@ struct Settings {
   std::string cudaSharedGpu;               // BRAID_CUDA_SHARED_GPU
   long cudaTimeline = 0;                   // BRAID_CUDA_TIMELINE
   std::string hierarchy;                   // BRAID_HIERARCHY
+  std::size_t hierarchyMinBytes = 0;       // BRAID_HIERARCHY_MIN_BYTES
   std::string hostId;                      // BRAID_HOST_ID
   std::string compress;                    // BRAID_COMPRESS
   std::size_t netStagingWindowBytes = 0;   // BRAID_NET_STAGING_WINDOW

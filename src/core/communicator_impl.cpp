@@ -178,7 +178,7 @@ std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
     return strCat("allreduce of ", bytes, " B over ", size_, " ranks on ", placement_.hosts(), " hosts of ",
                   placement_.localSize, ": ", allreduceAlgorithm(bytes), ": each rank sends 1/", placement_.localSize,
                   " of the message between hosts (BRAID_HIERARCHY=", settings_.hierarchy, ", from ",
-                  tuning::kHierarchyMinBytes, " B)");
+                  settings_.hierarchyMinBytes, " B, BRAID_HIERARCHY_MIN_BYTES)");
   }
   return strCat("allreduce of ", bytes, " B over ", size_, " ranks (", engines_.host().transportName(),
                 "): ", engines_.host().explainAllreduce(bytes));

@@ -66,7 +66,7 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
     // algorithms/hierarchical_allreduce.cpp: the same three steps the communicator takes.
     const std::size_t shard = call.bytes / static_cast<std::size_t>(local);
     out << "  transport: shared memory inside each host, TCP between hosts\n"
-        << "  algorithm: hierarchical (" << call.bytes << " B >= " << tuning::kHierarchyMinBytes
+        << "  algorithm: hierarchical (" << call.bytes << " B >= " << settings.hierarchyMinBytes
         << " B, BRAID_HIERARCHY): reduce-scatter among the " << local << " local ranks; between the " << call.hosts
         << " hosts, each local rank's " << shard
         << " B shard among the ranks of its local rank: " << explainTcpAllreduce(shard, call.hosts, nicMbps, settings)

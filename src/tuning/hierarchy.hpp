@@ -10,8 +10,7 @@ namespace braid::tuning {
 
 /// Whether an allreduce of `bytes` over several hosts with several ranks each goes hierarchical (reduce-scatter
 /// inside hosts, allreduce between them, allgather inside) rather than flat over TCP: BRAID_HIERARCHY, else from
-/// kHierarchyMinBytes. InvalidArgument for a BRAID_HIERARCHY that is not auto, on or off.
+/// BRAID_HIERARCHY_MIN_BYTES. InvalidArgument for a BRAID_HIERARCHY that is not auto, on or off.
 bool useHierarchy(std::size_t bytes, const Settings& settings);
-inline constexpr std::size_t kHierarchyMinBytes = 2 * 1024 * 1024;
 
 }  // namespace braid::tuning
