@@ -16,6 +16,7 @@
 
 #include "gpu/gpu_test_support.hpp"
 #include "gpu/reference_values.hpp"
+#include "support/reduce_reference.hpp"
 
 namespace braid::gputest {
 namespace {
@@ -84,33 +85,7 @@ class DeviceScaleHalf : public DeviceScale {};
 
 TEST_P(DeviceScaleHalf, RoundsOnceAtEdges) {
   const DataType type = GetParam();
-  std::mt19937 rng(9);
-  std::vector<float> scales = {65504.0f,
-                               65519.99f,
-                               65520.0f,
-                               1e6f,
-                               0x1p-24f,
-                               0x1p-25f,
-                               0x1.8p-25f,
-                               0x1p-26f,
-                               0x1.ffcp-15f,
-                               0x1.ffep-15f,
-                               0x1p-14f,
-                               1.0f + 0x1p-11f,
-                               1.0f + 0x1.8p-10f,
-                               std::bit_cast<float>(0x7f7f8000u),
-                               std::bit_cast<float>(0x7f7f7fffu),
-                               std::bit_cast<float>(0x3f808000u),
-                               std::bit_cast<float>(0x3f818000u),
-                               std::bit_cast<float>(0x00008000u),
-                               std::bit_cast<float>(0x00018000u),
-                               std::numeric_limits<float>::denorm_min(),
-                               std::numeric_limits<float>::max()};
-  for (int k = 0; k < 2000; ++k) {
-    const float f = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
-    if (std::isfinite(f)) scales.push_back(f);
-    scales.push_back(std::ldexp(static_cast<float>(rng() % 4096) / 2048.0f, static_cast<int>(rng() % 48) - 30));
-  }
+  const std::vector<float> scales = braid::testing::halfRoundingScales(2000);
   std::vector<std::byte> one(2), got(2), want(2);
   putBits(one.data(), 0, 2, floatBits(type, 1.0));
   DeviceBuffer dsrc(2), ddst(2);
