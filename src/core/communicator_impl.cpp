@@ -118,25 +118,45 @@ void CommunicatorImpl::writeTrace() const {
 void CommunicatorImpl::allreduce(const Route& route, const void* send, void* recv, std::size_t count, DataType type,
                                  ReduceOp op, const OpEnv& env) {
   // The same answer on every rank: the placement, the size and the settings are the same everywhere (not the
-  // buffers' kind: each level routes them to its own engines, GPU ones to its kernels or windows).
+  // buffers' kind: each level routes them to its own engines, GPU ones to its kernels or windows)...
+  const bool chooses =
+      Hierarchy::composes(op) && hierarchyFits_ && settings_.hierarchy != "on" && settings_.hierarchy != "off";
+  // ...as long as the ranks' counts match. Where they do not and fall on both sides of the crossover, some ranks
+  // wait in the hierarchy's levels and the others on the flat path, each for ranks that never come: that ends at the
+  // timeout, which then says so.
+  const auto timedOut = [&](const Error& e) {
+    return Error(
+        e.code(),
+        strCat(e.message(), " (if the ranks called this allreduce with different counts, some of them below ",
+               settings_.hierarchyMinBytes, " B, BRAID_HIERARCHY_MIN_BYTES, and some not, they took the flat and ",
+               "the hierarchical path apart: a mismatch ends this way here)"),
+        e.context());
+  };
   if (Hierarchy::composes(op) && hierarchyFits_ && tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
-    if (!hierarchy_) {
-      hierarchy_ = Hierarchy::make(*this, env);
-      hierarchyView_.store(hierarchy_.get(), std::memory_order_release);
-      if (aborted_.load(std::memory_order_acquire)) hierarchy_->abort();
-    }
     try {
+      if (!hierarchy_) {
+        hierarchy_ = Hierarchy::make(*this, env);
+        hierarchyView_.store(hierarchy_.get(), std::memory_order_release);
+        if (aborted_.load(std::memory_order_acquire)) hierarchy_->abort();
+      }
       hierarchy_->allreduce(route, send, recv, count, type, op, env);
     } catch (const Error& e) {
-      // Whatever failed, the hierarchy closed its levels and its peers learned it as a lost peer: this rank is out
-      // of step with them too, even where the error itself (a mismatch) would leave a flat communicator usable.
-      breakWith(e);
-      throw;
+      const Error told = chooses && e.code() == ErrorCode::kTimeout ? timedOut(e) : e;
+      // Whatever failed in a step, the hierarchy closed its levels and its peers learned it as a lost peer: this
+      // rank is out of step with them too, even where the error itself (a mismatch) would leave a flat communicator
+      // usable.
+      if (hierarchy_) breakWith(told);
+      throw told;
     }
     return;
   }
   if (logEnabled(LogLevel::kInfo) && !route.device) logChoice(count * dataTypeSize(type));
-  engineFor(route, env).allreduce(send, recv, count, type, op, env);
+  try {
+    engineFor(route, env).allreduce(send, recv, count, type, op, env);
+  } catch (const Error& e) {
+    if (!chooses || e.code() != ErrorCode::kTimeout) throw;
+    throw timedOut(e);
+  }
 }
 
 // Once per power of two of sizes: the selector's reasoning, so that a log shows what ran and why without a line per

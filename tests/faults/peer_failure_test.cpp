@@ -195,6 +195,40 @@ TEST(HierarchyMismatch, FailsOnEveryRankAndBreaksEveryCommunicator) {
   EXPECT_EQ(failures(results), "");
 }
 
+// Counts that differ across the hierarchy's crossover send some ranks into its levels and the others down the flat
+// path, each waiting for ranks that never come. Both sides end at the timeout, one timeout in all, and say that a
+// mismatch across BRAID_HIERARCHY_MIN_BYTES ends this way.
+TEST(HierarchyMismatch, AcrossTheCrossoverTimesOutSayingWhy) {
+  auto results = runProcessesWith(
+      4,
+      [](int rank) {
+        Settings s = faultSettings("auto");
+        s.hostId = "h" + std::to_string(rank / 2);
+        s.hierarchy = "auto";
+        s.hierarchyMinBytes = 4096;
+        s.timeoutSeconds = 2;
+        return s;
+      },
+      [&](Communicator& comm) {
+        std::vector<float> v(1024, 1.0f);  // 4 KiB: hierarchical; rank 0 alone sends 64 B, flat
+        const auto start = Clock::now();
+        try {
+          comm.allreduce(v.data(), v.data(), comm.rank() == 0 ? 16 : v.size(), DataType::kFloat32, ReduceKind::kSum);
+          throw std::runtime_error("an allreduce of mismatched counts succeeded");
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kTimeout || e.code() == ErrorCode::kPeerLost,
+                  std::string("expected Timeout, or PeerLost from a rank that timed out: ") + e.what());
+          if (e.code() == ErrorCode::kTimeout) {
+            require(contains(e.what(), "BRAID_HIERARCHY_MIN_BYTES"),
+                    std::string("no word of the crossover: ") + e.what());
+          }
+          require(Clock::now() - start < 10s, std::string("the failure took over 10 s: ") + e.what());
+        }
+      },
+      90);
+  EXPECT_EQ(failures(results), "");
+}
+
 // After a kill, the survivors shrink to a communicator of themselves and go on; whichever rank died, rank 0 (which
 // served the first communicator's store) included.
 class Shrink : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
