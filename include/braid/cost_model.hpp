@@ -33,10 +33,6 @@ std::optional<Link> parseLink(const std::string& name);
 /// The measured (or, where marked, assumed) cost of each kind of link.
 LinkCost defaultLinkCost(Link link);
 
-/// The NVLink generation of GPUs of compute capability major.minor: 2 Volta, 3 Ampere (A100, GA10x), 4 Hopper, 5
-/// Blackwell's data-centre parts; 0 for architectures without NVLink (Turing, Ada, Blackwell's desktop parts) and
-/// unknown ones.
-int nvlinkGeneration(int ccMajor, int ccMinor);
 /// The cost of a GPU link (kNvlink or kPcie) of `generation`: defaultLinkCost's, whose generation was measured (or
 /// assumed), with its bandwidth scaled by the ratio of the two generations' rates. 0, or a generation braid does
 /// not know: defaultLinkCost's as it is.

@@ -1,10 +1,11 @@
 #include "core/explain_call.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
 #include "base/error.hpp"
-#include "braid/cost_model.hpp"
+#include "topology/link_generation.hpp"
 #include "tuning/device_path.hpp"
 #include "tuning/hierarchy.hpp"
 
@@ -129,12 +130,11 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   }
   if (call.collective == "allreduce") {
     // Launchers start ranks as processes: those sharing one of several GPUs stage their small allreduces.
-    // The GPUs' generation by their architecture; a described machine does not say its PCIe generation.
-    int generation = 0;
-    if (nvlink) {
-      generation = tuning::nvlinkGeneration(t.gpus.front().ccMajor, t.gpus.front().ccMinor);
-      for (const topology::Gpu& g : t.gpus)
-        generation = std::min(generation, tuning::nvlinkGeneration(g.ccMajor, g.ccMinor));
+    // The lowest NVLink generation of the GPUs, by their architecture; a described machine does not say its PCIe
+    // generation (0: the measured one).
+    int generation = nvlink ? std::numeric_limits<int>::max() : 0;
+    for (const topology::Gpu& g : t.gpus) {
+      if (nvlink) generation = std::min(generation, topology::nvlinkGeneration(g.ccMajor, g.ccMinor));
     }
     const std::string d = explainGpuAllreduce(call.bytes, local,
                                               {.peerAccess = channel,

@@ -85,21 +85,6 @@ std::optional<double> rateAgainstDefault(Link link, int generation) {
 
 }  // namespace
 
-int nvlinkGeneration(int ccMajor, int ccMinor) {
-  switch (ccMajor) {
-    case 7:
-      return ccMinor == 0 || ccMinor == 2 ? 2 : 0;  // V100 and Xavier's GV10B; Turing's bridges aside
-    case 8:
-      return ccMinor == 0 || ccMinor == 6 ? 3 : 0;  // A100; GA10x's bridges (8.7 is Orin, 8.9 Ada)
-    case 9:
-      return 4;  // H100, H200, GH200
-    case 10:
-      return 5;  // B200, GB200, B300
-    default:
-      return 0;  // 12.x (RTX 50, RTX PRO) has no NVLink
-  }
-}
-
 LinkCost gpuLinkCost(Link link, int generation) {
   LinkCost cost = defaultLinkCost(link);
   const std::optional<double> rate = rateAgainstDefault(link, generation);

@@ -15,9 +15,8 @@
 #include "algorithms/device/step_exchange.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
-#include "braid/cost_model.hpp"
 #include "cuda/runtime/cuda_check.hpp"
-#include "topology/pci_link.hpp"
+#include "topology/link_generation.hpp"
 #include "transport/cuda_ipc/fd_mailbox.hpp"
 
 namespace braid::device {
@@ -90,7 +89,7 @@ GpuLinks linksOf(const Hellos& all, bool nvlink) {
   links.generation = -1;
   for (const auto& h : all) {
     if (std::find(gpus.begin(), gpus.end(), h.uuid) == gpus.end()) gpus.push_back(h.uuid);
-    const int generation = nvlink ? tuning::nvlinkGeneration(h.ccMajor, h.ccMinor) : h.pcieGeneration;
+    const int generation = nvlink ? topology::nvlinkGeneration(h.ccMajor, h.ccMinor) : h.pcieGeneration;
     links.generation = links.generation < 0 ? generation : std::min(links.generation, generation);
   }
   links.generation = std::max(links.generation, 0);

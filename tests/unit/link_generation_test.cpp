@@ -1,5 +1,6 @@
-// A PCI device's link speed, read from sysfs as the GPU links' cost model wants it: the PCIe generation.
-#include "topology/pci_link.hpp"
+// Which generation of link a GPU has, as the GPU links' cost model wants it: NVLink's by architecture, PCIe's from
+// the link speed sysfs reads.
+#include "topology/link_generation.hpp"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,6 +10,16 @@
 
 namespace braid::topology {
 namespace {
+
+TEST(LinkGeneration, EachArchitecturesNvlink) {
+  EXPECT_EQ(nvlinkGeneration(7, 0), 2);   // V100
+  EXPECT_EQ(nvlinkGeneration(7, 5), 0);   // Turing
+  EXPECT_EQ(nvlinkGeneration(8, 0), 3);   // A100
+  EXPECT_EQ(nvlinkGeneration(8, 9), 0);   // Ada
+  EXPECT_EQ(nvlinkGeneration(9, 0), 4);   // H100, H200
+  EXPECT_EQ(nvlinkGeneration(10, 0), 5);  // B200
+  EXPECT_EQ(nvlinkGeneration(12, 0), 0);  // RTX 50
+}
 
 TEST(PciLink, EachTransferRateIsAGeneration) {
   EXPECT_EQ(pcieGenerationOfSpeed("2.5 GT/s PCIe"), 1);
