@@ -1,9 +1,11 @@
 #include "core/engine_stack.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <utility>
 
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
@@ -38,24 +40,33 @@ namespace {
 
 // The device engine's allreduce selectors, one for each set of facts and links it may report (before it connects,
 // after), each made when first asked: an engine asks for one or two. Selectors stay where they were made (a map's
-// nodes do not move), so a reference handed out stays good.
+// nodes do not move), so a reference handed out stays good. Every call asks, mostly for the one it asked for last:
+// that one is found without the lock.
 class DeviceSelectors {
  public:
   DeviceSelectors(int size, Settings settings) : size_(size), settings_(std::move(settings)) {}
 
   const tuning::Selector& of(const device::DeviceFacts& f, const device::GpuLinks& links) {
-    const auto key = std::make_tuple(f.channel, f.shared, f.processes, links);
+    const Key key{f.channel, f.shared, f.processes, links};
+    if (const Entry* last = last_.load(std::memory_order_acquire); last != nullptr && last->first == key) {
+      return last->second;
+    }
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = selectors_.find(key);
     if (it == selectors_.end()) it = selectors_.emplace(key, deviceSelector(f, links, size_, settings_)).first;
+    last_.store(&*it, std::memory_order_release);
     return it->second;
   }
 
  private:
+  using Key = std::tuple<bool, bool, bool, device::GpuLinks>;
+  using Entry = std::pair<const Key, tuning::Selector>;
+
   const int size_;
   const Settings settings_;
   std::mutex mutex_;
-  std::map<std::tuple<bool, bool, bool, device::GpuLinks>, tuning::Selector> selectors_;
+  std::map<Key, tuning::Selector> selectors_;
+  std::atomic<const Entry*> last_{nullptr};
 };
 
 // The device engine's choices: its algorithms weighed by a selector, as makeLocalEngine does for the host engine.

@@ -5,7 +5,7 @@
 // from any build.
 #pragma once
 
-#include <tuple>
+#include <compare>
 #include <vector>
 
 #include "base/config.hpp"
@@ -26,9 +26,7 @@ struct GpuLinks {
   bool nvlink = false;  ///< every pair of GPUs is joined by NVLink (else PCIe, or one GPU)
   int generation = 0;   ///< of that link: NVLink's from the GPUs' architecture, PCIe's as the link runs now
   int gpus = 0;         ///< distinct GPUs among the ranks
-  bool operator<(const GpuLinks& o) const {
-    return std::tie(nvlink, generation, gpus) < std::tie(o.nvlink, o.generation, o.gpus);
-  }
+  auto operator<=>(const GpuLinks&) const = default;
 };
 
 /// The candidates for `facts`, smallest-message first, with the bounds `braid tune` measured for the kernels
