@@ -75,28 +75,51 @@ long wrongElements(const Setup& s, cudaStream_t stream) {
   return wrong;
 }
 
+namespace {
+
+// Where each collective reads and writes in one size's buffers, the same for both libraries: in place, everything
+// is in recv (the driver scheme's convention), a reduce-scatter's output and an allgather's input at this rank's
+// block of it.
+struct Places {
+  std::size_t block = 0;  // elements per rank of the collectives over blocks (overBlocks), else the count
+  std::byte* in = nullptr;
+  std::byte* out = nullptr;
+  std::byte* scatteredOut = nullptr;  // reduce-scatter's output
+  std::byte* gatheredIn = nullptr;    // allgather's input
+};
+
+Places placesOf(const Setup& s) {
+  Places p;
+  p.block = braid::bench::overBlocks(s.o.collective) ? s.count / static_cast<std::size_t>(s.n) : s.count;
+  std::byte* mine = s.recv + static_cast<std::size_t>(s.me) * p.block * braid::bench::dtypeBytes(s.o.dtype);
+  p.in = s.o.inplace ? s.recv : s.send;
+  p.out = s.recv;
+  p.scatteredOut = s.o.inplace ? mine : s.recv;
+  p.gatheredIn = s.o.inplace ? mine : s.send;
+  return p;
+}
+
+}  // namespace
+
 Call braidCall(Communicator& c, const Setup& s) {
   const std::string& coll = s.o.collective;
   const auto t = braidType(s.o.dtype);
   const auto op = braidOp(s.o.op);
-  const std::size_t n = static_cast<std::size_t>(s.n);
-  const std::size_t block = braid::bench::overBlocks(coll) ? s.count / n : s.count;
-  const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
-  std::byte* in = s.o.inplace ? s.recv : s.send;
-  std::byte* out = s.recv;
+  const Places p = placesOf(s);
   const int root = s.o.root;
-  if (coll == "allreduce") return [=, &c](cudaStream_t st) { c.allreduce(in, out, s.count, t, op, {.stream = st}); };
-  if (coll == "reduce") return [=, &c](cudaStream_t st) { c.reduce(in, out, s.count, t, op, root, {.stream = st}); };
+  if (coll == "allreduce")
+    return [=, &c](cudaStream_t st) { c.allreduce(p.in, p.out, s.count, t, op, {.stream = st}); };
+  if (coll == "reduce") {
+    return [=, &c](cudaStream_t st) { c.reduce(p.in, p.out, s.count, t, op, root, {.stream = st}); };
+  }
   if (coll == "reducescatter") {
-    std::byte* o2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.recv;
-    return [=, &c](cudaStream_t st) { c.reduceScatter(in, o2, block, t, op, {.stream = st}); };
+    return [=, &c](cudaStream_t st) { c.reduceScatter(p.in, p.scatteredOut, p.block, t, op, {.stream = st}); };
   }
   if (coll == "allgather") {
-    std::byte* i2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.send;
-    return [=, &c](cudaStream_t st) { c.allgather(i2, out, block, t, {.stream = st}); };
+    return [=, &c](cudaStream_t st) { c.allgather(p.gatheredIn, p.out, p.block, t, {.stream = st}); };
   }
-  if (coll == "broadcast") return [=, &c](cudaStream_t st) { c.broadcast(out, s.count, t, root, {.stream = st}); };
-  if (coll == "alltoall") return [=, &c](cudaStream_t st) { c.alltoall(in, out, block, t, {.stream = st}); };
+  if (coll == "broadcast") return [=, &c](cudaStream_t st) { c.broadcast(p.out, s.count, t, root, {.stream = st}); };
+  if (coll == "alltoall") return [=, &c](cudaStream_t st) { c.alltoall(p.in, p.out, p.block, t, {.stream = st}); };
   throw std::invalid_argument("braid-bench-device: no device sweep of " + coll);
 }
 
@@ -114,30 +137,26 @@ Call ncclCall(const Nccl& nc, ncclComm_t comm, const Setup& s) {
   const auto t = ncclType(s.o.dtype);
   const auto op = ncclOp(s.o.op);
   const std::size_t n = static_cast<std::size_t>(s.n);
-  const std::size_t block = braid::bench::overBlocks(coll) ? s.count / n : s.count;
   const std::size_t esz = braid::bench::dtypeBytes(s.o.dtype);
-  std::byte* in = s.o.inplace ? s.recv : s.send;
-  std::byte* out = s.recv;
+  const Places b = placesOf(s);
   const int root = s.o.root;
   const Nccl* p = &nc;
   auto ok = [p](ncclResult_t r) { checkNccl(*p, r, "nccl call"); };
-  if (coll == "allreduce") return [=](cudaStream_t st) { ok(p->allReduce(in, out, s.count, t, op, comm, st)); };
-  if (coll == "reduce") return [=](cudaStream_t st) { ok(p->reduce(in, out, s.count, t, op, root, comm, st)); };
+  if (coll == "allreduce") return [=](cudaStream_t st) { ok(p->allReduce(b.in, b.out, s.count, t, op, comm, st)); };
+  if (coll == "reduce") return [=](cudaStream_t st) { ok(p->reduce(b.in, b.out, s.count, t, op, root, comm, st)); };
   if (coll == "reducescatter") {
-    std::byte* o2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.recv;
-    return [=](cudaStream_t st) { ok(p->reduceScatter(in, o2, block, t, op, comm, st)); };
+    return [=](cudaStream_t st) { ok(p->reduceScatter(b.in, b.scatteredOut, b.block, t, op, comm, st)); };
   }
   if (coll == "allgather") {
-    std::byte* i2 = s.o.inplace ? s.recv + static_cast<std::size_t>(s.me) * block * esz : s.send;
-    return [=](cudaStream_t st) { ok(p->allGather(i2, out, block, t, comm, st)); };
+    return [=](cudaStream_t st) { ok(p->allGather(b.gatheredIn, b.out, b.block, t, comm, st)); };
   }
-  if (coll == "broadcast") return [=](cudaStream_t st) { ok(p->broadcast(out, out, s.count, t, root, comm, st)); };
+  if (coll == "broadcast") return [=](cudaStream_t st) { ok(p->broadcast(b.out, b.out, s.count, t, root, comm, st)); };
   if (coll == "alltoall") {
     return [=](cudaStream_t st) {
       ok(p->groupStart());
       for (std::size_t r = 0; r < n; ++r) {
-        ok(p->send(in + r * block * esz, block, t, static_cast<int>(r), comm, st));
-        ok(p->recv(out + r * block * esz, block, t, static_cast<int>(r), comm, st));
+        ok(p->send(b.in + r * b.block * esz, b.block, t, static_cast<int>(r), comm, st));
+        ok(p->recv(b.out + r * b.block * esz, b.block, t, static_cast<int>(r), comm, st));
       }
       ok(p->groupEnd());
     };
