@@ -1,4 +1,4 @@
-// The collectives braid knows, named once for descriptors, logs, errors and the selector.
+// The calls braid knows, named once for descriptors, logs, errors and the selector.
 #pragma once
 
 #include <cstdint>
@@ -17,7 +17,8 @@ enum class Collective : std::uint32_t {
   kAlltoallv,
   kGather,
   kScatter,
-  kRejected,  // a rank whose arguments failed its checks: its peers learn it in the same round
+  kRejected,      // a rank whose arguments failed its checks: its peers learn it in the same round
+  kPointToPoint,  // a group of sends and receives
 };
 
 inline const char* collectiveName(Collective c) {
@@ -46,6 +47,8 @@ inline const char* collectiveName(Collective c) {
       return "scatter";
     case Collective::kRejected:
       return "rejected-call";
+    case Collective::kPointToPoint:
+      return "p2p";
   }
   return "unknown";
 }

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/collective.hpp"
+#include "algorithms/call_args.hpp"
 #include "algorithms/op_env.hpp"
 #include "algorithms/staged_buffer.hpp"
 #include "braid/types.hpp"
@@ -24,50 +24,67 @@
 namespace braid {
 
 /// The calls: each runs to its end on the thread running calls (or queues GPU work that will), in issue order.
+/// An engine implements run() (and runStaged() where it pipelines staged buffers); the named forms below build the
+/// call and are what its callers write.
 class Collectives {
  public:
   virtual ~Collectives() = default;
 
-  virtual void barrier(const OpEnv& env) = 0;
-  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                         const OpEnv& env) = 0;
-  virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                      const OpEnv& env) = 0;
-  virtual void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                             const OpEnv& env) = 0;
-  virtual void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
-  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
-  virtual void allgatherv(const void* send, std::size_t sendCount, void* recv,
-                          const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                          DataType type, const OpEnv& env) = 0;
-  virtual void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
-  virtual void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
-  virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
-  virtual void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                         const std::vector<std::size_t>& sendDispls, void* recv,
-                         const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
-                         DataType type, const OpEnv& env) = 0;
-  /// Runs point-to-point operations together (a group) to completion, with what joins it through env.feed, when
-  /// the engine takes part in feeds (p2p_feed.hpp).
-  virtual void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) = 0;
-  /// This rank rejected its arguments for the call `env` names: its peers must fail that call with Mismatch.
-  virtual void reject(const OpEnv& env) = 0;
-  /// An allreduce whose buffers only `staged` reaches (GPU memory between hosts), window by window, its copies
-  /// overlapped with the transfers. Returns false, having done nothing, where this engine does not pipeline that
-  /// call (the caller then copies the whole buffer in and out); the answer is the same on every rank.
-  virtual bool allreduceStaged(StagedBuffer& /*staged*/, std::size_t /*count*/, DataType /*type*/, ReduceOp /*op*/,
-                               const OpEnv& /*env*/) {
-    return false;
+  /// Runs `call`. A point-to-point group runs to completion with what joins it through env.feed, when the engine
+  /// takes part in feeds (p2p_feed.hpp). A rejected call (CallArgs::rejected) tells the peers that this rank rejected
+  /// its arguments for the call `env` names: they fail that call with Mismatch.
+  virtual void run(const CallArgs& call, const OpEnv& env) = 0;
+  /// `call` (an allreduce, allgather or reduce_scatter, its buffers unused) on buffers only `staged` reaches (GPU
+  /// memory between hosts), window by window, its copies overlapped with the transfers. Returns false, having done
+  /// nothing, where this engine does not pipeline that call (the caller then copies the whole buffer in and out);
+  /// the answer is the same on every rank. StagedBuffer's offsets are the input's and the output's.
+  virtual bool runStaged(const CallArgs& /*call*/, StagedBuffer& /*staged*/, const OpEnv& /*env*/) { return false; }
+
+  void barrier(const OpEnv& env) { run(CallArgs::barrier(), env); }
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) {
+    run(CallArgs::allreduce(send, recv, count, type, op), env);
   }
-  /// The same for an allgather (`count` elements from each rank; StagedBuffer offsets: the input's, the output's)
-  /// and a reduce-scatter (`recvCount` elements to each rank; the input holds n blocks of them).
-  virtual bool allgatherStaged(StagedBuffer& /*staged*/, std::size_t /*count*/, DataType /*type*/,
-                               const OpEnv& /*env*/) {
-    return false;
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root, const OpEnv& env) {
+    run(CallArgs::reduce(send, recv, count, type, op, root), env);
   }
-  virtual bool reduceScatterStaged(StagedBuffer& /*staged*/, std::size_t /*recvCount*/, DataType /*type*/,
-                                   ReduceOp /*op*/, const OpEnv& /*env*/) {
-    return false;
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                     const OpEnv& env) {
+    run(CallArgs::reduceScatter(send, recv, recvCount, type, op), env);
+  }
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
+    run(CallArgs::broadcast(buf, count, type, root), env);
+  }
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
+    run(CallArgs::allgather(send, recv, count, type), env);
+  }
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, std::span<const std::size_t> recvCounts,
+                  std::span<const std::size_t> displs, DataType type, const OpEnv& env) {
+    run(CallArgs::allgatherv(send, sendCount, recv, recvCounts, displs, type), env);
+  }
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
+    run(CallArgs::gather(send, recv, count, type, root), env);
+  }
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
+    run(CallArgs::scatter(send, recv, count, type, root), env);
+  }
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
+    run(CallArgs::alltoall(send, recv, count, type), env);
+  }
+  void alltoallv(const void* send, std::span<const std::size_t> sendCounts, std::span<const std::size_t> sendDispls,
+                 void* recv, std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
+                 DataType type, const OpEnv& env) {
+    run(CallArgs::alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type), env);
+  }
+  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) { run(CallArgs::pointToPoint(ops), env); }
+  void reject(const OpEnv& env) { run(CallArgs::rejected(), env); }
+  bool allreduceStaged(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) {
+    return runStaged(CallArgs::allreduce(nullptr, nullptr, count, type, op), staged, env);
+  }
+  bool allgatherStaged(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env) {
+    return runStaged(CallArgs::allgather(nullptr, nullptr, count, type), staged, env);
+  }
+  bool reduceScatterStaged(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env) {
+    return runStaged(CallArgs::reduceScatter(nullptr, nullptr, recvCount, type, op), staged, env);
   }
 };
 

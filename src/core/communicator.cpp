@@ -316,24 +316,15 @@ Work submitPlan(CommunicatorImpl* c, const CallOptions& opts, CallFn call, PlanF
   return c->submit(std::move(p.call), opts);
 }
 
-std::size_t bytesOf(std::size_t count, DataType type) { return count * dataTypeSize(type); }
-std::size_t extentBytes(const Sizes& counts, const Sizes& displs, DataType type) {
-  std::size_t end = 0;
-  for (std::size_t i = 0; i < counts.size() && i < displs.size(); ++i) {
-    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
-  }
-  return bytesOf(end, type);
+// What a detached call copies in and back: the ranges its engine would stage (algorithms/call_args.hpp).
+Extents extentsOf(const CommunicatorImpl* c, const CallArgs& args) {
+  return deviceExtentsOf(args, c->rank(), c->size());
 }
-DeviceExtent reads(const void* at, std::size_t bytes) { return {at, bytes, true, false}; }
-DeviceExtent writes(const void* at, std::size_t bytes) { return {at, bytes, false, true}; }
-DeviceExtent updates(const void* at, std::size_t bytes) { return {at, bytes, true, true}; }
 
 auto allreducePlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, ReduceOp op) {
   return plan(
       allreduceCall(c, send, recv, count, type, op),
-      [=] {
-        return Extents{reads(send, bytesOf(count, type)), writes(recv, bytesOf(count, type))};
-      },
+      [=] { return extentsOf(c, CallArgs::allreduce(send, recv, count, type, op)); },
       [=](Copies p) { return allreduceCall(c, p[0], p[1], count, type, op); });
 }
 
@@ -341,30 +332,21 @@ auto reducePlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t c
                 int root) {
   return plan(
       reduceCall(c, send, recv, count, type, op, root),
-      [=] {
-        return Extents{reads(send, bytesOf(count, type)),
-                       writes(c->rank() == root ? recv : nullptr, bytesOf(count, type))};
-      },
+      [=] { return extentsOf(c, CallArgs::reduce(send, recv, count, type, op, root)); },
       [=](Copies p) { return reduceCall(c, p[0], p[1], count, type, op, root); });
 }
 
 auto broadcastPlan(CommunicatorImpl* c, void* buf, std::size_t count, DataType type, int root) {
   return plan(
       broadcastCall(c, buf, count, type, root),
-      [=] {
-        const bool isRoot = c->rank() == root;
-        return Extents{{buf, bytesOf(count, type), isRoot, !isRoot}};
-      },
+      [=] { return extentsOf(c, CallArgs::broadcast(buf, count, type, root)); },
       [=](Copies p) { return broadcastCall(c, p[0], count, type, root); });
 }
 
 auto allgatherPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
   return plan(
       allgatherCall(c, send, recv, count, type),
-      [=] {
-        return Extents{reads(send, bytesOf(count, type)),
-                       writes(recv, bytesOf(count, type) * static_cast<std::size_t>(c->size()))};
-      },
+      [=] { return extentsOf(c, CallArgs::allgather(send, recv, count, type)); },
       [=](Copies p) { return allgatherCall(c, p[0], p[1], count, type); });
 }
 
@@ -373,9 +355,7 @@ auto allgathervPlan(CommunicatorImpl* c, const void* send, std::size_t sendCount
   return plan(
       allgathervCall(c, send, sendCount, recv, recvCounts, displs, type),
       // Elements outside every block stay as they were: the output goes in and out whole.
-      [=] {
-        return Extents{reads(send, bytesOf(sendCount, type)), updates(recv, extentBytes(recvCounts, displs, type))};
-      },
+      [=] { return extentsOf(c, CallArgs::allgatherv(send, sendCount, recv, recvCounts, displs, type)); },
       [=](Copies p) { return allgathervCall(c, p[0], sendCount, p[1], recvCounts, displs, type); });
 }
 
@@ -383,20 +363,14 @@ auto reduceScatterPlan(CommunicatorImpl* c, const void* send, void* recv, std::s
                        ReduceOp op) {
   return plan(
       reduceScatterCall(c, send, recv, recvCount, type, op),
-      [=] {
-        return Extents{reads(send, bytesOf(recvCount, type) * static_cast<std::size_t>(c->size())),
-                       writes(recv, bytesOf(recvCount, type))};
-      },
+      [=] { return extentsOf(c, CallArgs::reduceScatter(send, recv, recvCount, type, op)); },
       [=](Copies p) { return reduceScatterCall(c, p[0], p[1], recvCount, type, op); });
 }
 
 auto alltoallPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type) {
   return plan(
       alltoallCall(c, send, recv, count, type),
-      [=] {
-        const std::size_t total = bytesOf(count, type) * static_cast<std::size_t>(c->size());
-        return Extents{reads(send, total), writes(recv, total)};
-      },
+      [=] { return extentsOf(c, CallArgs::alltoall(send, recv, count, type)); },
       [=](Copies p) { return alltoallCall(c, p[0], p[1], count, type); });
 }
 
@@ -405,8 +379,7 @@ auto alltoallvPlan(CommunicatorImpl* c, const void* send, const Sizes& sendCount
   return plan(
       alltoallvCall(c, send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type),
       [=] {
-        return Extents{reads(send, extentBytes(sendCounts, sendDispls, type)),
-                       updates(recv, extentBytes(recvCounts, recvDispls, type))};
+        return extentsOf(c, CallArgs::alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type));
       },
       [=](Copies p) { return alltoallvCall(c, p[0], sendCounts, sendDispls, p[1], recvCounts, recvDispls, type); });
 }
@@ -414,36 +387,20 @@ auto alltoallvPlan(CommunicatorImpl* c, const void* send, const Sizes& sendCount
 auto gatherPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
   return plan(
       gatherCall(c, send, recv, count, type, root),
-      [=] {
-        return Extents{
-            reads(send, bytesOf(count, type)),
-            writes(c->rank() == root ? recv : nullptr, bytesOf(count, type) * static_cast<std::size_t>(c->size()))};
-      },
+      [=] { return extentsOf(c, CallArgs::gather(send, recv, count, type, root)); },
       [=](Copies p) { return gatherCall(c, p[0], p[1], count, type, root); });
 }
 
 auto scatterPlan(CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type, int root) {
   return plan(
       scatterCall(c, send, recv, count, type, root),
-      [=] {
-        return Extents{
-            reads(c->rank() == root ? send : nullptr, bytesOf(count, type) * static_cast<std::size_t>(c->size())),
-            writes(recv, bytesOf(count, type))};
-      },
+      [=] { return extentsOf(c, CallArgs::scatter(send, recv, count, type, root)); },
       [=](Copies p) { return scatterCall(c, p[0], p[1], count, type, root); });
 }
 
 auto groupPlan(CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pOp>> ops) {
   return plan(
-      groupCall(c, ops),
-      [=] {
-        Extents extents;
-        for (const P2pOp& op : *ops) {
-          const std::size_t bytes = bytesOf(op.count, op.type);
-          extents.push_back(op.kind == P2pOp::Kind::kSend ? reads(op.buffer, bytes) : writes(op.buffer, bytes));
-        }
-        return extents;
-      },
+      groupCall(c, ops), [=] { return extentsOf(c, CallArgs::pointToPoint(*ops)); },
       [=](Copies p) {
         auto onCopies = std::make_shared<std::vector<P2pOp>>(*ops);
         for (std::size_t i = 0; i < onCopies->size(); ++i) (*onCopies)[i].buffer = p[i];

@@ -89,45 +89,7 @@ class Numbered final : public Collectives {
  public:
   Numbered(Collectives& inner, int rank) : inner_(inner), rank_(rank) {}
 
-  void barrier(const OpEnv& env) override { inner_.barrier(checked(env)); }
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override {
-    inner_.allreduce(send, recv, count, type, op, checked(env));
-  }
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override {
-    inner_.reduce(send, recv, count, type, op, root, checked(env));
-  }
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override {
-    inner_.reduceScatter(send, recv, recvCount, type, op, checked(env));
-  }
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override {
-    inner_.broadcast(buf, count, type, root, checked(env));
-  }
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override {
-    inner_.allgather(send, recv, count, type, checked(env));
-  }
-  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override {
-    inner_.allgatherv(send, sendCount, recv, recvCounts, displs, type, checked(env));
-  }
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override {
-    inner_.gather(send, recv, count, type, root, checked(env));
-  }
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override {
-    inner_.scatter(send, recv, count, type, root, checked(env));
-  }
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override {
-    inner_.alltoall(send, recv, count, type, checked(env));
-  }
-  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override {
-    inner_.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, checked(env));
-  }
-  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override { inner_.pointToPoint(ops, checked(env)); }
-  void reject(const OpEnv& env) override { inner_.reject(checked(env)); }
+  void run(const CallArgs& call, const OpEnv& env) override { inner_.run(call, checked(env)); }
 
   std::int64_t calls() const { return next_; }
   /// The deadlines the calls since the last take saw, and forgets them.

@@ -19,6 +19,15 @@ CallShape callShape(const OpEnv& env, DataType type, std::size_t count, int root
   return shape;
 }
 
+CallShape callShape(const OpEnv& env, const CallArgs& c) {
+  const Collective k = c.collective;
+  const bool rooted =
+      k == Collective::kReduce || k == Collective::kBroadcast || k == Collective::kGather || k == Collective::kScatter;
+  const bool reduces = k == Collective::kAllreduce || k == Collective::kReduce || k == Collective::kReduceScatter;
+  return callShape(env, c.type, c.count, rooted ? c.root : -1,
+                   reduces ? static_cast<std::uint32_t>(c.op.kind) : static_cast<std::uint32_t>(kNumReduceKinds));
+}
+
 void requireSameCall(const void* shapes, std::size_t stride, int size, const OpEnv& env) {
   auto at = [&](int r) {
     CallShape s{};

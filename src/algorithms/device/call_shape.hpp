@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/call_args.hpp"
 #include "algorithms/op_env.hpp"
 #include "braid/types.hpp"
 
@@ -26,6 +27,8 @@ static_assert(sizeof(CallShape) == 64);
 
 /// The call `env` names (op), with offset and piece 0.
 CallShape callShape(const OpEnv& env, DataType type, std::size_t count, int root, std::uint32_t kind);
+/// The same for `call`: its root where it has one, its reduction where it reduces.
+CallShape callShape(const OpEnv& env, const CallArgs& call);
 
 /// Throws Mismatch (peer: the first rank whose call differs from rank 0's) naming both calls, when any of the
 /// `size` shapes (one per rank, strided by `stride` bytes) differs from rank 0's.

@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/call_args.hpp"
 #include "algorithms/op_env.hpp"
+#include "base/error.hpp"
 #include "braid/types.hpp"
 
 namespace braid::device {
@@ -31,17 +33,38 @@ class CoLocatedCollectives {
   /// Whether release() ran.
   virtual bool released() const { return false; }
 
-  virtual void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                         const OpEnv& env) = 0;
-  virtual void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                      const OpEnv& env) = 0;
-  virtual void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                             const OpEnv& env) = 0;
-  virtual void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
-  virtual void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
-  virtual void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
-  virtual void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) = 0;
-  virtual void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) = 0;
+  /// Runs `call`: an allreduce, reduce, reduce_scatter, broadcast, allgather, gather, scatter or alltoall (the
+  /// others are staged by DeviceEngine).
+  virtual void run(const CallArgs& call, const OpEnv& env) = 0;
+
+ protected:
+  /// run() for a path that has a member function per collective, named as Collectives names them.
+  template <typename Path>
+  static void runByName(Path& path, const CallArgs& c, const OpEnv& env);
 };
+
+template <typename Path>
+void CoLocatedCollectives::runByName(Path& path, const CallArgs& c, const OpEnv& env) {
+  switch (c.collective) {
+    case Collective::kAllreduce:
+      return path.allreduce(c.send, c.recv, c.count, c.type, c.op, env);
+    case Collective::kReduce:
+      return path.reduce(c.send, c.recv, c.count, c.type, c.op, c.root, env);
+    case Collective::kReduceScatter:
+      return path.reduceScatter(c.send, c.recv, c.count, c.type, c.op, env);
+    case Collective::kBroadcast:
+      return path.broadcast(c.recv, c.count, c.type, c.root, env);
+    case Collective::kAllgather:
+      return path.allgather(c.send, c.recv, c.count, c.type, env);
+    case Collective::kGather:
+      return path.gather(c.send, c.recv, c.count, c.type, c.root, env);
+    case Collective::kScatter:
+      return path.scatter(c.send, c.recv, c.count, c.type, c.root, env);
+    case Collective::kAlltoall:
+      return path.alltoall(c.send, c.recv, c.count, c.type, env);
+    default:
+      fail(ErrorCode::kInternal, env.context, path.name(), " has no ", collectiveName(c.collective));
+  }
+}
 
 }  // namespace braid::device

@@ -456,148 +456,104 @@ const void* DeviceEngine::premultiplied(const void* src, void* dst, std::size_t 
 // ---- The collectives. Counts are the same on every rank (checked by core/ or a matching precondition), so
 // every rank takes the same path.
 
-void DeviceEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                             const OpEnv& env) {
+void DeviceEngine::run(const CallArgs& c, const OpEnv& env) {
   const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.allreduce(send, recv, count, type, op, env);
-  const std::size_t bytes = count * dataTypeSize(type);
-  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), links());
-  if (a.id == tuning::Algorithm::kGpuStaged) return staging_.allreduce(send, recv, count, type, op, env);
-  // Refused here, before any rank publishes or launches anything, whichever path the call takes.
-  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "allreduce"));
-  if (a.id == tuning::Algorithm::kGpuShared && onSharedPath(env)) {
-    return shared_->allreduce(send, recv, count, type, op, env);
+  switch (c.collective) {
+    case Collective::kRejected:
+      return host_.run(c, env);
+    // Per-rank counts differ between ranks, so these go through the host engine, whose rounds carry them; a
+    // barrier and point-to-point need no kernel.
+    case Collective::kBarrier:
+    case Collective::kAllgatherv:
+    case Collective::kAlltoallv:
+    case Collective::kPointToPoint:
+      return staging_.run(c, env);
+    default:
+      break;
   }
+  if (c.count == 0) return;
+  if (!kernelsReady(env)) return staging_.run(c, env);
+  if (c.collective == Collective::kAllreduce) return runAllreduce(c, env);
+  const bool reduces = c.collective == Collective::kReduce || c.collective == Collective::kReduceScatter;
+  // Refused here, before any rank publishes or launches anything, whichever path the call takes.
+  const DeviceOp dop =
+      reduces ? static_cast<DeviceOp>(resolveElementwiseOp(c.type, c.op.kind, collectiveName(c.collective)))
+              : DeviceOp{};
+  if (onSharedPath(env)) return shared_->run(c, env);
+  if (reduces) return launchReducing(c, dop, env);
+  launchMoving(c, env);
+}
+
+void DeviceEngine::runAllreduce(const CallArgs& c, const OpEnv& env) {
+  const std::size_t bytes = c.count * dataTypeSize(c.type);
+  const tuning::AlgorithmDescriptor& a = policy_.allreduce(bytes, facts(), links());
+  if (a.id == tuning::Algorithm::kGpuStaged) return staging_.run(c, env);
+  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(c.type, c.op.kind, "allreduce"));
+  if (a.id == tuning::Algorithm::kGpuShared && onSharedPath(env)) return shared_->run(c, env);
   CollectiveParams p{};
-  p.send = premultiplied(send, recv, count, type, op, env);
-  p.recv = recv;
-  p.count = count;
+  p.send = premultiplied(c.send, c.recv, c.count, c.type, c.op, env);
+  p.recv = c.recv;
+  p.count = c.count;
   p.avgDivisor = size_;
   const bool ll = a.id == tuning::Algorithm::kGpuLL;
   p.kind = ll                                       ? CollectiveKind::kAllreduceLL
            : a.id == tuning::Algorithm::kGpuOneShot ? CollectiveKind::kAllreduceOneShot
                                                     : CollectiveKind::kAllreduceTwoShot;
   if (!ll) readInPlaceIfRegistered(p, bytes, bytes, bytes);
-  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop, ll), dataTypeSize(type), env, a.name);
+  launch(p, cuda::kernels::reducingCollectiveKernel(c.type, dop, ll), dataTypeSize(c.type), env, a.name);
 }
 
-void DeviceEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                          const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.reduce(send, recv, count, type, op, root, env);
-  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce"));
-  if (onSharedPath(env)) return shared_->reduce(send, recv, count, type, op, root, env);
+void DeviceEngine::launchReducing(const CallArgs& c, DeviceOp dop, const OpEnv& env) {
   CollectiveParams p{};
-  p.send = premultiplied(send, rank_ == root ? recv : nullptr, count, type, op, env);
-  p.recv = recv;
-  p.count = count;
-  p.root = root;
+  p.recv = c.recv;
+  p.count = c.count;
   p.avgDivisor = size_;
-  p.kind = CollectiveKind::kReduce;
-  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env, "reduce");
+  if (c.collective == Collective::kReduce) {
+    p.send = premultiplied(c.send, rank_ == c.root ? c.recv : nullptr, c.count, c.type, c.op, env);
+    p.root = c.root;
+    p.kind = CollectiveKind::kReduce;
+  } else {
+    const std::size_t all = c.count * static_cast<std::size_t>(size_);
+    p.send = premultiplied(c.send, nullptr, all, c.type, c.op, env);
+    p.kind = CollectiveKind::kReduceScatter;
+    const std::size_t sendBytes = all * dataTypeSize(c.type);
+    readInPlaceIfRegistered(p, sendBytes, sendBytes, 0);
+  }
+  launch(p, cuda::kernels::reducingCollectiveKernel(c.type, dop), dataTypeSize(c.type), env,
+         collectiveName(c.collective));
 }
 
-void DeviceEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                                 const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (recvCount == 0) return;
-  if (!kernelsReady(env)) return staging_.reduceScatter(send, recv, recvCount, type, op, env);
-  const DeviceOp dop = static_cast<DeviceOp>(resolveElementwiseOp(type, op.kind, "reduce_scatter"));
-  if (onSharedPath(env)) return shared_->reduceScatter(send, recv, recvCount, type, op, env);
+// Collectives that move bytes: one kernel for all of them, counting in bytes.
+void DeviceEngine::launchMoving(const CallArgs& c, const OpEnv& env) {
   CollectiveParams p{};
-  p.send = premultiplied(send, nullptr, recvCount * static_cast<std::size_t>(size_), type, op, env);
-  p.recv = recv;
-  p.count = recvCount;
-  p.avgDivisor = size_;
-  p.kind = CollectiveKind::kReduceScatter;
-  const std::size_t sendBytes = recvCount * static_cast<std::size_t>(size_) * dataTypeSize(type);
-  readInPlaceIfRegistered(p, sendBytes, sendBytes, 0);
-  launch(p, cuda::kernels::reducingCollectiveKernel(type, dop), dataTypeSize(type), env, "reduce_scatter");
-}
-
-namespace {
-
-CollectiveParams copying(CollectiveKind kind, const void* send, void* recv, std::size_t count, DataType type,
-                         int root) {
-  CollectiveParams p{};
-  p.kind = kind;
-  p.send = send;
-  p.recv = recv;
-  p.count = count * dataTypeSize(type);
-  p.root = root;
+  p.send = c.send;
+  p.recv = c.recv;
+  p.count = c.count * dataTypeSize(c.type);
+  p.root = c.root;
   p.avgDivisor = 1;
-  return p;
-}
-
-}  // namespace
-
-void DeviceEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.broadcast(buf, count, type, root, env);
-  if (onSharedPath(env)) return shared_->broadcast(buf, count, type, root, env);
-  launch(copying(CollectiveKind::kBroadcast, buf, buf, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
-         env, "broadcast");
-}
-
-void DeviceEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.allgather(send, recv, count, type, env);
-  if (onSharedPath(env)) return shared_->allgather(send, recv, count, type, env);
-  CollectiveParams p = copying(CollectiveKind::kAllgather, send, recv, count, type, 0);
-  readInPlaceIfRegistered(p, p.count * static_cast<std::size_t>(size_), p.count, 0);
-  launch(p, cuda::kernels::copyingCollectiveKernel(), 1, env, p.direct != 0 ? "allgather/registered" : "allgather");
-}
-
-void DeviceEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.gather(send, recv, count, type, root, env);
-  if (onSharedPath(env)) return shared_->gather(send, recv, count, type, root, env);
-  launch(copying(CollectiveKind::kGather, send, recv, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
-         env, "gather");
-}
-
-void DeviceEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.scatter(send, recv, count, type, root, env);
-  if (onSharedPath(env)) return shared_->scatter(send, recv, count, type, root, env);
-  launch(copying(CollectiveKind::kScatter, send, recv, count, type, root), cuda::kernels::copyingCollectiveKernel(), 1,
-         env, "scatter");
-}
-
-void DeviceEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  if (count == 0) return;
-  if (!kernelsReady(env)) return staging_.alltoall(send, recv, count, type, env);
-  if (onSharedPath(env)) return shared_->alltoall(send, recv, count, type, env);
-  launch(copying(CollectiveKind::kAlltoall, send, recv, count, type, 0), cuda::kernels::copyingCollectiveKernel(), 1,
-         env, "alltoall");
-}
-
-// Per-rank counts differ between ranks, so these go through the host engine, whose rounds carry them.
-void DeviceEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
-                              const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                              DataType type, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  staging_.allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
-}
-
-void DeviceEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                             const std::vector<std::size_t>& sendDispls, void* recv,
-                             const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
-                             DataType type, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  staging_.alltoallv(send, sendCounts, sendDispls, recv, recvCounts, recvDispls, type, env);
-}
-
-void DeviceEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
-  const DeviceScope scope(device_);
-  staging_.pointToPoint(ops, env);
+  const char* name = collectiveName(c.collective);
+  switch (c.collective) {
+    case Collective::kBroadcast:
+      p.kind = CollectiveKind::kBroadcast;
+      break;
+    case Collective::kAllgather:
+      p.kind = CollectiveKind::kAllgather;
+      readInPlaceIfRegistered(p, p.count * static_cast<std::size_t>(size_), p.count, 0);
+      if (p.direct != 0) name = "allgather/registered";
+      break;
+    case Collective::kGather:
+      p.kind = CollectiveKind::kGather;
+      break;
+    case Collective::kScatter:
+      p.kind = CollectiveKind::kScatter;
+      break;
+    case Collective::kAlltoall:
+      p.kind = CollectiveKind::kAlltoall;
+      break;
+    default:
+      fail(ErrorCode::kInternal, env.context, "braid's GPU kernels have no ", name);
+  }
+  launch(p, cuda::kernels::copyingCollectiveKernel(), 1, env, name);
 }
 
 }  // namespace braid::device

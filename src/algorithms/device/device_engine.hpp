@@ -46,25 +46,9 @@ class DeviceEngine final : public Engine {
   std::string allreduceAlgorithm(std::size_t bytes) const override;
   std::string explainAllreduce(std::size_t bytes) const override;
 
-  void barrier(const OpEnv& env) override { staging_.barrier(env); }
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override;
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override;
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
-  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
-  void reject(const OpEnv& env) override { host_.reject(env); }
+  /// braid's kernels for the collectives they cover, once the channel is connected; the shared-GPU path where the
+  /// ranks share a GPU; else, and for per-rank counts and point-to-point, the staging engine.
+  void run(const CallArgs& call, const OpEnv& env) override;
   std::uint64_t registerBuffer(void* ptr, std::size_t bytes, const OpEnv& env) override;
   void deregisterBuffer(std::uint64_t id, const OpEnv& env) override;
   void abort() override;
@@ -95,6 +79,11 @@ class DeviceEngine final : public Engine {
   bool onSharedPath(const OpEnv& env);
   /// Makes a call on another stream than the previous one wait for it (one communicator's calls run in order).
   void followPrevious(const OpEnv& env);
+  /// The calls braid's kernels run: an allreduce by the algorithm the policy chooses (or staged, or on the shared-GPU
+  /// path), a reduce or reduce_scatter, and the collectives that move data.
+  void runAllreduce(const CallArgs& c, const OpEnv& env);
+  void launchReducing(const CallArgs& c, cuda::kernels::DeviceOp dop, const OpEnv& env);
+  void launchMoving(const CallArgs& c, const OpEnv& env);
   /// Fills in the channel, the rounds and the grid, orders the call after this communicator's previous one, and
   /// launches `kernel` on the call's stream.
   void launch(cuda::kernels::CollectiveParams params, const void* kernel, std::size_t unitBytes, const OpEnv& env,

@@ -216,123 +216,90 @@ const std::byte* const* LeaderCollectives::reductionInputs(std::size_t count, Da
   return inputs_.data();
 }
 
-// ---- The collectives: each names the buffers the call needs from this rank, then the leader does the work.
+// ---- The collectives: every rank names the buffers the call needs from it, then the leader does the work.
 
-void LeaderCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                                  const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
-  const CallShape shape = callShape(env, type, count, -1, static_cast<std::uint32_t>(op.kind));
-  const Role role = arrive(shape, {send, bytes, recv, bytes}, scaleOf(op), env);
-  if (role == Role::kFallback) return fallback_.allreduce(send, recv, count, type, op, env);
+void LeaderCollectives::run(const CallArgs& c, const OpEnv& env) {
+  // What the call reads of this rank's send buffer and writes of its recv buffer: the buffers the leader maps.
+  const std::vector<DeviceExtent> extents = deviceExtentsOf(c, rank_, size_);
+  const DeviceExtent& in = extents[0];
+  const DeviceExtent& out = extents[1];
+  const Mine mine{in.read ? in.at : nullptr, in.read ? in.bytes : 0, out.written ? out.at : nullptr,
+                  out.written ? out.bytes : 0};
+  const Role role = arrive(callShape(env, c), mine, scaleOf(c.op), env);
+  if (role == Role::kFallback) return fallback_.run(c, env);
   if (role == Role::kFollow) return;
+  lead(c, env);
+  finish(env);
+}
+
+void LeaderCollectives::lead(const CallArgs& c, const OpEnv& env) {
+  const std::size_t count = c.count;
+  const std::size_t bytes = count * dataTypeSize(c.type);
   const cudaStream_t stream = streamOf(env);
-  const auto* const* inputs = reductionInputs(count, type, op, env);
-  // The sum lands in the leader's output, then is copied into the others': an element is read from every input
-  // before it is written, so an output that is its rank's input (in place) is safe.
-  cuda::reduceSourcesOnDevice(recvOf(kLeader), reinterpret_cast<const void* const*>(inputs), size_, count, type,
-                              reducedKind(op), size_, stream);
-  for (int r = 0; r < size_; ++r) {
-    if (r != kLeader) copyOnStream(recvOf(r), recvOf(kLeader), bytes, stream);
-  }
-  finish(env);
-}
-
-void LeaderCollectives::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                               const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
-  const CallShape shape = callShape(env, type, count, root, static_cast<std::uint32_t>(op.kind));
-  const Role role = arrive(shape, {send, bytes, rank_ == root ? recv : nullptr, bytes}, scaleOf(op), env);
-  if (role == Role::kFallback) return fallback_.reduce(send, recv, count, type, op, root, env);
-  if (role == Role::kFollow) return;
-  const auto* const* inputs = reductionInputs(count, type, op, env);
-  cuda::reduceSourcesOnDevice(recvOf(root), reinterpret_cast<const void* const*>(inputs), size_, count, type,
-                              reducedKind(op), size_, streamOf(env));
-  finish(env);
-}
-
-void LeaderCollectives::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                                      const OpEnv& env) {
-  const std::size_t bytes = recvCount * dataTypeSize(type);
-  const std::size_t all = recvCount * static_cast<std::size_t>(size_);
-  const CallShape shape = callShape(env, type, recvCount, -1, static_cast<std::uint32_t>(op.kind));
-  const Role role = arrive(shape, {send, bytes * static_cast<std::size_t>(size_), recv, bytes}, scaleOf(op), env);
-  if (role == Role::kFallback) return fallback_.reduceScatter(send, recv, recvCount, type, op, env);
-  if (role == Role::kFollow) return;
-  const auto* const* inputs = reductionInputs(all, type, op, env);
-  std::vector<const void*> block(static_cast<std::size_t>(size_));
-  // Block r of every input makes rank r's output. In place (an output inside its rank's input, at its own
-  // block) each element is read before it is written, and no other block's reduction reads it.
-  for (int r = 0; r < size_; ++r) {
-    for (int p = 0; p < size_; ++p)
-      block[static_cast<std::size_t>(p)] = inputs[p] + static_cast<std::size_t>(r) * bytes;
-    cuda::reduceSourcesOnDevice(recvOf(r), block.data(), size_, recvCount, type, reducedKind(op), size_, streamOf(env));
-  }
-  finish(env);
-}
-
-void LeaderCollectives::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
-  const CallShape shape = callShape(env, type, count, root, kNumReduceKinds);
-  const Mine mine = rank_ == root ? Mine{buf, bytes, nullptr, 0} : Mine{nullptr, 0, buf, bytes};
-  const Role role = arrive(shape, mine, 1.0, env);
-  if (role == Role::kFallback) return fallback_.broadcast(buf, count, type, root, env);
-  if (role == Role::kFollow) return;
-  for (int r = 0; r < size_; ++r) {
-    if (r != root) copyOnStream(recvOf(r), sendOf(root), bytes, streamOf(env));
-  }
-  finish(env);
-}
-
-void LeaderCollectives::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
-  const CallShape shape = callShape(env, type, count, -1, kNumReduceKinds);
-  const Role role = arrive(shape, {send, bytes, recv, bytes * static_cast<std::size_t>(size_)}, 1.0, env);
-  if (role == Role::kFallback) return fallback_.allgather(send, recv, count, type, env);
-  if (role == Role::kFollow) return;
-  // In place, an input is its rank's own block of the output: written by nobody, copied where it already is.
-  for (int r = 0; r < size_; ++r) {
-    for (int p = 0; p < size_; ++p) {
-      copyOnStream(recvOf(r) + static_cast<std::size_t>(p) * bytes, sendOf(p), bytes, streamOf(env));
+  switch (c.collective) {
+    case Collective::kAllreduce: {
+      const auto* const* inputs = reductionInputs(count, c.type, c.op, env);
+      // The sum lands in the leader's output, then is copied into the others': an element is read from every input
+      // before it is written, so an output that is its rank's input (in place) is safe.
+      cuda::reduceSourcesOnDevice(recvOf(kLeader), reinterpret_cast<const void* const*>(inputs), size_, count, c.type,
+                                  reducedKind(c.op), size_, stream);
+      for (int r = 0; r < size_; ++r) {
+        if (r != kLeader) copyOnStream(recvOf(r), recvOf(kLeader), bytes, stream);
+      }
+      return;
     }
+    case Collective::kReduce: {
+      const auto* const* inputs = reductionInputs(count, c.type, c.op, env);
+      cuda::reduceSourcesOnDevice(recvOf(c.root), reinterpret_cast<const void* const*>(inputs), size_, count, c.type,
+                                  reducedKind(c.op), size_, stream);
+      return;
+    }
+    case Collective::kReduceScatter: {
+      const auto* const* inputs = reductionInputs(count * static_cast<std::size_t>(size_), c.type, c.op, env);
+      std::vector<const void*> block(static_cast<std::size_t>(size_));
+      // Block r of every input makes rank r's output. In place (an output inside its rank's input, at its own
+      // block) each element is read before it is written, and no other block's reduction reads it.
+      for (int r = 0; r < size_; ++r) {
+        for (int p = 0; p < size_; ++p) {
+          block[static_cast<std::size_t>(p)] = inputs[p] + static_cast<std::size_t>(r) * bytes;
+        }
+        cuda::reduceSourcesOnDevice(recvOf(r), block.data(), size_, count, c.type, reducedKind(c.op), size_, stream);
+      }
+      return;
+    }
+    case Collective::kBroadcast:
+      for (int r = 0; r < size_; ++r) {
+        if (r != c.root) copyOnStream(recvOf(r), sendOf(c.root), bytes, stream);
+      }
+      return;
+    case Collective::kAllgather:
+      // In place, an input is its rank's own block of the output: written by nobody, copied where it already is.
+      for (int r = 0; r < size_; ++r) {
+        for (int p = 0; p < size_; ++p) {
+          copyOnStream(recvOf(r) + static_cast<std::size_t>(p) * bytes, sendOf(p), bytes, stream);
+        }
+      }
+      return;
+    case Collective::kGather:
+      for (int p = 0; p < size_; ++p) {
+        copyOnStream(recvOf(c.root) + static_cast<std::size_t>(p) * bytes, sendOf(p), bytes, stream);
+      }
+      return;
+    case Collective::kScatter:
+      for (int r = 0; r < size_; ++r) {
+        copyOnStream(recvOf(r), sendOf(c.root) + static_cast<std::size_t>(r) * bytes, bytes, stream);
+      }
+      return;
+    case Collective::kAlltoall:
+      return leadAlltoall(c, env);
+    default:
+      fail(ErrorCode::kInternal, env.context, "the leader path has no ", collectiveName(c.collective));
   }
-  finish(env);
 }
 
-void LeaderCollectives::gather(const void* send, void* recv, std::size_t count, DataType type, int root,
-                               const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
-  const CallShape shape = callShape(env, type, count, root, kNumReduceKinds);
-  const Role role =
-      arrive(shape, {send, bytes, rank_ == root ? recv : nullptr, bytes * static_cast<std::size_t>(size_)}, 1.0, env);
-  if (role == Role::kFallback) return fallback_.gather(send, recv, count, type, root, env);
-  if (role == Role::kFollow) return;
-  for (int p = 0; p < size_; ++p) {
-    copyOnStream(recvOf(root) + static_cast<std::size_t>(p) * bytes, sendOf(p), bytes, streamOf(env));
-  }
-  finish(env);
-}
-
-void LeaderCollectives::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                                const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
-  const CallShape shape = callShape(env, type, count, root, kNumReduceKinds);
-  const Role role =
-      arrive(shape, {rank_ == root ? send : nullptr, bytes * static_cast<std::size_t>(size_), recv, bytes}, 1.0, env);
-  if (role == Role::kFallback) return fallback_.scatter(send, recv, count, type, root, env);
-  if (role == Role::kFollow) return;
-  for (int r = 0; r < size_; ++r) {
-    copyOnStream(recvOf(r), sendOf(root) + static_cast<std::size_t>(r) * bytes, bytes, streamOf(env));
-  }
-  finish(env);
-}
-
-void LeaderCollectives::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
-  const std::size_t bytes = count * dataTypeSize(type);
+void LeaderCollectives::leadAlltoall(const CallArgs& c, const OpEnv& env) {
+  const std::size_t bytes = c.count * dataTypeSize(c.type);
   const std::size_t all = bytes * static_cast<std::size_t>(size_);
-  const CallShape shape = callShape(env, type, count, -1, kNumReduceKinds);
-  const Role role = arrive(shape, {send, all, recv, all}, 1.0, env);
-  if (role == Role::kFallback) return fallback_.alltoall(send, recv, count, type, env);
-  if (role == Role::kFollow) return;
   const cudaStream_t stream = streamOf(env);
   // Block r of rank p's input goes to block p of rank r's output. Where some rank's input overlaps its output,
   // every input is copied aside first, so that no copy overwrites a block another copy has still to read.
@@ -349,7 +316,6 @@ void LeaderCollectives::alltoall(const void* send, void* recv, std::size_t count
                    bytes, stream);
     }
   }
-  finish(env);
 }
 
 }  // namespace braid::device

@@ -58,17 +58,8 @@ class LeaderCollectives final : public CoLocatedCollectives {
   void release() override;
   bool released() const override { return released_.load(); }
 
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override;
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override;
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  /// Step 1 for any call, then the leader's work (lead()) or the fallback's.
+  void run(const CallArgs& call, const OpEnv& env) override;
 
  private:
   /// What a rank brings to the first meeting. Plain data.
@@ -96,6 +87,9 @@ class LeaderCollectives final : public CoLocatedCollectives {
   /// Step 1's meetings, with `own` this rank's arrival: false when the call falls back (some buffer cannot be lent,
   /// or the leader could not open one). Throws Mismatch when the ranks are in different calls.
   bool meet(const Arrival& own, const OpEnv& env);
+  /// Step 3 on the leader, once every follower's inputs are ready: the call's GPU work on every rank's buffers.
+  void lead(const CallArgs& c, const OpEnv& env);
+  void leadAlltoall(const CallArgs& c, const OpEnv& env);
   /// Steps 1-2, and on the leader the start of step 3.
   Role arrive(const CallShape& shape, const Mine& mine, double scale, const OpEnv& env);
   /// Step 3's end: the followers' streams may go on.

@@ -44,17 +44,17 @@ class OneContextCollectives final : public CoLocatedCollectives {
   bool inPlace() const override { return true; }
   std::uint64_t inPlaceCalls() const override { return calls_; }
 
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override;
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override;
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void run(const CallArgs& call, const OpEnv& env) override { runByName(*this, call, env); }
+
+  // The collectives, as run() calls them.
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root, const OpEnv& env);
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env);
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
 
  private:
   struct Events;

@@ -41,17 +41,17 @@ class SharedGpuCollectives final : public CoLocatedCollectives {
 
   const char* algorithm() const override { return "shared"; }
   const char* name() const override { return "the shared-GPU path (pieces published in the workspaces)"; }
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override;
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override;
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
+  void run(const CallArgs& call, const OpEnv& env) override { runByName(*this, call, env); }
+
+  // The collectives, as run() calls them.
+  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
+  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root, const OpEnv& env);
+  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
+  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env);
+  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
+  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
+  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
+  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
 
  private:
   /// `rank`'s area of `parity`.

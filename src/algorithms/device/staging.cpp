@@ -6,6 +6,7 @@
 #include <bit>
 #include <functional>
 
+#include "algorithms/copied_call.hpp"
 #include "algorithms/device/call_stream.hpp"
 #include "algorithms/device/event_wait.hpp"
 #include "base/data_type.hpp"
@@ -15,32 +16,6 @@
 #include "cuda/runtime/stream_writes.hpp"
 
 namespace braid::device {
-
-namespace {
-
-std::size_t extentBytes(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, DataType type) {
-  std::size_t end = 0;
-  for (std::size_t i = 0; i < counts.size(); ++i) {
-    if (counts[i] > 0) end = std::max(end, displs[i] + counts[i]);
-  }
-  return end * dataTypeSize(type);
-}
-
-}  // namespace
-
-void copyAndWait(void* dst, const void* src, std::size_t bytes, const OpEnv& env) {
-  if (bytes == 0) return;
-  cuda::checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, streamOf(env)), "cudaMemcpyAsync(staging)");
-  cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
-}
-
-void StagingEngine::copyBack(void* dst, const void* src, std::size_t bytes, const OpEnv& env) {
-  if (streamWrites_ && cuda::writeByStreamOps(dst, src, bytes, streamOf(env))) {
-    cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(staging)");
-    return;
-  }
-  copyAndWait(dst, src, bytes, env);
-}
 
 // A staged call's host waits for the GPU between its steps (copies in, the host collective, copies out), which a
 // stream being captured cannot do: refused by name before anything is queued or sent.
@@ -170,22 +145,51 @@ std::string StagingEngine::explainAllreduce(std::size_t bytes) const {
   return strCat("device buffers staged through pinned host memory, then ", host_.explainAllreduce(bytes));
 }
 
-void StagingEngine::barrier(const OpEnv& env) {
+// The copies of a call staged whole, on the call's stream.
+class StreamCopies final : public BufferCopies {
+ public:
+  StreamCopies(StagingEngine& engine, cudaStream_t stream) : engine_(engine), stream_(stream) {}
+
+  std::byte* arena(std::size_t bytes) override { return engine_.buffer(0, bytes); }
+  void fetch(std::byte* to, const void* from, std::size_t bytes) override {
+    cuda::checkCuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync(staging in)");
+  }
+  void awaitFetched(const OpEnv&) override {
+    cuda::checkCuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(staging in)");
+  }
+  void deliver(void* to, const std::byte* from, std::size_t bytes) override {
+    if (engine_.streamWrites_ && cuda::writeByStreamOps(to, from, bytes, stream_)) return;
+    cuda::checkCuda(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDefault, stream_), "cudaMemcpyAsync(staging out)");
+  }
+  void awaitDelivered(const OpEnv&) override {
+    cuda::checkCuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize(staging out)");
+  }
+
+ private:
+  StagingEngine& engine_;
+  cudaStream_t stream_;
+};
+
+void StagingEngine::run(const CallArgs& call, const OpEnv& env) {
+  // A rejected call reaches the peers at once: there is nothing to copy.
+  if (call.collective == Collective::kRejected) return host_.run(call, env);
   refuseCapture(env);
-  waitForStream(env);
-  host_.barrier(env);
+  if (windowed(call, env)) return;
+  StreamCopies copies(*this, streamOf(env));
+  runOnCopies(host_, call, static_cast<int>(size_), copies, env);
 }
 
-// The pattern of every collective: inputs in, host collective, outputs out. In place stays in place: when send
-// and recv are the same device buffer, so are their host copies.
-bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, const OpEnv& env,
-                             const std::function<bool(StagedBuffer&)>& run) {
+bool StagingEngine::windowed(const CallArgs& call, const OpEnv& env) {
   if (windowBytes_ == 0) return false;
+  const Collective c = call.collective;
+  if (c != Collective::kAllreduce && c != Collective::kAllgather && c != Collective::kReduceScatter) return false;
   std::byte* slots[2] = {buffer(0, windowBytes_), buffer(1, windowBytes_)};
-  WindowedCopies copies(send, recv, slots, windowBytes_, events_, streamOf(env), reduceOnGpu,
+  // Windows of a reduce_scatter reduce on the host: the GPU reduction of windows is the allreduce's only.
+  WindowedCopies copies(call.send, call.recv, slots, windowBytes_, events_, streamOf(env),
+                        reduceOnGpu_ && c == Collective::kAllreduce,
                         [this](std::size_t bytes) { return buffer(2, bytes); });
   try {
-    if (!run(copies)) return false;
+    if (!host_.runStaged(call, copies, env)) return false;
   } catch (...) {
     // Copies may still be reading or writing the slots: they must end before the slots serve another call.
     (void)cudaStreamSynchronize(streamOf(env));
@@ -193,171 +197,6 @@ bool StagingEngine::windowed(const void* send, void* recv, bool reduceOnGpu, con
   }
   cuda::checkCuda(cudaStreamSynchronize(streamOf(env)), "cudaStreamSynchronize(window out)");
   return true;
-}
-
-void StagingEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                              const OpEnv& env) {
-  refuseCapture(env);
-  if (windowed(send, recv, reduceOnGpu_, env,
-               [&](StagedBuffer& copies) { return host_.allreduceStaged(copies, count, type, op, env); })) {
-    return;
-  }
-  const std::size_t bytes = count * dataTypeSize(type);
-  std::byte* in = buffer(0, bytes);
-  std::byte* out = send == recv ? in : buffer(1, bytes);
-  copyAndWait(in, send, bytes, env);
-  host_.allreduce(in, out, count, type, op, env);
-  copyBack(recv, out, bytes, env);
-}
-
-void StagingEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                           const OpEnv& env) {
-  refuseCapture(env);
-  // recv is significant at the root only: elsewhere it may be anything, and nothing is written there.
-  const bool isRoot = env.context.rank == root;
-  const std::size_t bytes = count * dataTypeSize(type);
-  std::byte* in = buffer(0, bytes);
-  std::byte* out = !isRoot ? nullptr : send == recv ? in : buffer(1, bytes);
-  copyAndWait(in, send, bytes, env);
-  host_.reduce(in, out, count, type, op, root, env);
-  if (isRoot) copyBack(recv, out, bytes, env);
-}
-
-void StagingEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                                  const OpEnv& env) {
-  refuseCapture(env);
-  // Windows reduce on the host: the GPU reduction of windows is the allreduce's only.
-  if (windowed(send, recv, false, env,
-               [&](StagedBuffer& copies) { return host_.reduceScatterStaged(copies, recvCount, type, op, env); })) {
-    return;
-  }
-  const std::size_t bytes = recvCount * dataTypeSize(type);
-  // send holds one block per rank; in place means recv is this rank's block of send.
-  std::byte* in = buffer(0, bytes * size_);
-  const std::ptrdiff_t offset = static_cast<const std::byte*>(recv) - static_cast<const std::byte*>(send);
-  const bool inPlace = offset >= 0 && static_cast<std::size_t>(offset) < bytes * size_;
-  std::byte* out = inPlace ? in + offset : buffer(1, bytes);
-  copyAndWait(in, send, bytes * size_, env);
-  host_.reduceScatter(in, out, recvCount, type, op, env);
-  copyBack(recv, out, bytes, env);
-}
-
-void StagingEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
-  refuseCapture(env);
-  const std::size_t bytes = count * dataTypeSize(type);
-  std::byte* b = buffer(0, bytes);
-  if (env.context.rank == root) copyAndWait(b, buf, bytes, env);
-  host_.broadcast(b, count, type, root, env);
-  if (env.context.rank != root) copyBack(buf, b, bytes, env);
-}
-
-void StagingEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
-  refuseCapture(env);
-  if (windowed(send, recv, false, env,
-               [&](StagedBuffer& copies) { return host_.allgatherStaged(copies, count, type, env); })) {
-    return;
-  }
-  const std::size_t bytes = count * dataTypeSize(type);
-  const std::size_t total = bytes * size_;
-  std::byte* out = buffer(1, total);
-  const std::byte* mine = out + bytes * static_cast<std::size_t>(env.context.rank);
-  const bool inPlace = send == static_cast<const std::byte*>(recv) + (mine - out);
-  std::byte* in = inPlace ? const_cast<std::byte*>(mine) : buffer(0, bytes);
-  copyAndWait(in, send, bytes, env);
-  host_.allgather(in, out, count, type, env);
-  copyBack(recv, out, total, env);
-}
-
-void StagingEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
-                               const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                               DataType type, const OpEnv& env) {
-  refuseCapture(env);
-  const std::size_t bytes = sendCount * dataTypeSize(type);
-  const std::size_t total = extentBytes(recvCounts, displs, type);
-  std::byte* in = buffer(0, bytes);
-  std::byte* out = buffer(1, total);
-  copyAndWait(in, send, bytes, env);
-  copyAndWait(out, recv, total, env);  // elements outside every block stay as they were
-  host_.allgatherv(in, sendCount, out, recvCounts, displs, type, env);
-  copyBack(recv, out, total, env);
-}
-
-void StagingEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
-  refuseCapture(env);
-  const std::size_t bytes = count * dataTypeSize(type);
-  const std::size_t total = bytes * size_;
-  const bool isRoot = env.context.rank == root;
-  std::byte* in = buffer(0, bytes);
-  std::byte* out = isRoot ? buffer(1, total) : nullptr;
-  copyAndWait(in, send, bytes, env);
-  host_.gather(in, out, count, type, root, env);
-  if (isRoot) copyBack(recv, out, total, env);
-}
-
-void StagingEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root,
-                            const OpEnv& env) {
-  refuseCapture(env);
-  const std::size_t bytes = count * dataTypeSize(type);
-  const std::size_t total = bytes * size_;
-  const bool isRoot = env.context.rank == root;
-  std::byte* in = isRoot ? buffer(0, total) : nullptr;
-  std::byte* out = buffer(1, bytes);
-  if (isRoot) copyAndWait(in, send, total, env);
-  host_.scatter(in, out, count, type, root, env);
-  copyBack(recv, out, bytes, env);
-}
-
-void StagingEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
-  refuseCapture(env);
-  const std::size_t total = count * dataTypeSize(type) * size_;
-  std::byte* in = buffer(0, total);
-  std::byte* out = send == recv ? in : buffer(1, total);
-  copyAndWait(in, send, total, env);
-  host_.alltoall(in, out, count, type, env);
-  copyBack(recv, out, total, env);
-}
-
-void StagingEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                              const std::vector<std::size_t>& sendDispls, void* recv,
-                              const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
-                              DataType type, const OpEnv& env) {
-  refuseCapture(env);
-  const std::size_t inBytes = extentBytes(sendCounts, sendDispls, type);
-  const std::size_t outBytes = extentBytes(recvCounts, recvDispls, type);
-  std::byte* in = buffer(0, inBytes);
-  std::byte* out = buffer(1, outBytes);
-  copyAndWait(in, send, inBytes, env);
-  copyAndWait(out, recv, outBytes, env);
-  host_.alltoallv(in, sendCounts, sendDispls, out, recvCounts, recvDispls, type, env);
-  copyBack(recv, out, outBytes, env);
-}
-
-void StagingEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
-  refuseCapture(env);
-  // One host copy per operation, laid out back to back in one staging buffer.
-  std::vector<std::size_t> offsets(ops.size());
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    offsets[i] = total;
-    total += (ops[i].count * dataTypeSize(ops[i].type) + 15) / 16 * 16;
-  }
-  std::byte* staging = buffer(0, total);
-  std::vector<P2pOp> staged(ops.begin(), ops.end());
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    staged[i].buffer = staging + offsets[i];
-    if (ops[i].kind == P2pOp::Kind::kSend) {
-      copyAndWait(staged[i].buffer, ops[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
-    }
-  }
-  // The copies out follow the whole group: operations that joined it would be reported done before them.
-  OpEnv unfed = env;
-  unfed.feed = nullptr;
-  host_.pointToPoint(staged, unfed);
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].kind == P2pOp::Kind::kRecv) {
-      copyBack(ops[i].buffer, staged[i].buffer, ops[i].count * dataTypeSize(ops[i].type), env);
-    }
-  }
 }
 
 }  // namespace braid::device

@@ -6,8 +6,6 @@
 #pragma once
 
 #include <cstddef>
-#include <functional>
-#include <span>
 #include <vector>
 
 #include "algorithms/device/device_engine_factory.hpp"
@@ -17,12 +15,9 @@ struct CUevent_st;
 
 namespace braid::device {
 
-/// A stream-ordered copy between host and device memory, waited for (the pinned staging buffer is reused).
-void copyAndWait(void* dst, const void* src, std::size_t bytes, const OpEnv& env);
-
 class StagingEngine final : public Engine {
  public:
-  /// `windowBytes` (BRAID_NET_STAGING_WINDOW): allreduces the host engine pipelines (Engine::allreduceStaged)
+  /// `windowBytes` (BRAID_NET_STAGING_WINDOW): calls the host engine pipelines (Collectives::runStaged)
   /// go through two pinned windows of this size; 0: every call copies its whole buffers.
   /// `reduceOnGpu` (BRAID_NET_STAGING_REDUCE=gpu): those windows are reduced by the GPU, not the host engine.
   StagingEngine(Engine& host, int size, std::size_t windowBytes, bool reduceOnGpu)
@@ -33,25 +28,9 @@ class StagingEngine final : public Engine {
   std::string allreduceAlgorithm(std::size_t bytes) const override;
   std::string explainAllreduce(std::size_t bytes) const override;
 
-  void barrier(const OpEnv& env) override;
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override;
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override;
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
-  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
-  void reject(const OpEnv& env) override { host_.reject(env); }
+  /// Any call, on pinned host copies of its buffers (copied_call.hpp), the copies ordered on the call's stream;
+  /// allreduces, allgathers and reduce_scatters the host engine pipelines go window by window instead.
+  void run(const CallArgs& call, const OpEnv& env) override;
   void abort() override { host_.abort(); }
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
 
@@ -60,14 +39,13 @@ class StagingEngine final : public Engine {
   void useStreamWrites(bool on) { streamWrites_ = on; }
 
  private:
-  /// A result from pinned host memory back into device memory `dst`, waited for.
-  void copyBack(void* dst, const void* src, std::size_t bytes, const OpEnv& env);
-  /// Pinned host buffer `which` (0: inputs, 1: outputs, 2: what a windowed call receives) of at least `bytes`.
+  friend class StreamCopies;
+  /// Pinned host buffer `which` (0: a call's arena or window slot 0, 1: window slot 1, 2: what a windowed call
+  /// receives) of at least `bytes`.
   std::byte* buffer(int which, std::size_t bytes);
-  /// Whether `run` (the host engine's allreduceStaged, allgatherStaged, ...) ran the call window by window through
-  /// the two window slots (the same answer on every rank); waits for the last copies out.
-  bool windowed(const void* send, void* recv, bool reduceOnGpu, const OpEnv& env,
-                const std::function<bool(StagedBuffer&)>& run);
+  /// Whether the host engine ran `call` window by window through the two window slots (Collectives::runStaged; the
+  /// same answer on every rank); waits for the last copies out.
+  bool windowed(const CallArgs& call, const OpEnv& env);
 
   Engine& host_;
   const std::size_t size_;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "algorithms/op_env.hpp"
@@ -36,14 +37,14 @@ class LocalCollectives {
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
   void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env);
   void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
-  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env);
+  void allgatherv(const void* send, std::size_t sendCount, void* recv, std::span<const std::size_t> recvCounts,
+                  std::span<const std::size_t> displs, DataType type, const OpEnv& env);
   void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
   void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
   void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
-  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env);
+  void alltoallv(const void* send, std::span<const std::size_t> sendCounts, std::span<const std::size_t> sendDispls,
+                 void* recv, std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
+                 DataType type, const OpEnv& env);
   /// One round in which this rank tells its peers it rejected its arguments (they fail with Mismatch naming it).
   void reject(const OpEnv& env);
 

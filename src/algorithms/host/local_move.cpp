@@ -22,7 +22,7 @@ std::size_t roundsFor(std::size_t total, std::size_t chunk) {
   return total == 0 ? 1 : (total + chunk - 1) / chunk;
 }
 
-std::uint64_t hashCounts(const std::vector<std::size_t>& counts) {
+std::uint64_t hashCounts(std::span<const std::size_t> counts) {
   std::uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (std::size_t c : counts) {
     for (int b = 0; b < 8; ++b) {
@@ -83,7 +83,7 @@ void LocalCollectives::allgather(const void* send, void* recv, std::size_t count
 }
 
 void LocalCollectives::allgatherv(const void* send, std::size_t sendCount, void* recv,
-                                  const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
+                                  std::span<const std::size_t> recvCounts, std::span<const std::size_t> displs,
                                   DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   std::size_t total = 0, largest = 0;
@@ -178,9 +178,9 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
   }
 }
 
-void LocalCollectives::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                                 const std::vector<std::size_t>& sendDispls, void* recv,
-                                 const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
+void LocalCollectives::alltoallv(const void* send, std::span<const std::size_t> sendCounts,
+                                 std::span<const std::size_t> sendDispls, void* recv,
+                                 std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
                                  DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();

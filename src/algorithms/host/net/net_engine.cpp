@@ -1,4 +1,4 @@
-// NetEngine: construction, the choice of algorithm, barrier, point-to-point and rejected calls.
+// NetEngine: construction, the choice of algorithm, the calls' dispatch, barrier, point-to-point and rejected calls.
 #include "algorithms/host/net/net_engine.hpp"
 
 #include <algorithm>
@@ -73,7 +73,52 @@ std::string NetEngine::allreduceAlgorithm(std::size_t bytes) const {
 
 std::string NetEngine::explainAllreduce(std::size_t bytes) const { return policy_.explain(bytes); }
 
-void NetEngine::barrier(const OpEnv& env) {
+void NetEngine::run(const CallArgs& c, const OpEnv& env) {
+  switch (c.collective) {
+    case Collective::kBarrier:
+      return runBarrier(env);
+    case Collective::kRejected:
+      return runReject(env);
+    case Collective::kAllreduce:
+      return runAllreduce(c.send, c.recv, c.count, c.type, c.op, env);
+    case Collective::kReduce:
+      return runReduce(c.send, c.recv, c.count, c.type, c.op, c.root, env);
+    case Collective::kReduceScatter:
+      return runReduceScatter(c.send, c.recv, c.count, c.type, c.op, env);
+    case Collective::kBroadcast:
+      return runBroadcast(c.recv, c.count, c.type, c.root, env);
+    case Collective::kAllgather:
+      return runAllgather(c.send, c.recv, c.count, c.type, env);
+    case Collective::kAllgatherv:
+      return runAllgatherv(c.send, c.count, c.recv, c.recvCounts, c.recvDispls, c.type, env);
+    case Collective::kGather:
+      return runGather(c.send, c.recv, c.count, c.type, c.root, env);
+    case Collective::kScatter:
+      return runScatter(c.send, c.recv, c.count, c.type, c.root, env);
+    case Collective::kAlltoall:
+      return runAlltoall(c.send, c.recv, c.count, c.type, env);
+    case Collective::kAlltoallv:
+      return runAlltoallv(c.send, c.sendCounts, c.sendDispls, c.recv, c.recvCounts, c.recvDispls, c.type, env);
+    case Collective::kPointToPoint:
+      return runPointToPoint(c.ops, env);
+  }
+  fail(ErrorCode::kInternal, env.context, "the network engine has no ", collectiveName(c.collective));
+}
+
+bool NetEngine::runStaged(const CallArgs& c, StagedBuffer& staged, const OpEnv& env) {
+  switch (c.collective) {
+    case Collective::kAllreduce:
+      return stagedAllreduce(staged, c.count, c.type, c.op, env);
+    case Collective::kAllgather:
+      return stagedAllgather(staged, c.count, c.type, env);
+    case Collective::kReduceScatter:
+      return stagedReduceScatter(staged, c.count, c.type, c.op, env);
+    default:
+      return false;
+  }
+}
+
+void NetEngine::runBarrier(const OpEnv& env) {
   runCall(describeCall(Collective::kBarrier, env.context.seq, DataType::kUint8, 0), env, [&](NetCall& call) {
     // Dissemination: in round k every rank signals rank + 2^k and waits for rank - 2^k; after ceil(log2 n)
     // rounds every rank has heard, through some chain, from every other.
@@ -87,7 +132,7 @@ void NetEngine::barrier(const OpEnv& env) {
   });
 }
 
-void NetEngine::reject(const OpEnv& env) {
+void NetEngine::runReject(const OpEnv& env) {
   const std::int64_t seq = env.context.seq;
   net_->notifyFailure(seq, ErrorCode::kMismatch,
                       strCat("peer ", rank(), " rejected its arguments for call #", seq, " (see that rank's error)"));
@@ -133,7 +178,7 @@ std::vector<transport::NetOp*> NetEngine::postPointToPoint(NetCall& call, std::s
   return posted;
 }
 
-void NetEngine::pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
+void NetEngine::runPointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   NetCall call(*net_, transport::CallDescriptor{}, env, spinMicros_, transport::MessageKind::kPointToPoint);
   if (env.feed == nullptr) {
     postPointToPoint(call, ops, env);

@@ -79,33 +79,11 @@ class NetEngine final : public Engine {
   std::string allreduceAlgorithm(std::size_t bytes) const override;
   std::string explainAllreduce(std::size_t bytes) const override;
 
-  void barrier(const OpEnv& env) override;
-  void allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                 const OpEnv& env) override;
-  /// The ring allreduce window by window (net_staged.cpp); other sizes and compressed calls are not pipelined.
-  bool allreduceStaged(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) override;
-  /// The ring allgather and reduce-scatter window by window (net_staged.cpp): each window holds a piece of every
-  /// rank's block. Direct sizes are not pipelined.
-  bool allgatherStaged(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env) override;
-  bool reduceScatterStaged(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op,
-                           const OpEnv& env) override;
-  void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-              const OpEnv& env) override;
-  void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                     const OpEnv& env) override;
-  void broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
-                  const std::vector<std::size_t>& displs, DataType type, const OpEnv& env) override;
-  void gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) override;
-  void alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) override;
-  void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                 const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
-                 const std::vector<std::size_t>& recvDispls, DataType type, const OpEnv& env) override;
-  void pointToPoint(std::span<const P2pOp> ops, const OpEnv& env) override;
+  void run(const CallArgs& call, const OpEnv& env) override;
+  /// The ring allreduce, allgather and reduce_scatter window by window (net_staged.cpp): each window holds a piece of
+  /// every rank's block. Direct sizes and compressed allreduces are not pipelined.
+  bool runStaged(const CallArgs& call, StagedBuffer& staged, const OpEnv& env) override;
   void wakePointToPoint() override;
-  void reject(const OpEnv& env) override;
   void abort() override { net_->abort(); }
   const transport::Region* registerRegion(const void* base, std::size_t bytes,
                                           transport::RegionMemory memory) override {
@@ -118,6 +96,29 @@ class NetEngine final : public Engine {
 
  private:
   using BlockFn = std::function<patterns::Block(int)>;
+
+  // The calls run() dispatches to.
+  void runBarrier(const OpEnv& env);
+  void runReject(const OpEnv& env);
+  void runAllreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
+  void runReduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                 const OpEnv& env);
+  void runReduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                        const OpEnv& env);
+  void runBroadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env);
+  void runAllgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
+  void runAllgatherv(const void* send, std::size_t sendCount, void* recv, std::span<const std::size_t> recvCounts,
+                     std::span<const std::size_t> displs, DataType type, const OpEnv& env);
+  void runGather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
+  void runScatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env);
+  void runAlltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env);
+  void runAlltoallv(const void* send, std::span<const std::size_t> sendCounts, std::span<const std::size_t> sendDispls,
+                    void* recv, std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
+                    DataType type, const OpEnv& env);
+  void runPointToPoint(std::span<const P2pOp> ops, const OpEnv& env);
+  bool stagedAllreduce(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
+  bool stagedAllgather(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env);
+  bool stagedReduceScatter(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
 
   /// Runs `body` as the call `call`: on failure tells the peers (so they stop waiting for this rank) and
   /// rethrows; either way the transport drops what still arrives for the call afterwards.

@@ -51,7 +51,7 @@ void NetEngine::directAllgather(NetCall& call, std::byte* buf, const BlockFn& bl
   call.waitAll();
 }
 
-void NetEngine::allgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
+void NetEngine::runAllgather(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kAllgather, env.context.seq, type, count), env, [&](NetCall& call) {
     auto* out = static_cast<std::byte*>(recv);
@@ -65,9 +65,9 @@ void NetEngine::allgather(const void* send, void* recv, std::size_t count, DataT
   });
 }
 
-void NetEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
-                           const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& displs,
-                           DataType type, const OpEnv& env) {
+void NetEngine::runAllgatherv(const void* send, std::size_t sendCount, void* recv,
+                              std::span<const std::size_t> recvCounts, std::span<const std::size_t> displs,
+                              DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   std::size_t total = 0;
   std::uint64_t shape = 1469598103934665603ull;  // FNV-1a over the counts: ranks must agree on all of them
@@ -88,7 +88,7 @@ void NetEngine::allgatherv(const void* send, std::size_t sendCount, void* recv,
           });
 }
 
-void NetEngine::broadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
+void NetEngine::runBroadcast(void* buf, std::size_t count, DataType type, int root, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   runCall(describeCall(Collective::kBroadcast, env.context.seq, type, count, root), env, [&](NetCall& call) {
     const int n = size();
@@ -125,7 +125,7 @@ void NetEngine::broadcast(void* buf, std::size_t count, DataType type, int root,
   });
 }
 
-void NetEngine::gather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
+void NetEngine::runGather(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   runCall(describeCall(Collective::kGather, env.context.seq, type, count, root), env, [&](NetCall& call) {
     if (rank() != root) {
@@ -142,7 +142,7 @@ void NetEngine::gather(const void* send, void* recv, std::size_t count, DataType
   });
 }
 
-void NetEngine::scatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
+void NetEngine::runScatter(const void* send, void* recv, std::size_t count, DataType type, int root, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   runCall(describeCall(Collective::kScatter, env.context.seq, type, count, root), env, [&](NetCall& call) {
     if (rank() != root) {
@@ -159,7 +159,7 @@ void NetEngine::scatter(const void* send, void* recv, std::size_t count, DataTyp
   });
 }
 
-void NetEngine::alltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
+void NetEngine::runAlltoall(const void* send, void* recv, std::size_t count, DataType type, const OpEnv& env) {
   const std::size_t bytes = count * dataTypeSize(type);
   const int n = size();
   runCall(describeCall(Collective::kAlltoall, env.context.seq, type, count), env, [&](NetCall& call) {
@@ -182,10 +182,10 @@ void NetEngine::alltoall(const void* send, void* recv, std::size_t count, DataTy
   });
 }
 
-void NetEngine::alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
-                          const std::vector<std::size_t>& sendDispls, void* recv,
-                          const std::vector<std::size_t>& recvCounts, const std::vector<std::size_t>& recvDispls,
-                          DataType type, const OpEnv& env) {
+void NetEngine::runAlltoallv(const void* send, std::span<const std::size_t> sendCounts,
+                             std::span<const std::size_t> sendDispls, void* recv,
+                             std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
+                             DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();
   std::size_t sendExtent = 0;

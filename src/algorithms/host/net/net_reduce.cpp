@@ -166,8 +166,8 @@ void NetEngine::doublingAllreduce(NetCall& call, const void* send, void* recv, s
   call.waitAll();
 }
 
-void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
-                          const OpEnv& env) {
+void NetEngine::runAllreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
+                             const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kAllreduce, env.context.seq, type, count, -1, op.kind), env, [&](NetCall& call) {
     if (doubling(count * esz)) return doublingAllreduce(call, send, recv, count, type, op);
@@ -187,8 +187,8 @@ void NetEngine::allreduce(const void* send, void* recv, std::size_t count, DataT
   });
 }
 
-void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
-                       const OpEnv& env) {
+void NetEngine::runReduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
+                          const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   runCall(describeCall(Collective::kReduce, env.context.seq, type, count, root, op.kind), env, [&](NetCall& call) {
     if (direct(count * esz)) return directReduce(call, send, recv, count, type, op, root);
@@ -210,8 +210,8 @@ void NetEngine::reduce(const void* send, void* recv, std::size_t count, DataType
   });
 }
 
-void NetEngine::reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
-                              const OpEnv& env) {
+void NetEngine::runReduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op,
+                                 const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();
   const std::size_t total = recvCount * static_cast<std::size_t>(n);

@@ -49,7 +49,7 @@ std::optional<PieceWindows> pieceWindows(std::size_t windowBytes, std::size_t bl
 
 }  // namespace
 
-bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) {
+bool NetEngine::stagedAllreduce(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const std::size_t bytes = count * esz;
   // The ring only: the latency-bound sizes gain nothing, the bf16 wire has its own buffers, and a premultiplied sum
@@ -125,7 +125,7 @@ bool NetEngine::allreduceStaged(StagedBuffer& staged, std::size_t count, DataTyp
 
 // The allgather: window k copies in this rank's piece (while window k-1 travels), goes around the ring, and hands
 // over every piece the moment it lands, to its place in the output (rank r's block at r * count).
-bool NetEngine::allgatherStaged(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env) {
+bool NetEngine::stagedAllgather(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();
   if (n == 1 || direct(count * esz * static_cast<std::size_t>(n))) return false;
@@ -163,7 +163,7 @@ bool NetEngine::allgatherStaged(StagedBuffer& staged, std::size_t count, DataTyp
 
 // The reduce-scatter: window k copies in the k-th piece of each of the n input blocks, in the order the ring first
 // reads them, reduces around the ring (on the host) and hands over this rank's finished piece.
-bool NetEngine::reduceScatterStaged(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op,
+bool NetEngine::stagedReduceScatter(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op,
                                     const OpEnv& env) {
   const std::size_t esz = dataTypeSize(type);
   const int n = size();
