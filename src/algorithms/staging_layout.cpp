@@ -42,11 +42,13 @@ StagingLayout layOutStaging(std::span<const DeviceExtent> extents, std::size_t a
     if (e.at == nullptr || e.bytes == 0) continue;
     if (e.read) layout.copiesIn.push_back({begin(e), layout.offsets[i], e.bytes});
     if (!e.written) continue;
-    // Written once: an extent inside another written one goes back with it.
+    // Written once: an extent inside another written one goes back with it, when its copy lies inside that one's
+    // copy too (buffers that overlap without one containing the other have copies of their own).
     bool covered = false;
     for (std::size_t j = 0; j < extents.size() && !covered; ++j) {
       const DeviceExtent& other = extents[j];
       if (j == i || other.at == nullptr || !other.written || !inside(e, other)) continue;
+      if (layout.offsets[i] - layout.offsets[j] != begin(e) - begin(other)) continue;
       // Of two equal extents, the first goes back.
       covered = other.bytes > e.bytes || begin(other) != begin(e) || j < i;
     }

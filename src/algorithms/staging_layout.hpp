@@ -1,5 +1,6 @@
-// Host copies of one call's device buffers, for a call whose host part runs apart from its caller
-// (device/stream_handoff.hpp): where each buffer's copy lies in one arena, which ranges are copied in before the
+// Host copies of one call's device buffers, for a call a host engine runs on copies (copied_call.hpp, the staging
+// engine's path) or whose host part runs apart from its caller (device/stream_handoff.hpp): where each buffer's copy
+// lies in one arena, which ranges are copied in before the
 // host part and which are copied back after it. Pure arithmetic on addresses, so it is tested without a GPU.
 #pragma once
 

@@ -1,5 +1,5 @@
-// The host copies of a detached call's device buffers (algorithms/staging_layout.hpp): aliasing kept, each range
-// copied in or back once, copies aligned and apart.
+// The host copies of a staged or detached call's device buffers (algorithms/staging_layout.hpp): aliasing kept, each
+// range copied in or back once, copies aligned and apart.
 #include "algorithms/staging_layout.hpp"
 
 #include <gtest/gtest.h>
@@ -77,6 +77,20 @@ TEST(StagingLayout, WrittenRangesGoBackOnce) {
   // Copies of their own never overlap.
   EXPECT_GE(layout.offsets[1], layout.offsets[0] + 32);
   EXPECT_EQ(layout.offsets[1] % 64, 0u);
+}
+
+// A written range inside two that overlap each other (a read one, placed first, and a written one): its result lands
+// in the read one's copy, so it goes back itself, after the written one that holds a stale copy of it.
+TEST(StagingLayout, ARangeGoesBackFromTheCopyItWasPlacedIn) {
+  const std::vector<DeviceExtent> extents = {
+      {at(0x1000), 100, true, false}, {at(0x1040), 100, false, true}, {at(0x1040), 20, false, true}};
+  const StagingLayout layout = layOutStaging(extents);
+  EXPECT_EQ(layout.offsets[2], layout.offsets[0] + 0x40);
+  EXPECT_NE(layout.offsets[1], layout.offsets[0] + 0x40);
+  ASSERT_EQ(layout.copiesOut.size(), 2u);
+  EXPECT_EQ(layout.copiesOut[0].offset, layout.offsets[1]);
+  EXPECT_EQ(layout.copiesOut[1].device, 0x1040u);
+  EXPECT_EQ(layout.copiesOut[1].offset, layout.offsets[2]);
 }
 
 }  // namespace
