@@ -176,7 +176,13 @@ void StagingEngine::run(const CallArgs& call, const OpEnv& env) {
   refuseCapture(env);
   if (windowed(call, env)) return;
   StreamCopies copies(*this, streamOf(env));
-  runOnCopies(host_, call, static_cast<int>(size_), copies, env);
+  try {
+    runOnCopies(host_, call, static_cast<int>(size_), copies, env);
+  } catch (...) {
+    // Copies may still be reading or writing the arena: they must end before it serves another call.
+    (void)cudaStreamSynchronize(streamOf(env));
+    throw;
+  }
 }
 
 bool StagingEngine::windowed(const CallArgs& call, const OpEnv& env) {
