@@ -5,6 +5,7 @@
 #   2. configures and builds braid with CUDA for sm_90 into ${BRAID_BUILD_DIR:-build-gpu-check};
 #   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
+#      bench-shm: the host allreduce over shared memory against Gloo and Open MPI at SHM_RANKS (2 4 8 16), into $OUT;
 #   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
 #   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors), then braid's
 #      libnccl.so.2 under torch's own NCCL backend (scripts/nccl-torch-check.sh);
@@ -20,8 +21,8 @@
 #      merged into results.json and plotted into results.png (scripts/merge-results.py, scripts/plot-results.py).
 # Logs and JUnit files go to $OUT when it is set, else to the build directory's logs/.
 #
-# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, sanitizer, torch,
-#        torch-bench, hardware, netns-bench, netns-device, bench-device, all
+# Usage: scripts/gpu-check.sh [STAGE...]   STAGE: build, gpu, unit, multirank, faults, bench-tcp, bench-shm, sanitizer,
+#        torch, torch-bench, hardware, netns-bench, netns-device, bench-device, all
 # (default: all). GPU_TESTS narrows the gpu stage (a ctest -R regex).
 # Each stage reuses the build directory, so a run can be split over several calls of at most 10
 # minutes: `scripts/gpu-check.sh build gpu`, then `scripts/gpu-check.sh unit multirank`. Exits non-zero when any
@@ -186,6 +187,27 @@ if wants bench-tcp; then
     fi
   else
     log "bench-tcp not run: no $build/bin/braid"
+  fi
+fi
+
+# ---- 4b. Shared memory on this host's cores, against Gloo and Open MPI: one run per rank count (SHM_RANKS), each
+# size the median of 3 repetitions, into $OUT (the host allreduce's outcome runs).
+if wants bench-shm; then
+  if [ -x "$build/bin/braid" ]; then
+    for n in ${SHM_RANKS:-2 4 8 16}; do
+      json=$logs/shm-allreduce-${n}ranks-$(hostname -s)-$(date +%F).json
+      if BRAID_BENCH_DIR=$build/bin "$build/bin/braid" bench allreduce -b 8 -e 64M --nranks "$n" --reps 3 \
+          --compare gloo,mpi --json "$json" >"$logs/bench-shm-$n.txt" 2>&1; then
+        log "bench-shm $n ranks: $json"
+        tail -26 "$logs/bench-shm-$n.txt" | grep -E '^#|^ *[0-9]+ [KMG]?i?B' || true
+      else
+        failed+=("bench-shm $n")
+        log "bench-shm $n ranks FAILED:"
+        tail -20 "$logs/bench-shm-$n.txt"
+      fi
+    done
+  else
+    log "bench-shm not run: no $build/bin/braid"
   fi
 fi
 
