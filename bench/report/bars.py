@@ -107,8 +107,10 @@ _FORMATS = {
 
 
 class Bar:
-    def __init__(self, area, text, runs, checks, rule="every size", needs=None):
+    def __init__(self, area, text, runs, checks, rule="every size", needs=None, floor=CLASS_FLOOR):
         self.area, self.text, self.runs, self.checks, self.rule, self.needs = area, text, runs, checks, rule, needs
+        # Rule "class": how far below the bar (a fraction of it) the worst size may fall.
+        self.floor = floor
 
     def latest_run(self, runs):
         """The most recent run matching the bar's runs pattern that measured every check of it."""
@@ -134,7 +136,7 @@ class Bar:
                     label = (label + " " if label else "")
                     if self.rule == "class":
                         g = geomean(ratios.values())
-                        floor = c.bound / CLASS_FLOOR if c.op == "<=" else c.bound * CLASS_FLOOR
+                        floor = c.bound / self.floor if c.op == "<=" else c.bound * self.floor
                         this_ok = ok(g) and (worst <= floor if c.op == "<=" else worst >= floor)
                         parts.append(f"{label}{fmt(g)} (geomean), worst {fmt(worst)} at {size_text(worst_size)}")
                     else:
@@ -148,6 +150,20 @@ class Bar:
                                          f"{size_text(worst_size)}")
                     met = met and this_ok
         return run, "met" if met else "missed", "; ".join(parts)
+
+
+def _host_shm_bars():
+    """The host allreduce over shared memory on the H200 machine's 16 cores, one run per rank count: against Open MPI
+    as a class (the geometric mean meets the bar, no size falls below 0.95x), against Gloo at every size from 1 MiB."""
+    bars = []
+    for n in (2, 4, 8, 16):
+        runs = rf"shm-allreduce-{n}ranks-h200host-.*"
+        where = f"CPU, shared memory, {n} ranks, the H200 machine's host"
+        bars.append(Bar(where, "allreduce busbw 8 B .. 64 MiB: >= 1.0x Open MPI, no size below 0.95x", runs,
+                        [Check("busbw", "8", "64M", ">=", 1.0, "mpi")], rule="class", floor=0.95))
+        bars.append(Bar(where, "allreduce busbw 1 MiB .. 64 MiB: >= 3x Gloo", runs,
+                        [Check("busbw", "1M", "64M", ">=", 3.0, "gloo")]))
+    return bars
 
 
 def _gpu_bars():
@@ -198,6 +214,9 @@ BARS = [
         r"cpu-2core-.*", [Check("time", "8", "8", "<=", 0.3, "gloo"), Check("time", "8", "8", "<=", 1.0, "mpi")]),
     Bar("CPU, shared memory, 2 ranks, 2-core VM", "allgather and reduce_scatter busbw at 16 MiB: >= 2x Gloo",
         r"cpu-2core-.*", [Check("busbw", "16M", "16M", ">=", 2.0, "gloo", collectives=("allgather", "reducescatter"))]),
+    Bar("CPU, shared memory, 2 ranks, 2-core VM", "allreduce time at 8 bytes: <= 1.0x Open MPI (the small-size runs)",
+        r"shm-allreduce-2ranks-small-2core-.*", [Check("time", "8", "8", "<=", 1.0, "mpi")]),
+    *_host_shm_bars(),
     *_gpu_bars(),
     Bar("PyTorch, 2xH200, vs backend nccl", "dist.all_reduce time <= 0.8x NCCL at 8 B .. 64 KiB", r"torch-cuda-.*",
         [Check("time", "8", "64K", "<=", 0.8, "nccl", dtypes=("float32", "bfloat16"))]),
