@@ -89,14 +89,27 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const int n = size();
+  // Unscaled, this rank's own block is reduced from its input where it lies: the peers read every block of its slot
+  // but that one, so it is not copied there (a copy in and a read less per element of the block).
+  const bool ownBlockInPlace = !scales(op);
   std::size_t done = 0;
   do {
     const std::size_t len = count - done < chunk ? count - done : chunk;
-    contribute(sync.nextSlot(), in + done * esz, len, type, op);
+    const auto mine = patterns::alignedBlockOf(len, n, rank(), alignElements(esz));
+    const std::byte* chunkIn = in + done * esz;
+    if (ownBlockInPlace) {
+      const std::size_t after = mine.offset + mine.count;
+      contribute(sync.nextSlot(), chunkIn, mine.offset, type, op);
+      contribute(sync.nextSlot() + after * esz, chunkIn + after * esz, len - after, type, op);
+    } else {
+      contribute(sync.nextSlot(), chunkIn, len, type, op);
+    }
     sync.exchange();
     // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset.
-    const auto mine = patterns::alignedBlockOf(len, n, rank(), alignElements(esz));
-    reduceSlots(sync.nextSlot() + mine.offset * esz, mine.offset * esz, mine.count, type, op, sync);
+    sources_.resize(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) sources_[r] = sync.slot(r) + mine.offset * esz;
+    if (ownBlockInPlace) sources_[rank()] = chunkIn + mine.offset * esz;
+    reduceSources(sync.nextSlot() + mine.offset * esz, sources_.data(), n, mine.count, type, op.kind, n);
     sync.exchange();
     // Allgather (or gather to root) of the reduced blocks.
     if (root < 0 || root == rank()) {
