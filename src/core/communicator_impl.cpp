@@ -119,8 +119,8 @@ void CommunicatorImpl::allreduce(const Route& route, const void* send, void* rec
                                  ReduceOp op, const OpEnv& env) {
   // The same answer on every rank: the placement, the size and the settings are the same everywhere (not the
   // buffers' kind: each level routes them to its own engines, GPU ones to its kernels or windows)...
-  const bool chooses =
-      Hierarchy::composes(op) && hierarchyFits_ && settings_.hierarchy != "on" && settings_.hierarchy != "off";
+  const bool fits = Hierarchy::composes(op) && hierarchyFits_;
+  const bool chooses = fits && settings_.hierarchy != "on" && settings_.hierarchy != "off";
   // ...as long as the ranks' counts match. Where they do not and fall on both sides of the crossover, some ranks
   // wait in the hierarchy's levels and the others on the flat path, each for ranks that never come: that ends at the
   // timeout, which then says so.
@@ -132,7 +132,7 @@ void CommunicatorImpl::allreduce(const Route& route, const void* send, void* rec
                "the hierarchical path apart: a mismatch ends this way here)"),
         e.context());
   };
-  if (Hierarchy::composes(op) && hierarchyFits_ && tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
+  if (fits && tuning::useHierarchy(count * dataTypeSize(type), settings_)) {
     try {
       if (!hierarchy_) {
         hierarchy_ = Hierarchy::make(*this, env);

@@ -459,10 +459,9 @@ const void* DeviceEngine::premultiplied(const void* src, void* dst, std::size_t 
 void DeviceEngine::run(const CallArgs& c, const OpEnv& env) {
   const DeviceScope scope(device_);
   switch (c.collective) {
-    case Collective::kRejected:
-      return host_.run(c, env);
     // Per-rank counts differ between ranks, so these go through the host engine, whose rounds carry them; a
-    // barrier and point-to-point need no kernel.
+    // barrier, point-to-point and a rejected call need no kernel.
+    case Collective::kRejected:
     case Collective::kBarrier:
     case Collective::kAllgatherv:
     case Collective::kAlltoallv:

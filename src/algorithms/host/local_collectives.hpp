@@ -49,9 +49,10 @@ class LocalCollectives {
   void reject(const OpEnv& env);
 
  private:
-  // Reduction of `count` elements at byte offset `offset` of every rank's current slot (or round payload) into dst.
+  // Reduction of `count` elements at byte offset `offset` of every rank's current slot (or round payload) into dst;
+  // `own`, when given, stands for this rank's slot there (its input, read where it lies).
   void reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                   const class RoundSync& sync, bool fromPayload = false);
+                   const class RoundSync& sync, bool fromPayload = false, const void* own = nullptr);
   void allreduceDirect(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                        const OpEnv& env);
   void allreduceRsag(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,

@@ -38,9 +38,10 @@ std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms() {
 }
 
 void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                                   const RoundSync& sync, bool fromPayload) {
+                                   const RoundSync& sync, bool fromPayload, const void* own) {
   sources_.resize(static_cast<std::size_t>(size()));
   for (int r = 0; r < size(); ++r) sources_[r] = (fromPayload ? sync.payload(r) : sync.slot(r)) + offset;
+  if (own != nullptr) sources_[rank()] = own;
   reduceSources(dst, sources_.data(), size(), count, type, op.kind, size());
 }
 
@@ -106,10 +107,8 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
     }
     sync.exchange();
     // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset.
-    sources_.resize(static_cast<std::size_t>(n));
-    for (int r = 0; r < n; ++r) sources_[r] = sync.slot(r) + mine.offset * esz;
-    if (ownBlockInPlace) sources_[rank()] = chunkIn + mine.offset * esz;
-    reduceSources(sync.nextSlot() + mine.offset * esz, sources_.data(), n, mine.count, type, op.kind, n);
+    reduceSlots(sync.nextSlot() + mine.offset * esz, mine.offset * esz, mine.count, type, op, sync, false,
+                ownBlockInPlace ? chunkIn + mine.offset * esz : nullptr);
     sync.exchange();
     // Allgather (or gather to root) of the reduced blocks.
     if (root < 0 || root == rank()) {
