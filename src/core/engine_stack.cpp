@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -9,6 +10,7 @@
 
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
+#include "base/error.hpp"
 #include "core/engine_selectors.hpp"
 #include "core/this_host.hpp"
 #include "topology/topology.hpp"
@@ -23,6 +25,18 @@ HostLayout orThisProcess(HostLayout host, int size) {
   return host;
 }
 
+std::size_t streamingFromBytes(const Settings& settings, const topology::Topology& machine) {
+  const std::string& v = settings.shmStreamBytes;
+  if (v == "off") return std::numeric_limits<std::size_t>::max();
+  if (v.empty() || v == "auto") return machine.l2CacheBytes > 0 ? machine.l2CacheBytes : std::size_t{1} << 20;
+  const auto bytes = parseBytes(v);
+  if (!bytes) {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_SHM_STREAM_BYTES='", v,
+         "' is not auto, off or a byte count (e.g. 4M, 1048576)");
+  }
+  return *bytes;
+}
+
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                         const Settings& settings, HostLayout host) {
   const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
@@ -33,6 +47,7 @@ std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::Loc
   };
   auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
   return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
+                                             streamingFromBytes(settings, thisHost()),
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }
 

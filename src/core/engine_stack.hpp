@@ -11,6 +11,7 @@
 #include "algorithms/engine.hpp"
 #include "base/config.hpp"
 #include "core/memory_kind.hpp"
+#include "topology/topology.hpp"
 #include "transport/local_group.hpp"
 
 namespace braid::core {
@@ -26,6 +27,10 @@ struct HostLayout {
 
 /// `host`'s ranks and cpus made whole: where the placement did not say, every rank runs here on this process's CPUs.
 HostLayout orThisProcess(HostLayout host, int size);
+
+/// The output size from which the shared-memory engine streams its writes (BRAID_SHM_STREAM_BYTES, its `auto` read
+/// from `machine`'s L2); SIZE_MAX for off. InvalidArgument names a malformed value.
+std::size_t streamingFromBytes(const Settings& settings, const topology::Topology& machine);
 
 /// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,

@@ -46,6 +46,32 @@ INSTANTIATE_TEST_SUITE_P(Forced, ThreadAlgorithms,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// Every collective with every output streamed (BRAID_SHM_STREAM_BYTES=0), both allreduce algorithms, small slots:
+// outputs at every alignment the matrix's sizes give, written with non-temporal stores, read back by the checks.
+class ThreadStreamed : public ::testing::TestWithParam<std::tuple<Coll, int>> {};
+
+TEST_P(ThreadStreamed, EveryTypeOpAndSize) {
+  const auto [coll, n] = GetParam();
+  Settings s = testSettings();
+  s.shmStreamBytes = "0";
+  s.shmSlotBytes = 64 << 10;
+  if (coll == Coll::kAllreduce) s.algo = n == 2 ? "rsag" : "direct";  // the other one than the selector's
+  runMatrix(coll, n, s);
+}
+
+// The collectives with an output of their own (point-to-point and barrier have none to stream).
+std::vector<Coll> collsWithOutput() {
+  std::vector<Coll> colls;
+  for (Coll c : allColls()) {
+    if (c != Coll::kSendRecv && c != Coll::kGroupAllPairs && c != Coll::kBarrier) colls.push_back(c);
+  }
+  return colls;
+}
+
+INSTANTIATE_TEST_SUITE_P(Streamed, ThreadStreamed,
+                         ::testing::Combine(::testing::ValuesIn(collsWithOutput()), ::testing::Values(2, 3)),
+                         paramName);
+
 }  // namespace
 }  // namespace braid::testing
 

@@ -196,10 +196,12 @@ TEST(Float8Conversions, KernelsOfThisCopyMatchTheBaseConversions) {
       b[i] = static_cast<std::uint8_t>(i);
     }
     const void* srcs[2] = {a.data(), b.data()};
-    host::detail::reduceEntry(sum.data(), srcs, 2, a.size(), c.type, host::detail::KernelOp::kSum, 1);
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const float s = c.widen(a[i]) + c.widen(b[i]);
-      ASSERT_EQ(sum[i], c.narrow(s)) << "codes " << int{a[i]} << " + " << int{b[i]};
+    for (bool stream : {false, true}) {
+      host::detail::reduceEntry(sum.data(), srcs, 2, a.size(), c.type, host::detail::KernelOp::kSum, 1, stream);
+      for (std::size_t i = 0; i < a.size(); ++i) {
+        const float s = c.widen(a[i]) + c.widen(b[i]);
+        ASSERT_EQ(sum[i], c.narrow(s)) << "codes " << int{a[i]} << " + " << int{b[i]} << " stream " << stream;
+      }
     }
     const std::uint8_t one[8] = {c.narrow(1.0f)};
     for (float scale : fp8::roundingBoundaries(c.format)) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -24,7 +25,12 @@ std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms();
 
 class LocalCollectives {
  public:
-  explicit LocalCollectives(transport::LocalFabric& fabric) : fabric_(fabric) {}
+  /// Calls whose output on this rank is at least `streamFromBytes` write it with non-temporal stores (SIZE_MAX:
+  /// never): an output that large does not stay in this core's cache, and streaming spares reading each of its
+  /// lines before writing it. Slots, which peers read next, are always written the ordinary way.
+  explicit LocalCollectives(transport::LocalFabric& fabric,
+                            std::size_t streamFromBytes = std::numeric_limits<std::size_t>::max())
+      : fabric_(fabric), streamFromBytes_(streamFromBytes) {}
 
   int rank() const { return fabric_.rank(); }
   int size() const { return fabric_.size(); }
@@ -49,16 +55,21 @@ class LocalCollectives {
   void reject(const OpEnv& env);
 
  private:
+  // Whether a call that writes `outputBytes` on this rank streams them.
+  bool streams(std::size_t outputBytes) const { return outputBytes >= streamFromBytes_; }
   // Reduction of `count` elements at byte offset `offset` of every rank's current slot (or round payload) into dst;
-  // `own`, when given, stands for this rank's slot there (its input, read where it lies).
+  // `own`, when given, stands for this rank's slot there (its input, read where it lies); `stream`: dst is written
+  // with non-temporal stores.
   void reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                   const class RoundSync& sync, bool fromPayload = false, const void* own = nullptr);
+                   const class RoundSync& sync, bool fromPayload = false, const void* own = nullptr,
+                   bool stream = false);
   void allreduceDirect(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                        const OpEnv& env);
   void allreduceRsag(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                      const OpEnv& env);
 
   transport::LocalFabric& fabric_;
+  const std::size_t streamFromBytes_;
   std::uint32_t round_ = 0;
   std::vector<const void*> sources_;  // reused per reduction: no allocation per call
 };

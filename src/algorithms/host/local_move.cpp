@@ -56,11 +56,12 @@ void LocalCollectives::broadcast(void* buf, std::size_t count, DataType type, in
   RoundSync sync(fabric_, round_, describeCall(Collective::kBroadcast, env.context.seq, type, count, root), env);
   const std::size_t chunk = sync.slotBytes() / esz;
   auto* data = static_cast<std::byte*>(buf);
+  const bool stream = streams(count * esz);
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() == root) copyBytes(sync.nextSlot(), data + k * chunk * esz, len * esz);
     sync.exchange();
-    if (rank() != root) copyBytes(data + k * chunk * esz, sync.slot(root), len * esz);
+    if (rank() != root) copyOut(data + k * chunk * esz, sync.slot(root), len * esz, stream);
   }
 }
 
@@ -71,13 +72,14 @@ void LocalCollectives::allgather(const void* send, void* recv, std::size_t count
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = in == out + static_cast<std::size_t>(rank()) * count * esz;
+  const bool stream = streams(count * static_cast<std::size_t>(size()) * esz);
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
     sync.exchange();
     for (int r = 0; r < size(); ++r) {
       if (r == rank() && inPlace) continue;
-      copyBytes(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz);
+      copyOut(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz, stream);
     }
   }
 }
@@ -99,12 +101,13 @@ void LocalCollectives::allgatherv(const void* send, std::size_t sendCount, void*
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = in == out + displs[rank()] * esz;
+  const bool stream = streams(total * esz);
   for (std::size_t k = 0, rounds = roundsFor(largest, chunk); k < rounds; ++k) {
     copyBytes(sync.nextSlot(), in + k * chunk * esz, piece(sendCount, k, chunk) * esz);
     sync.exchange();
     for (int r = 0; r < size(); ++r) {
       if (r == rank() && inPlace) continue;
-      copyBytes(out + (displs[r] + k * chunk) * esz, sync.slot(r), piece(recvCounts[r], k, chunk) * esz);
+      copyOut(out + (displs[r] + k * chunk) * esz, sync.slot(r), piece(recvCounts[r], k, chunk) * esz, stream);
     }
   }
 }
@@ -117,6 +120,7 @@ void LocalCollectives::gather(const void* send, void* recv, std::size_t count, D
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = rank() == root && in == out + static_cast<std::size_t>(root) * count * esz;
+  const bool stream = streams(count * static_cast<std::size_t>(size()) * esz);
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() != root) copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
@@ -124,9 +128,9 @@ void LocalCollectives::gather(const void* send, void* recv, std::size_t count, D
     if (rank() != root) continue;
     for (int r = 0; r < size(); ++r) {
       if (r == root) {
-        if (!inPlace) copyBytes(out + (r * count + k * chunk) * esz, in + k * chunk * esz, len * esz);
+        if (!inPlace) copyOut(out + (r * count + k * chunk) * esz, in + k * chunk * esz, len * esz, stream);
       } else {
-        copyBytes(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz);
+        copyOut(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz, stream);
       }
     }
   }
@@ -141,6 +145,7 @@ void LocalCollectives::scatter(const void* send, void* recv, std::size_t count, 
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = rank() == root && out == in + static_cast<std::size_t>(root) * count * esz;
+  const bool stream = streams(count * esz);
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() == root) {
@@ -151,9 +156,9 @@ void LocalCollectives::scatter(const void* send, void* recv, std::size_t count, 
     }
     sync.exchange();
     if (rank() != root) {
-      copyBytes(out + k * chunk * esz, sync.slot(root) + rank() * chunk * esz, len * esz);
+      copyOut(out + k * chunk * esz, sync.slot(root) + rank() * chunk * esz, len * esz, stream);
     } else if (!inPlace) {
-      copyBytes(out + k * chunk * esz, in + (root * count + k * chunk) * esz, len * esz);
+      copyOut(out + k * chunk * esz, in + (root * count + k * chunk) * esz, len * esz, stream);
     }
   }
 }
@@ -166,6 +171,7 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   // In place works chunk by chunk: round k reads chunk k of every send block before anyone writes it.
+  const bool stream = streams(count * static_cast<std::size_t>(n) * esz);
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     for (int j = 0; j < n; ++j) {
@@ -173,7 +179,7 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
     }
     sync.exchange();
     for (int r = 0; r < n; ++r) {
-      copyBytes(out + (r * count + k * chunk) * esz, sync.slot(r) + rank() * chunk * esz, len * esz);
+      copyOut(out + (r * count + k * chunk) * esz, sync.slot(r) + rank() * chunk * esz, len * esz, stream);
     }
   }
 }
@@ -216,6 +222,9 @@ void LocalCollectives::alltoallv(const void* send, std::span<const std::size_t> 
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const std::size_t rounds = largest == 0 ? 0 : (largest + chunk - 1) / chunk;
+  std::size_t received = 0;
+  for (std::size_t c : recvCounts) received += c;
+  const bool stream = streams(received * esz);
   for (std::size_t k = 0; k < rounds; ++k) {
     for (int j = 0; j < n; ++j) {
       copyBytes(sync.nextSlot() + j * chunk * esz, in + (sendDispls[j] + k * chunk) * esz,
@@ -223,8 +232,8 @@ void LocalCollectives::alltoallv(const void* send, std::span<const std::size_t> 
     }
     sync.exchange();
     for (int r = 0; r < n; ++r) {
-      copyBytes(out + (recvDispls[r] + k * chunk) * esz, sync.slot(r) + me * chunk * esz,
-                piece(recvCounts[r], k, chunk) * esz);
+      copyOut(out + (recvDispls[r] + k * chunk) * esz, sync.slot(r) + me * chunk * esz,
+              piece(recvCounts[r], k, chunk) * esz, stream);
     }
   }
 }

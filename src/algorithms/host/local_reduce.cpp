@@ -38,11 +38,15 @@ std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms() {
 }
 
 void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                                   const RoundSync& sync, bool fromPayload, const void* own) {
+                                   const RoundSync& sync, bool fromPayload, const void* own, bool stream) {
   sources_.resize(static_cast<std::size_t>(size()));
   for (int r = 0; r < size(); ++r) sources_[r] = (fromPayload ? sync.payload(r) : sync.slot(r)) + offset;
   if (own != nullptr) sources_[rank()] = own;
-  reduceSources(dst, sources_.data(), size(), count, type, op.kind, size());
+  if (stream) {
+    reduceSourcesStreaming(dst, sources_.data(), size(), count, type, op.kind, size());
+  } else {
+    reduceSources(dst, sources_.data(), size(), count, type, op.kind, size());
+  }
 }
 
 void LocalCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -71,12 +75,13 @@ void LocalCollectives::allreduceDirect(const void* send, void* recv, std::size_t
   auto* out = static_cast<std::byte*>(recv);
   // A few bytes ride on the round's cache line with its counter: one cache-line transfer per peer.
   const bool tiny = count * esz <= transport::kRoundPayloadBytes;
+  const bool stream = streams(count * esz);
   std::size_t done = 0;
   do {
     const std::size_t n = count - done < chunk ? count - done : chunk;
     contribute(tiny ? sync.nextPayload() : sync.nextSlot(), in + done * esz, n, type, op);
     sync.exchange();
-    if (root < 0 || root == rank()) reduceSlots(out + done * esz, 0, n, type, op, sync, tiny);
+    if (root < 0 || root == rank()) reduceSlots(out + done * esz, 0, n, type, op, sync, tiny, nullptr, stream);
     done += n;
   } while (done < count);
 }
@@ -93,6 +98,7 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
   // Unscaled, this rank's own block is reduced from its input where it lies: the peers read every block of its slot
   // but that one, so it is not copied there (a copy in and a read less per element of the block).
   const bool ownBlockInPlace = !scales(op);
+  const bool stream = streams(count * esz);
   std::size_t done = 0;
   do {
     const std::size_t len = count - done < chunk ? count - done : chunk;
@@ -114,7 +120,7 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
     if (root < 0 || root == rank()) {
       for (int r = 0; r < n; ++r) {
         const auto block = patterns::alignedBlockOf(len, n, r, alignElements(esz));
-        copyBytes(out + (done + block.offset) * esz, sync.slot(r) + block.offset * esz, block.count * esz);
+        copyOut(out + (done + block.offset) * esz, sync.slot(r) + block.offset * esz, block.count * esz, stream);
       }
     }
     done += len;
@@ -132,6 +138,7 @@ void LocalCollectives::reduceScatter(const void* send, void* recv, std::size_t r
   if (chunk == 0) fail(ErrorCode::kUnavailable, env.context, "BRAID_SHM_SLOT_BYTES too small for ", n, " ranks");
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
+  const bool stream = streams(recvCount * esz);
   std::size_t done = 0;
   do {
     const std::size_t len = recvCount - done < chunk ? recvCount - done : chunk;
@@ -140,7 +147,8 @@ void LocalCollectives::reduceScatter(const void* send, void* recv, std::size_t r
       contribute(slot + j * chunk * esz, in + (j * recvCount + done) * esz, len, type, op);
     }
     sync.exchange();
-    reduceSlots(out + done * esz, static_cast<std::size_t>(rank()) * chunk * esz, len, type, op, sync);
+    reduceSlots(out + done * esz, static_cast<std::size_t>(rank()) * chunk * esz, len, type, op, sync, false, nullptr,
+                stream);
     done += len;
   } while (done < recvCount);
 }

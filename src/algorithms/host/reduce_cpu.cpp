@@ -71,10 +71,15 @@ std::uint64_t wrapIntegralScale(double scale) {
   return r < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(-r) : static_cast<std::uint64_t>(r);
 }
 
-}  // namespace
+// Orders the non-temporal stores before the stores after it: x86 keeps them out of its store order otherwise.
+void fenceStreamingStores() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_sfence();
+#endif
+}
 
-void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
-                   int avgDivisor) {
+void reduceChecked(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
+                   int avgDivisor, bool stream) {
   const detail::KernelOp op = kernelOp(type, kind);
   if (nsrcs < 1) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: needs at least one source, got ", nsrcs);
   if (op == detail::KernelOp::kAvg && avgDivisor < 1) {
@@ -85,7 +90,26 @@ void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t co
   for (int s = 0; s < nsrcs; ++s) {
     if (srcs[s] == nullptr) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: source ", s, " is null");
   }
-  activeKernels().reduce(dst, srcs, nsrcs, count, type, op, avgDivisor);
+  activeKernels().reduce(dst, srcs, nsrcs, count, type, op, avgDivisor, stream);
+  if (stream) fenceStreamingStores();
+}
+
+}  // namespace
+
+void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
+                   int avgDivisor) {
+  reduceChecked(dst, srcs, nsrcs, count, type, kind, avgDivisor, false);
+}
+
+void reduceSourcesStreaming(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type,
+                            ReduceKind kind, int avgDivisor) {
+  reduceChecked(dst, srcs, nsrcs, count, type, kind, avgDivisor, true);
+}
+
+void streamBytes(void* dst, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  activeKernels().streamCopy(dst, src, bytes);
+  fenceStreamingStores();
 }
 
 void scaleCopy(void* dst, const void* src, std::size_t count, DataType type, double scale) {

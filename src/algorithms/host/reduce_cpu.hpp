@@ -32,6 +32,17 @@ namespace braid::host {
 void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
                    int avgDivisor = 1);
 
+/// reduceSources, its result written to dst with non-temporal stores (the same bits): the lines of dst are not read
+/// into the cache first, nor kept there. For a dst not read again soon, larger than the core's cache: a large call's
+/// output, which then costs one pass over memory where it cost two. Returns after a store fence, so that a release
+/// store after it (a round's arrival) publishes the result. Where the CPU has no such stores, reduceSources.
+void reduceSourcesStreaming(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type,
+                            ReduceKind kind, int avgDivisor = 1);
+
+/// memcpy with reduceSourcesStreaming's stores and fence; dst and src must not overlap; either may be null when
+/// bytes is 0.
+void streamBytes(void* dst, const void* src, std::size_t bytes);
+
 /// dst[i] = src[i] * scale, rounded once to the type. dst may equal src.
 /// - float64: the float64 product; float32, float16, bfloat16: scale is first rounded to float32 (the
 ///   accumulation type) and the exact product src[i] * float(scale) is rounded once to the element type;
@@ -77,8 +88,9 @@ using KernelOp = ElementwiseOp;
 /// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.
 struct ReduceKernels {
   const char* name;
+  /// stream: dst written with non-temporal stores where the kernel set has them (no fence: the caller's).
   void (*reduce)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, KernelOp op,
-                 int avgDivisor);
+                 int avgDivisor, bool stream);
   /// floatScale: the scale rounded to float32 (float32/16/bf16 data); doubleScale: float64 data; intScale: the
   /// integral scale modulo 2^64 (integers; bool uses intScale != 0).
   void (*scale)(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,
@@ -87,7 +99,8 @@ struct ReduceKernels {
   void (*fromBfloat16)(float* dst, const std::uint16_t* src, std::size_t count);
   void (*sumToBfloat16)(std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count);
   void (*finishBfloat16)(float* dst, std::uint16_t* wire, const float* a, const std::uint16_t* b, std::size_t count,
-                         float avgDivisor);  // 1: a sum
+                         float avgDivisor);                           // 1: a sum
+  void (*streamCopy)(void* dst, const void* src, std::size_t bytes);  // no fence: the caller's
 };
 
 // Defined in reduce_cpu_generic.cpp, reduce_cpu_avx2.cpp and reduce_cpu_avx512.cpp (x86-64 builds only for the

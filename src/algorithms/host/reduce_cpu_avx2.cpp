@@ -7,12 +7,19 @@
 #endif
 
 #include "algorithms/host/reduce_kernels_impl.hpp"
+#include "algorithms/host/stream_kernels_impl.hpp"
 #include "algorithms/host/wire_kernels_impl.hpp"
 
 namespace braid::host::detail {
 
-constinit const ReduceKernels kAvx2Kernels{
-    "avx2", &reduceEntry, &scaleEntry, &toBfloat16Entry, &fromBfloat16Entry, &sumToBfloat16Entry, &finishBfloat16Entry};
+constinit const ReduceKernels kAvx2Kernels{"avx2",
+                                           &reduceEntry,
+                                           &scaleEntry,
+                                           &toBfloat16Entry,
+                                           &fromBfloat16Entry,
+                                           &sumToBfloat16Entry,
+                                           &finishBfloat16Entry,
+                                           &streamCopyEntry};
 
 }  // namespace braid::host::detail
 #endif

@@ -7,13 +7,14 @@
 #endif
 
 #include "algorithms/host/reduce_kernels_impl.hpp"
+#include "algorithms/host/stream_kernels_impl.hpp"
 #include "algorithms/host/wire_kernels_impl.hpp"
 
 namespace braid::host::detail {
 
 constinit const ReduceKernels kAvx512Kernels{
-    "avx512",           &reduceEntry,        &scaleEntry,         &toBfloat16Entry,
-    &fromBfloat16Entry, &sumToBfloat16Entry, &finishBfloat16Entry};
+    "avx512",           &reduceEntry,        &scaleEntry,          &toBfloat16Entry,
+    &fromBfloat16Entry, &sumToBfloat16Entry, &finishBfloat16Entry, &streamCopyEntry};
 
 }  // namespace braid::host::detail
 #endif

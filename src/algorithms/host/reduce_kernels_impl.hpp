@@ -33,6 +33,10 @@
 #include "algorithms/host/reduce_cpu.hpp"
 #include "algorithms/host/reduce_lanes_impl.hpp"
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 namespace braid::host::detail {
 namespace {
 
@@ -244,8 +248,56 @@ inline void padChunk(T (&buf)[kChunk], const T* src, std::size_t n) {
   std::memset(static_cast<void*>(buf + n), 0, (kChunk - n) * sizeof(T));
 }
 
+// Stores one chunk of kChunk * sizeof(T) bytes (a multiple of 64) at a 64-byte aligned dst with non-temporal
+// stores: the lines go to memory without first being read into the cache (the caller fences). Where the target has
+// no such store, a plain copy.
+template <typename T>
+inline void streamChunk(T* __restrict dst, const T* __restrict chunk) {
+  static_assert(kChunk * sizeof(T) % 64 == 0, "a chunk is whole cache lines");
+  constexpr std::size_t kBytes = kChunk * sizeof(T);
+  auto* d = reinterpret_cast<char*>(dst);
+  const auto* s = reinterpret_cast<const char*>(chunk);
+#if defined(__AVX512F__)
+  for (std::size_t b = 0; b < kBytes; b += 64) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(d + b), _mm512_load_si512(reinterpret_cast<const void*>(s + b)));
+  }
+#elif defined(__AVX2__)
+  for (std::size_t b = 0; b < kBytes; b += 32) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(d + b), _mm256_load_si256(reinterpret_cast<const __m256i*>(s + b)));
+  }
+#elif defined(__SSE2__)
+  for (std::size_t b = 0; b < kBytes; b += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + b), _mm_load_si128(reinterpret_cast<const __m128i*>(s + b)));
+  }
+#else
+  __builtin_memcpy(d, s, kBytes);
+#endif
+}
+
+// Reduces the elements [from, from + n), n < kChunk, through a zero-padded chunk: the ends of a call.
 template <typename Tr, typename Op, typename Fin>
-void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_t count, int avgDivisor) {
+void reducePartial(typename Tr::T* dst, const void* const* srcsRaw, int nsrcs, std::size_t from, std::size_t n,
+                   const Fin& fin) {
+  using T = typename Tr::T;
+  using C = Chunk<Tr, Op, Fin>;
+  if (n == 0) return;
+  alignas(64) T pad[kChunk];
+  alignas(64) typename Tr::A acc[kChunk];
+  padChunk(pad, static_cast<const T*>(srcsRaw[0]) + from, n);
+  C::first1(acc, pad);
+  for (int s = 1; s < nsrcs; ++s) {
+    padChunk(pad, static_cast<const T*>(srcsRaw[s]) + from, n);
+    C::accum(acc, pad);
+  }
+  C::store(pad, acc, fin);
+  __builtin_memcpy(dst + from, pad, n * sizeof(T));
+}
+
+// stream: dst's whole lines are written with non-temporal stores (streamChunk), each chunk computed into a buffer
+// that stays in L1 first; the elements before dst's first line boundary and after the last whole chunk go the
+// ordinary way. A dst that is not element-aligned is written the ordinary way throughout.
+template <typename Tr, typename Op, typename Fin>
+void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_t count, int avgDivisor, bool stream) {
   using T = typename Tr::T;
   using A = typename Tr::A;
   using C = Chunk<Tr, Op, Fin>;
@@ -256,14 +308,52 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
   T* dst = static_cast<T*>(dstRaw);
   const auto src = [srcsRaw](int s) { return static_cast<const T*>(srcsRaw[s]); };
   const bool inPlace = dst == src(0);
-  const std::size_t body = count - count % kChunk;
+  std::size_t start = 0;
+  if (stream) {
+    const std::size_t misaligned = reinterpret_cast<std::uintptr_t>(dst) % 64;
+    if (misaligned % sizeof(T) != 0) {
+      stream = false;
+    } else if (misaligned != 0) {
+      start = (64 - misaligned) / sizeof(T) < count ? (64 - misaligned) / sizeof(T) : count;
+    }
+  }
+  const std::size_t end = start + (count - start) / kChunk * kChunk;
+  reducePartial<Tr, Op, Fin>(dst, srcsRaw, nsrcs, 0, start, fin);
 
-  if (nsrcs == 1) {
-    for (std::size_t i = 0; i < body; i += kChunk) {
+  if (stream) {
+    alignas(64) T out[kChunk];
+    if (nsrcs == 1) {
+      for (std::size_t i = start; i < end; i += kChunk) {
+        C::template direct1<false>(out, src(0) + i, fin);
+        streamChunk(dst + i, out);
+      }
+    } else if (nsrcs == 2) {
+      for (std::size_t i = start; i < end; i += kChunk) {
+        C::template direct2<false>(out, src(0) + i, src(1) + i, fin);
+        streamChunk(dst + i, out);
+      }
+    } else {
+      alignas(64) A acc[kTile];
+      for (std::size_t t = start; t < end; t += kTile) {
+        const std::size_t m = end - t < kTile ? end - t : kTile;
+        for (std::size_t c = 0; c < m; c += kChunk) C::first2(acc + c, src(0) + t + c, src(1) + t + c);
+        for (int s = 2; s < nsrcs - 1; ++s) {
+          const T* p = src(s) + t;
+          for (std::size_t c = 0; c < m; c += kChunk) C::accum(acc + c, p + c);
+        }
+        const T* last = src(nsrcs - 1) + t;
+        for (std::size_t c = 0; c < m; c += kChunk) {
+          C::storeLast(out, acc + c, last + c, fin);
+          streamChunk(dst + t + c, out);
+        }
+      }
+    }
+  } else if (nsrcs == 1) {
+    for (std::size_t i = 0; i < end; i += kChunk) {
       inPlace ? C::template direct1<true>(dst + i, nullptr, fin) : C::template direct1<false>(dst + i, src(0) + i, fin);
     }
   } else if (nsrcs == 2) {
-    for (std::size_t i = 0; i < body; i += kChunk) {
+    for (std::size_t i = 0; i < end; i += kChunk) {
       inPlace ? C::template direct2<true>(dst + i, nullptr, src(1) + i, fin)
               : C::template direct2<false>(dst + i, src(0) + i, src(1) + i, fin);
     }
@@ -271,8 +361,8 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
     // Tile by tile: source 0 and 1 start the accumulator, the middle sources fold into it, the last one folds
     // in on the way out. dst == srcs[0] is safe: a tile's source-0 reads all precede its dst writes.
     alignas(64) A acc[kTile];
-    for (std::size_t t = 0; t < body; t += kTile) {
-      const std::size_t m = body - t < kTile ? body - t : kTile;
+    for (std::size_t t = 0; t < end; t += kTile) {
+      const std::size_t m = end - t < kTile ? end - t : kTile;
       for (std::size_t c = 0; c < m; c += kChunk) C::first2(acc + c, src(0) + t + c, src(1) + t + c);
       for (int s = 2; s < nsrcs - 1; ++s) {
         const T* p = src(s) + t;
@@ -283,84 +373,77 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
     }
   }
 
-  if (const std::size_t rest = count - body; rest != 0) {
-    alignas(64) T pad[kChunk];
-    alignas(64) A acc[kChunk];
-    padChunk(pad, src(0) + body, rest);
-    C::first1(acc, pad);
-    for (int s = 1; s < nsrcs; ++s) {
-      padChunk(pad, src(s) + body, rest);
-      C::accum(acc, pad);
-    }
-    C::store(pad, acc, fin);
-    __builtin_memcpy(dst + body, pad, rest * sizeof(T));
-  }
+  reducePartial<Tr, Op, Fin>(dst, srcsRaw, nsrcs, end, count - end, fin);
 }
 
 template <typename Tr, template <typename> class Fin>
-void reduceWithFinish(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor) {
+void reduceWithFinish(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor,
+                      bool stream) {
   switch (op) {
     case KernelOp::kSum:
-      return reduceTyped<Tr, SumOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+      return reduceTyped<Tr, SumOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
     case KernelOp::kProd:
-      return reduceTyped<Tr, ProdOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+      return reduceTyped<Tr, ProdOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
     case KernelOp::kMin:
-      return reduceTyped<Tr, MinOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+      return reduceTyped<Tr, MinOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
     case KernelOp::kMax:
-      return reduceTyped<Tr, MaxOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+      return reduceTyped<Tr, MaxOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
     case KernelOp::kAvg:
       break;  // handled by the caller with AvgFinish
     case KernelOp::kBand:
     case KernelOp::kBor:
     case KernelOp::kBxor:
       if constexpr (!Tr::kFloat) {
-        if (op == KernelOp::kBand) return reduceTyped<Tr, AndOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
-        if (op == KernelOp::kBor) return reduceTyped<Tr, OrOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
-        return reduceTyped<Tr, XorOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+        if (op == KernelOp::kBand)
+          return reduceTyped<Tr, AndOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
+        if (op == KernelOp::kBor)
+          return reduceTyped<Tr, OrOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
+        return reduceTyped<Tr, XorOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
       }
       break;  // refused by the dispatcher
   }
 }
 
 template <typename Tr>
-void reduceType(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor) {
+void reduceType(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor,
+                bool stream) {
   if (op == KernelOp::kAvg) {
-    reduceTyped<Tr, SumOp<Tr>, AvgFinish<Tr>>(dst, srcs, nsrcs, count, avgDivisor);
+    reduceTyped<Tr, SumOp<Tr>, AvgFinish<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
   } else {
-    reduceWithFinish<Tr, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor);
+    reduceWithFinish<Tr, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
   }
 }
 
 void reduceEntry(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, KernelOp op,
-                 int avgDivisor) {
+                 int avgDivisor, bool stream) {
   switch (type) {
     case DataType::kBool:
       // The dispatcher maps bool's sum/max to or and prod/min to and; avg never reaches here.
-      return reduceWithFinish<BoolTraits, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceWithFinish<BoolTraits, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kInt8:
-      return reduceType<IntTraits<std::int8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<IntTraits<std::int8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kUint8:
-      return reduceType<IntTraits<std::uint8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<IntTraits<std::uint8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kInt32:
-      return reduceType<IntTraits<std::int32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<IntTraits<std::int32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kUint32:
-      return reduceType<IntTraits<std::uint32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<IntTraits<std::uint32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kInt64:
-      return reduceType<IntTraits<std::int64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<IntTraits<std::int64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kUint64:
-      return reduceType<IntTraits<std::uint64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<IntTraits<std::uint64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kFloat16:
-      return reduceType<Float16Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<Float16Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kBFloat16:
-      return reduceType<BFloat16Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<BFloat16Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kFloat32:
-      return reduceType<FloatTraits<float>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<FloatTraits<float>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kFloat64:
-      return reduceType<FloatTraits<double>>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<FloatTraits<double>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kFloat8E4M3:
-      return reduceType<Float8E4M3Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<Float8E4M3Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
     case DataType::kFloat8E5M2:
-      return reduceType<Float8E5M2Traits>(dst, srcs, nsrcs, count, op, avgDivisor);
+      return reduceType<Float8E5M2Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
   }
 }
 
