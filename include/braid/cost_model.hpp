@@ -26,6 +26,9 @@ struct LinkCost {
   /// (over TCP: the ring overlaps sends with reductions, which the model does not price); the selector then splits
   /// them at a measured size instead (BRAID_DIRECT_MAX_BYTES, whose default was measured over such a link).
   bool modelPricesPipelining = true;
+  /// Over shm: the bytes per second a rank reads and writes in its own memory and caches (its copies into its slot,
+  /// its reads of its own data, its output), apart from what it reads of its peers'. 0: not priced.
+  double localGBs = 0;
 };
 
 const char* linkName(Link link);

@@ -39,9 +39,19 @@ LinkCost defaultLinkCost(Link link) {
       // Fitted to the H200 machine's 16-core host, 2-16 ranks, each host algorithm forced from 8 B to 1 MiB
       // (bench/results/shm-forced-h200host-2026-12-04.json): small calls take 0.85 + 0.1 p us direct (two steps,
       // every peer's flag read once) and 1.1 + 0.2 (p - 1) us reduce-scatter + allgather (three steps, read twice);
-      // each rank reads its peers' data at ~5 GB/s in both.
-      return {0.37, 5.0, "16-core H200 host, 2-16 ranks, measured (steps 0.37 us + 0.1 us per peer, 5 GB/s)", false,
-              0.1};
+      // each rank reads its peers' data at ~5 GB/s in both. What a rank moves in its own memory besides, at 20 GB/s
+      // of reads and writes: on 2 ranks, where both read as much of their peer, rsag moves half a message fewer
+      // there, which at that rate is 0.03 ms at 1 MiB to 1.7 ms at 64 MiB; it took -0.06 to 1.7 ms less than direct,
+      // within that span at every size (bench/results/shm-allreduce-2ranks-streamed-rsag-h200host-2026-12-05.json
+      // against the two -streamed-direct- runs of the same start).
+      return {0.37,
+              5.0,
+              "16-core H200 host, 2-16 ranks, measured (steps 0.37 us + 0.1 us per peer, 5 GB/s from peers, 20 GB/s "
+              "in a rank's own memory)",
+              false,
+              0.1,
+              true,
+              20.0};
     case Link::kTcp:
       // Loopback, 2 ranks on the 2-core VM: 8 B in 6-8 us (direct, two steps), 512 KiB-2 MiB at 2.7-2.9 GB/s. Each
       // peer's message costs its own system calls: fitted to the H200 host's loopback, 8 B direct against doubling
@@ -128,10 +138,19 @@ double cost(double steps, double bytes, const LinkCost& link) {
   return steps * link.latencyUs + bytes / (link.bandwidthGBs * 1e3);
 }
 
+// `bytes` read and written by a rank in its own memory, where the link prices them.
+double localCost(double bytes, const LinkCost& link) { return link.localGBs > 0 ? bytes / (link.localGBs * 1e3) : 0; }
+
 // An allreduce of `n` bytes among `p` ranks joined by `link` (one host, or the bottleneck link of several). A step
 // is one message (or one batch of messages sent at once) and its latency; every schedule but LL ends with one more,
 // the synchronisation that lets the buffers be reused (LL's flags ride inside its data).
 // The waits of a schedule are priced apart from its steps: `waits` flags of peers read (link.perPeerUs each).
+// What a rank moves in its own memory, where the link prices it (LinkCost::localGBs):
+// - direct reads its input, writes it to its slot, reads it back to reduce and writes the result: 4n;
+// - two-shot copies the (p - 1) / p of its input its peers reduce, reduces its own block from its input into its slot
+//   and reads it back, and writes the result: (3 + 1/p) n;
+// - a ring step copies n/p into the slot, reads the rank's own n/p and writes the result, 2 (p - 1) steps;
+// - a doubling round copies n into the slot, reads its own n and writes the result.
 std::optional<double> flatAllreduce(Schedule s, double n, int p, const LinkCost& link, bool oneHost) {
   if (p == 1) return 0.0;
   const double peers = p - 1;
@@ -141,17 +160,18 @@ std::optional<double> flatAllreduce(Schedule s, double n, int p, const LinkCost&
       if (!oneHost || !link.ll) return std::nullopt;
       return cost(1, 2 * peers * n, link) + peers * wait;  // half of every line is flags
     case Schedule::kDirect:
-      return cost(2, peers * n, link) + peers * wait;
+      return cost(2, peers * n, link) + peers * wait + localCost(4 * n, link);
     case Schedule::kTwoShot:
       if (!oneHost) return std::nullopt;
-      return cost(3, 2 * peers / p * n, link) + 2 * peers * wait;
+      return cost(3, 2 * peers / p * n, link) + 2 * peers * wait + localCost((3 + 1.0 / p) * n, link);
     case Schedule::kRing:
-      return cost(2 * peers + 1, 2 * peers / p * n, link) + 2 * peers * wait;
+      return cost(2 * peers + 1, 2 * peers / p * n, link) + 2 * peers * wait + localCost(8 * peers / p * n, link);
     case Schedule::kDoubling: {
       const double rounds = std::ceil(std::log2(p));
       // Where p is no power of two, the ranks past the largest power fold in first and are told at the end.
       const double extra = (1 << static_cast<int>(std::floor(std::log2(p)))) == p ? 0 : 2;
-      return cost(rounds + extra + 1, (rounds + extra) * n, link) + (rounds + extra) * wait;
+      return cost(rounds + extra + 1, (rounds + extra) * n, link) + (rounds + extra) * wait +
+             localCost(4 * (rounds + extra) * n, link);
     }
     case Schedule::kHierarchical:
       return std::nullopt;

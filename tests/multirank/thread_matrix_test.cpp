@@ -78,17 +78,19 @@ INSTANTIATE_TEST_SUITE_P(Streamed, ThreadStreamed,
 namespace braid::testing {
 namespace {
 
-// What the communicator runs is what its selector says, for the rank count: every rank answers alike, a large
-// allreduce of 4 ranks goes rsag by the cost model, 2 ranks go direct, and BRAID_ALGO shows as forced.
+// What the communicator runs is what its selector says, for the rank count: every rank answers alike, 8 B go
+// direct and 4 MiB rsag by the cost model on 2 and 4 ranks, and BRAID_ALGO shows as forced.
 TEST(ThreadSelector, TheCommunicatorRunsAndExplainsTheSelectorsChoice) {
   for (int n : {2, 4}) {
-    const auto body = [n](Communicator& comm) {
-      const std::size_t bytes = std::size_t{4} << 20;
-      const std::string text = comm.explain(bytes);
-      require(text.find(n == 2 ? "direct: cost model" : "rsag: cost model") != std::string::npos,
-              "explain says: " + text);
-      require(comm.allreduceAlgorithm(bytes).find(n == 2 ? "/direct" : "/rsag") != std::string::npos,
-              "allreduceAlgorithm says " + comm.allreduceAlgorithm(bytes));
+    const auto body = [](Communicator& comm) {
+      for (const std::size_t bytes : {std::size_t{8}, std::size_t{4} << 20}) {
+        const bool large = bytes > 8;
+        const std::string text = comm.explain(bytes);
+        require(text.find(large ? "rsag: cost model" : "direct: cost model") != std::string::npos,
+                "explain says: " + text);
+        require(comm.allreduceAlgorithm(bytes).find(large ? "/rsag" : "/direct") != std::string::npos,
+                "allreduceAlgorithm says " + comm.allreduceAlgorithm(bytes));
+      }
     };
     EXPECT_EQ(failures(runThreads(n, body)), "") << n << " ranks";
   }

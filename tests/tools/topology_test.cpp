@@ -399,12 +399,14 @@ TEST(Explain, TheSameDecisionsTheCommunicatorMakes) {
   EXPECT_TRUE(has(explain("dgx-h100-nvswitch", {"allreduce", std::size_t{1} << 30, true, 8, 1}), "twoshot"));
   e = explain("pcie-broken-p2p", {"allreduce", 8, true, 4, 1});
   EXPECT_TRUE(has(e, "staging through pinned host memory")) << e;
-  // Host buffers: shared memory on one host (the selector's cost model for that rank count; two ranks always go
-  // direct), TCP across hosts.
+  // Host buffers: shared memory on one host (the selector's cost model for that rank count; two ranks go direct for
+  // small messages only), TCP across hosts.
   e = explain("cpu-vm", {"allreduce", 1 << 20, false, 4, 1});
   EXPECT_TRUE(has(e, "algorithm: rsag: cost model")) << e;
   EXPECT_TRUE(has(e, "direct ") && has(e, " us")) << e;  // every candidate's projected cost
   e = explain("cpu-vm", {"allreduce", 1 << 20, false, 2, 1});
+  EXPECT_TRUE(has(e, "algorithm: rsag: cost model")) << e;
+  e = explain("cpu-vm", {"allreduce", 64, false, 2, 1});
   EXPECT_TRUE(has(e, "algorithm: direct: cost model")) << e;
   e = explain("dgx-h100-nvswitch", {"allreduce", 1 << 20, false, 16, 2});
   EXPECT_TRUE(has(e, "TCP between all ranks over ibp0s0")) << e;
