@@ -58,6 +58,8 @@ def meta_block(run):
     lines = [f"- Run: `{run.file}`, {m['date']}, commit {commit}",
              f"- Machine: {mach['cpu']}, {mach['cores']} cores, {gpus}; {mach['link']}",
              f"- Peers: {peers}"]
+    if m.get("knobs"):
+        lines.append("- Knobs set: " + ", ".join(f"`{k}={v}`" for k, v in sorted(m["knobs"].items())))
     if m.get("recovered"):
         lines.append(f"- Provenance recovered after the run: {m['recovered']}")
     # The tree's list of differing files is in the meta; the command shows where it was given, not the list again.
