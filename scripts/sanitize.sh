@@ -50,7 +50,7 @@ timeout=300
 # CI's share leaves out the matrices of 4-8 ranks (1-rank and 3-rank ones where a 2-rank one covers the same code),
 # the ring schedules of every rank count and the folded-ranks doubling test: 36 of the 46 minutes under ASan.
 [ "$kind" = ci ] &&
-  exclude="$exclude|docker|mpi_interposer|_[4-9]ranks|_1ranks|TcpThreads\.Doubling|TcpRingSchedules|TcpThreadMatrix.*_3ranks|Forced/.*_3ranks"
+  exclude="$exclude|docker|mpi_interposer|_[4-9]ranks|_1ranks|TcpThreads\.Doubling|TcpRingSchedules|TcpThreadMatrix.*_3ranks|Forced/.*_3ranks|Streamed/.*_3ranks"
 [ -n "${BRAID_SANITIZE_ALL:-}" ] && exclude='^$'
 (cd "$build" && ctest --output-on-failure -j 2 --timeout "$timeout" -L "$labels" -E "$exclude" \
   ${BRAID_SANITIZE_TESTS:+-R "$BRAID_SANITIZE_TESTS"})

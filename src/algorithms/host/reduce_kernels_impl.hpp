@@ -295,7 +295,7 @@ void reducePartial(typename Tr::T* dst, const void* const* srcsRaw, int nsrcs, s
 
 // stream: dst's whole lines are written with non-temporal stores (streamChunk), each chunk computed into a buffer
 // that stays in L1 first; the elements before dst's first line boundary and after the last whole chunk go the
-// ordinary way. A dst that is not element-aligned is written the ordinary way throughout.
+// ordinary way. (A dst that is not element-aligned, outside the contract, is written the ordinary way throughout.)
 template <typename Tr, typename Op, typename Fin>
 void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_t count, int avgDivisor, bool stream) {
   using T = typename Tr::T;
