@@ -293,17 +293,46 @@ void reducePartial(typename Tr::T* dst, const void* const* srcsRaw, int nsrcs, s
   __builtin_memcpy(dst + from, pad, n * sizeof(T));
 }
 
+// Three or more sources over [from, end), whole chunks: tile by tile, source 0 and 1 start the accumulator, the
+// middle sources fold into it, the last one folds in on the way out (through a chunk in L1 and streamChunk with
+// kStream). dst == srcs[0] is safe: a tile's source-0 reads all precede its dst writes.
+template <typename Tr, typename Op, typename Fin, bool kStream>
+void reduceTiles(typename Tr::T* dst, const void* const* srcsRaw, int nsrcs, std::size_t from, std::size_t end,
+                 const Fin& fin) {
+  using T = typename Tr::T;
+  using A = typename Tr::A;
+  using C = Chunk<Tr, Op, Fin>;
+  static_assert(kTileBytes % (kChunk * sizeof(A)) == 0, "a tile holds whole chunks");
+  constexpr std::size_t kTile = kTileBytes / sizeof(A);
+  const auto src = [srcsRaw](int s) { return static_cast<const T*>(srcsRaw[s]); };
+  alignas(64) A acc[kTile];
+  alignas(64) T out[kChunk];
+  for (std::size_t t = from; t < end; t += kTile) {
+    const std::size_t m = end - t < kTile ? end - t : kTile;
+    for (std::size_t c = 0; c < m; c += kChunk) C::first2(acc + c, src(0) + t + c, src(1) + t + c);
+    for (int s = 2; s < nsrcs - 1; ++s) {
+      const T* p = src(s) + t;
+      for (std::size_t c = 0; c < m; c += kChunk) C::accum(acc + c, p + c);
+    }
+    const T* last = src(nsrcs - 1) + t;
+    for (std::size_t c = 0; c < m; c += kChunk) {
+      if constexpr (kStream) {
+        C::storeLast(out, acc + c, last + c, fin);
+        streamChunk(dst + t + c, out);
+      } else {
+        C::storeLast(dst + t + c, acc + c, last + c, fin);
+      }
+    }
+  }
+}
+
 // stream: dst's whole lines are written with non-temporal stores (streamChunk), each chunk computed into a buffer
 // that stays in L1 first; the elements before dst's first line boundary and after the last whole chunk go the
 // ordinary way. (A dst that is not element-aligned, outside the contract, is written the ordinary way throughout.)
 template <typename Tr, typename Op, typename Fin>
 void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_t count, int avgDivisor, bool stream) {
   using T = typename Tr::T;
-  using A = typename Tr::A;
   using C = Chunk<Tr, Op, Fin>;
-  static_assert(kTileBytes % (kChunk * sizeof(A)) == 0, "a tile holds whole chunks");
-  constexpr std::size_t kTile = kTileBytes / sizeof(A);
-
   const Fin fin(avgDivisor);
   T* dst = static_cast<T*>(dstRaw);
   const auto src = [srcsRaw](int s) { return static_cast<const T*>(srcsRaw[s]); };
@@ -333,20 +362,7 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
         streamChunk(dst + i, out);
       }
     } else {
-      alignas(64) A acc[kTile];
-      for (std::size_t t = start; t < end; t += kTile) {
-        const std::size_t m = end - t < kTile ? end - t : kTile;
-        for (std::size_t c = 0; c < m; c += kChunk) C::first2(acc + c, src(0) + t + c, src(1) + t + c);
-        for (int s = 2; s < nsrcs - 1; ++s) {
-          const T* p = src(s) + t;
-          for (std::size_t c = 0; c < m; c += kChunk) C::accum(acc + c, p + c);
-        }
-        const T* last = src(nsrcs - 1) + t;
-        for (std::size_t c = 0; c < m; c += kChunk) {
-          C::storeLast(out, acc + c, last + c, fin);
-          streamChunk(dst + t + c, out);
-        }
-      }
+      reduceTiles<Tr, Op, Fin, true>(dst, srcsRaw, nsrcs, start, end, fin);
     }
   } else if (nsrcs == 1) {
     for (std::size_t i = 0; i < end; i += kChunk) {
@@ -358,19 +374,7 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
               : C::template direct2<false>(dst + i, src(0) + i, src(1) + i, fin);
     }
   } else {
-    // Tile by tile: source 0 and 1 start the accumulator, the middle sources fold into it, the last one folds
-    // in on the way out. dst == srcs[0] is safe: a tile's source-0 reads all precede its dst writes.
-    alignas(64) A acc[kTile];
-    for (std::size_t t = 0; t < end; t += kTile) {
-      const std::size_t m = end - t < kTile ? end - t : kTile;
-      for (std::size_t c = 0; c < m; c += kChunk) C::first2(acc + c, src(0) + t + c, src(1) + t + c);
-      for (int s = 2; s < nsrcs - 1; ++s) {
-        const T* p = src(s) + t;
-        for (std::size_t c = 0; c < m; c += kChunk) C::accum(acc + c, p + c);
-      }
-      const T* last = src(nsrcs - 1) + t;
-      for (std::size_t c = 0; c < m; c += kChunk) C::storeLast(dst + t + c, acc + c, last + c, fin);
-    }
+    reduceTiles<Tr, Op, Fin, false>(dst, srcsRaw, nsrcs, 0, end, fin);
   }
 
   reducePartial<Tr, Op, Fin>(dst, srcsRaw, nsrcs, end, count - end, fin);
