@@ -55,7 +55,8 @@ TEST_P(ThreadStreamed, EveryTypeOpAndSize) {
   Settings s = testSettings();
   s.shmStreamBytes = "0";
   s.shmSlotBytes = 64 << 10;
-  if (coll == Coll::kAllreduce) s.algo = n == 2 ? "rsag" : "direct";  // the other one than the selector's
+  // Each allreduce algorithm at every size, whichever the selector would take: rsag on 2 ranks, direct on 3.
+  if (coll == Coll::kAllreduce) s.algo = n == 2 ? "rsag" : "direct";
   runMatrix(coll, n, s);
 }
 
