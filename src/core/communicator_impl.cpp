@@ -205,16 +205,18 @@ std::string CommunicatorImpl::explainAllreduce(std::size_t bytes) const {
 }
 
 OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const {
-  OpEnv env;
-  env.context = ErrorContext{.rank = rank_, .peer = -1, .op = op, .seq = seq};
-  const double seconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds;
-  env.timeoutSeconds = seconds;
-  // Oversubscribed ranks spin briefly: a spinning rank holds the core its peer needs to make progress.
-  env.spinMicros = yieldWhileSpinning_ ? std::min(settings_.spinMicros, 5L) : settings_.spinMicros;
-  env.yieldWhileSpinning = yieldWhileSpinning_;
-  env.aborted = &aborted_;
-  env.stream = opts.stream;
-  return env;
+  // Built in place, field by field: every call makes one, and an assigned ErrorContext costs a copy and a stall.
+  return OpEnv{
+      .context = {.rank = rank_, .peer = -1, .op = op, .seq = seq},
+      .timeoutSeconds = opts.timeout.count() > 0 ? opts.timeout.count() / 1000.0 : settings_.timeoutSeconds,
+      .deadline = std::nullopt,
+      // Oversubscribed ranks spin briefly: a spinning rank holds the core its peer needs to make progress.
+      .spinMicros = yieldWhileSpinning_ ? std::min(settings_.spinMicros, 5L) : settings_.spinMicros,
+      .yieldWhileSpinning = yieldWhileSpinning_,
+      .check = {},
+      .aborted = &aborted_,
+      .stream = opts.stream,
+  };
 }
 
 void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {

@@ -1,6 +1,7 @@
 #include "core/flight_recorder.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cstdio>
 #include <ctime>
 #include <thread>
@@ -39,7 +40,8 @@ double epochUs() {
 }  // namespace
 
 FlightRecorder::FlightRecorder(std::size_t capacity)
-    : capacity_(capacity == 0 ? 1 : capacity), ring_(std::make_unique<Entry[]>(capacity_)) {}
+    : capacity_(std::bit_ceil(capacity == 0 ? std::size_t{1} : capacity)),
+      ring_(std::make_unique<Entry[]>(capacity_)) {}
 
 FlightRecorder::Hold::Hold(Entry& e) : e_(e) {
   while (e_.busy.test_and_set(std::memory_order_acquire)) std::this_thread::yield();

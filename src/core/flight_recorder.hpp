@@ -32,6 +32,7 @@ struct CallInfo {
 
 class FlightRecorder {
  public:
+  /// Keeps the last `capacity` calls, rounded up to a power of two (a call's entry is its id masked).
   explicit FlightRecorder(std::size_t capacity = 256);
 
   /// A call was issued (seq -1: not a collective); returns its id, the running count of calls.
@@ -88,7 +89,7 @@ class FlightRecorder {
   };
 
   std::int64_t nowNs() const;
-  Entry& slot(std::uint64_t id) const { return ring_[id % capacity_]; }
+  Entry& slot(std::uint64_t id) const { return ring_[id & (capacity_ - 1)]; }
   std::uint64_t add(const char* op, std::int64_t seq, const CallInfo& info, std::int64_t t, bool running);
   void keepTraceEvent(const Entry& e, std::int64_t endedNs, bool failed);
 

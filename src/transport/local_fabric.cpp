@@ -11,8 +11,7 @@ namespace {
 
 constexpr std::size_t kPage = 4096;
 constexpr std::size_t kLine = 64;
-// Control block offsets.
-constexpr std::size_t kRoundLinesOffset = 0;  // two RoundLines, one per round parity
+// Control block offsets: the two round lines (one per round parity) open the region, at 0.
 constexpr std::size_t kDoorbellOffset = 2 * sizeof(RoundLine);
 // The heartbeat shares the doorbell's line: it is written once a heartbeat interval, too rarely to disturb it.
 constexpr std::size_t kHeartbeatOffset = kDoorbellOffset + 32;
@@ -48,14 +47,11 @@ LocalFabric::LocalFabric(std::unique_ptr<LocalGroup> group, const FabricLayout& 
     fail(ErrorCode::kInternal, {}, "region of ", group_->regionBytes(), " bytes cannot hold the layout's ",
          layout_.regionBytes);
   }
+  for (int peer = 0; peer < size_; ++peer) regions_.push_back(group_->region(peer));
 }
 
 WaitWord& LocalFabric::word(int peer, std::size_t offset) {
-  return *reinterpret_cast<WaitWord*>(group_->region(peer) + offset);
-}
-
-RoundLine& LocalFabric::roundLine(int peer, std::uint32_t round) {
-  return *reinterpret_cast<RoundLine*>(group_->region(peer) + kRoundLinesOffset + (round & 1u) * sizeof(RoundLine));
+  return *reinterpret_cast<WaitWord*>(regions_[peer] + offset);
 }
 
 void LocalFabric::publishDescriptor(std::uint32_t round, const RoundDescriptor& call) {
@@ -86,11 +82,11 @@ RoundDescriptor LocalFabric::descriptor(int peer, std::uint32_t round) {
 WaitWord& LocalFabric::doorbell(int peer) { return word(peer, kDoorbellOffset); }
 
 std::atomic<std::uint32_t>& LocalFabric::heartbeat(int peer) {
-  return *reinterpret_cast<std::atomic<std::uint32_t>*>(group_->region(peer) + kHeartbeatOffset);
+  return *reinterpret_cast<std::atomic<std::uint32_t>*>(regions_[peer] + kHeartbeatOffset);
 }
 
 std::atomic<std::uint32_t>& LocalFabric::abortFlag(int peer) {
-  return *reinterpret_cast<std::atomic<std::uint32_t>*>(group_->region(peer) + kAbortOffset);
+  return *reinterpret_cast<std::atomic<std::uint32_t>*>(regions_[peer] + kAbortOffset);
 }
 
 void LocalFabric::markAborted() {
@@ -100,7 +96,7 @@ void LocalFabric::markAborted() {
 }
 
 std::atomic<std::int64_t>& LocalFabric::progressWord(int peer) {
-  return *reinterpret_cast<std::atomic<std::int64_t>*>(group_->region(peer) + progressOffset(size_));
+  return *reinterpret_cast<std::atomic<std::int64_t>*>(regions_[peer] + progressOffset(size_));
 }
 
 void LocalFabric::publishProgress(const Progress& mine) {
@@ -145,7 +141,7 @@ WaitWord& LocalFabric::ringTail(int sender, int receiver) {
   return word(receiver, tailsOffset(size_) + static_cast<std::size_t>(sender) * kLine);
 }
 std::byte* LocalFabric::ringData(int sender, int receiver) {
-  return group_->region(sender) + layout_.ringOffset + static_cast<std::size_t>(receiver) * layout_.ringBytes;
+  return regions_[sender] + layout_.ringOffset + static_cast<std::size_t>(receiver) * layout_.ringBytes;
 }
 
 void LocalFabric::ring(int peer) { bump(doorbell(peer)); }

@@ -77,10 +77,13 @@ class LocalFabric {
 
   // --- collective rounds ---
   std::byte* slot(int peer, std::uint32_t round) {
-    return group_->region(peer) + layout_.slotOffset + (round & 1u) * layout_.slotBytes;
+    return regions_[peer] + layout_.slotOffset + (round & 1u) * layout_.slotBytes;
   }
-  /// The line of `peer` for rounds of `round`'s parity: its counter, descriptor and small payload.
-  RoundLine& roundLine(int peer, std::uint32_t round);
+  /// The line of `peer` for rounds of `round`'s parity: its counter, descriptor and small payload. The two lines
+  /// open each region.
+  RoundLine& roundLine(int peer, std::uint32_t round) {
+    return reinterpret_cast<RoundLine*>(regions_[peer])[round & 1u];
+  }
   /// Writes this rank's descriptor of the call for `round` (before arrive()): a call with per-rank counts
   /// (shapeHash != 0) must not put data in that round's payload.
   void publishDescriptor(std::uint32_t round, const RoundDescriptor& call);
@@ -141,6 +144,7 @@ class LocalFabric {
   FabricLayout layout_;
   int rank_;
   int size_;
+  std::vector<std::byte*> regions_;  // group_->region(peer), asked once: the round path's every step needs one
   double heartbeatTimeout_ = 0;
   struct Seen {
     std::uint32_t value = 0;

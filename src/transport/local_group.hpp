@@ -14,7 +14,7 @@ class LocalGroup {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   virtual std::size_t regionBytes() const = 0;
-  /// This process's mapping of `peer`'s region (zero-filled at creation, 4 KiB aligned).
+  /// This process's mapping of `peer`'s region (zero-filled at creation, 4 KiB aligned, fixed for the group's life).
   virtual std::byte* region(int peer) = 0;
   /// False once `peer` is known to be dead (its process exited). Threads are never reported dead.
   virtual bool peerAlive(int peer) = 0;

@@ -35,6 +35,15 @@ TEST(FlightRecorder, KeepsTheLastCallsOldestFirstWithTheirStates) {
       << json;
 }
 
+TEST(FlightRecorder, RoundsItsCapacityUpToAPowerOfTwo) {
+  FlightRecorder r(3);
+  for (int i = 0; i < 9; ++i) r.ended(r.began("broadcast", i, {}), nullptr);
+  const std::string json = r.json(0, 2);
+  EXPECT_EQ(occurrences(json, "\"op\": \"broadcast\""), 4) << json;
+  EXPECT_EQ(json.find("\"seq\": 4,"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"seq\": 5,"), std::string::npos) << json;
+}
+
 TEST(FlightRecorder, AFailureKeepsItsErrorEscaped) {
   FlightRecorder r(8);
   const auto id = r.issued("barrier", 7, {});

@@ -281,6 +281,19 @@ void reducePartial(typename Tr::T* dst, const void* const* srcsRaw, int nsrcs, s
   using T = typename Tr::T;
   using C = Chunk<Tr, Op, Fin>;
   if (n == 0) return;
+  if constexpr (C::kW == 1) {
+    // A few elements (a small call's whole payload) cost less one by one than padding a chunk per source: the
+    // same operations per element, so the same bits.
+    if (n <= kScalarTail) {
+      using L = typename C::L;
+      for (std::size_t i = from; i < from + n; ++i) {
+        auto acc = L::load(static_cast<const T*>(srcsRaw[0]) + i);
+        for (int s = 1; s < nsrcs; ++s) acc = Op::apply(acc, L::load(static_cast<const T*>(srcsRaw[s]) + i));
+        L::store(dst + i, C::out(acc, fin));
+      }
+      return;
+    }
+  }
   alignas(64) T pad[kChunk];
   alignas(64) typename Tr::A acc[kChunk];
   padChunk(pad, static_cast<const T*>(srcsRaw[0]) + from, n);

@@ -19,6 +19,8 @@ namespace {
 // 64 elements: a multiple of every vector width (64 bytes of uint8 up to 8 zmm of int64) and small enough that
 // the tail's padded copies are cheap.
 constexpr std::size_t kChunk = 64;
+// Up to this many elements, an end of a call is reduced element by element rather than through a padded chunk.
+constexpr std::size_t kScalarTail = 16;
 
 // ---- Element types. T: storage; A: the accumulator (float for float16/bfloat16/float8); U: the unsigned type
 // integer arithmetic wraps in.

@@ -29,30 +29,6 @@ bool sameCall(const transport::RoundDescriptor& a, const transport::RoundDescrip
 
 }  // namespace
 
-transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type, std::uint64_t count,
-                                        int root, ReduceKind kind, std::uint64_t shapeHash) {
-  transport::RoundDescriptor d;
-  d.seq = seq;
-  d.collective = static_cast<std::uint32_t>(collective);
-  d.dataType = static_cast<std::uint32_t>(type);
-  d.count = count;
-  d.root = root;
-  d.reduceKind = static_cast<std::uint32_t>(kind);
-  d.shapeHash = shapeHash;
-  return d;
-}
-
-RoundSync::RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const transport::RoundDescriptor& call,
-                     const OpEnv& env)
-    : fabric_(fabric), round_(round), call_(call), env_(env) {
-  policy_.spinMicros = env.spinMicros;
-  policy_.yieldWhileSpinning = env.yieldWhileSpinning;
-  policy_.timeoutSeconds = env.timeoutSeconds;
-  policy_.deadline = &env.deadline;
-  policy_.check = FunctionRef<void()>::to<&RoundSync::checkWait>(this);
-  policy_.onTimeout = FunctionRef<void()>::to<&RoundSync::failTimedOut>(this);
-}
-
 void RoundSync::checkWait() {
   checkCall(env_);
   const std::string why = fabric_.peerFailure(waitingFor_);

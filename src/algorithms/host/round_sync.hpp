@@ -13,17 +13,36 @@
 
 namespace braid::host {
 
-/// Describes a call for the cross-rank check of its first round.
-transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type, std::uint64_t count,
-                                        int root = -1, ReduceKind kind = ReduceKind::kSum, std::uint64_t shapeHash = 0);
+/// Describes a call for the cross-rank check of its first round. Inline: built in place, field by field, where an
+/// out-of-line copy would be read back whole right after its narrower stores (a stall on every small call).
+inline transport::RoundDescriptor describeCall(Collective collective, std::int64_t seq, DataType type,
+                                               std::uint64_t count, int root = -1, ReduceKind kind = ReduceKind::kSum,
+                                               std::uint64_t shapeHash = 0) {
+  return {.seq = seq,
+          .collective = static_cast<std::uint32_t>(collective),
+          .dataType = static_cast<std::uint32_t>(type),
+          .count = count,
+          .root = root,
+          .reduceKind = static_cast<std::uint32_t>(kind),
+          .shapeHash = shapeHash};
+}
 
 /// "allreduce #3 (float32, count 100, sum)": a call in words, for Mismatch messages.
 std::string describeInWords(const transport::RoundDescriptor& call);
 
 class RoundSync {
  public:
+  // Inline, so the call's descriptor is built in place (see describeCall).
   RoundSync(transport::LocalFabric& fabric, std::uint32_t& round, const transport::RoundDescriptor& call,
-            const OpEnv& env);
+            const OpEnv& env)
+      : fabric_(fabric), round_(round), call_(call), env_(env) {
+    policy_.spinMicros = env.spinMicros;
+    policy_.yieldWhileSpinning = env.yieldWhileSpinning;
+    policy_.timeoutSeconds = env.timeoutSeconds;
+    policy_.deadline = &env.deadline;
+    policy_.check = FunctionRef<void()>::to<&RoundSync::checkWait>(this);
+    policy_.onTimeout = FunctionRef<void()>::to<&RoundSync::failTimedOut>(this);
+  }
 
   int rank() const { return fabric_.rank(); }
   int size() const { return fabric_.size(); }
