@@ -301,7 +301,6 @@ void CommunicatorImpl::execute(Task& task, bool mayFeed) {
   }
   const OpEnv env = makeEnv(task.op, task.seq, task.opts);
   std::exception_ptr error;
-  noteStarted(task.record, task.seq);
   try {
     throwIfBroken(env.context);
     task.body(env);
@@ -416,6 +415,15 @@ Error CommunicatorImpl::withPeerProgress(const Error& e) const {
   return e;
 }
 
+std::string CommunicatorImpl::flightRecord() const {
+  const std::vector<transport::PeerProgress> peers = engines_.host().peerProgress();
+  std::lock_guard lock(mu_);  // the queue, and no task moving from it into the ring meanwhile
+  std::vector<QueuedCall> queued;
+  queued.reserve(queue_.size());
+  for (const Task& t : queue_) queued.push_back({t.op, t.seq, t.info, t.issuedNs});
+  return recorder_.json(rank_, size_, peers, queued);
+}
+
 void CommunicatorImpl::dumpFlightRecord(const std::string& why) const {
   if (settings_.flightRecorder.empty()) return;
   const std::string path = strCat(settings_.flightRecorder, ".rank", rank_, ".json");
@@ -441,10 +449,10 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
   std::int64_t seq = mayRunInline ? takeGate(collective, kBusy, true) : kQueueIt;
   const bool runsInline = seq != kQueueIt;
   if (!runsInline) seq = takeGate(collective, kQueued, false);
-  Task task{seq, call.op, opts, std::move(call.body), work, 0, nullptr, releases, call.gpu != nullptr};
+  Task task{seq, call.op, opts,     std::move(call.body), work, call.info, recorder_.now(),
+            0,   nullptr, releases, call.gpu != nullptr};
   // Groups on the call's stream wait for it first; they run in issue order.
   if (opts.stream == nullptr) task.p2p = std::move(call.p2p);
-  task.record = recorder_.issued(call.op, task.seq, call.info);
   if (call.check) {
     const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = task.seq};
     try {
@@ -460,6 +468,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     }
   }
   if (runsInline) {
+    noteStarted(task);
     lock.unlock();
     execute(task, false);  // a blocking caller returns when its own call is done: nothing joins it
     release();
@@ -496,6 +505,7 @@ void CommunicatorImpl::progressLoop() {
     while (
         !gate_.compare_exchange_weak(g, (g | kBusy) & ~drained, std::memory_order_acq_rel, std::memory_order_acquire)) {
     }
+    noteStarted(task);
     lock.unlock();
     execute(task, true);
     lock.lock();

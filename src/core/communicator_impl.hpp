@@ -184,7 +184,7 @@ class CommunicatorImpl {
   void attachSharedGpu(std::string gpu) { engines_.attachSharedGpu(std::move(gpu)); }
   /// The flight recorder's JSON: this rank's last calls and how they stand (core/flight_recorder.hpp).
   /// With what this rank knows of every peer's progress (transport/progress.hpp). Any thread.
-  std::string flightRecord() const { return recorder_.json(rank_, size_, engines_.host().peerProgress()); }
+  std::string flightRecord() const;
   /// "shm/direct", "tcp/ring", ...: what an allreduce of `bytes` runs.
   std::string allreduceAlgorithm(std::size_t bytes) const;
   /// What joins this rank to its peers, in words (Communicator::linkDescription; core/link_description.cpp).
@@ -201,7 +201,9 @@ class CommunicatorImpl {
     CallOptions opts;
     Body body;
     std::shared_ptr<WorkState> work;
-    std::uint64_t record = 0;                       // its flight recorder entry
+    CallInfo info{};                                // for the flight recorder
+    std::int64_t issuedNs = 0;                      // on the recorder's clock
+    std::uint64_t record = 0;                       // its flight recorder entry, once it started
     std::shared_ptr<const std::vector<P2pOp>> p2p;  // its operations, when it may run in a fed group
     std::uint64_t releases = 0;                     // a detached call: the handoff ticket its end releases
     bool device = false;  // it runs on the device engine (and may settle what that engine does)
@@ -221,9 +223,11 @@ class CommunicatorImpl {
   /// errors as they are.
   Error withPeerProgress(const Error& e) const;
   // A call starts or ends: its flight recorder entry, and for collectives the progress word the peers read.
-  void noteStarted(std::uint64_t record, std::int64_t seq) {
-    recorder_.started(record);
-    publishRunning(seq, true);
+  /// A queued task starts: the thread that took the gate for it, under mu_, so that a record never shows it both
+  /// queued and started, or neither.
+  void noteStarted(Task& task) {
+    task.record = recorder_.began(task.op, task.seq, task.info, task.issuedNs);
+    publishRunning(task.seq, true);
   }
   /// A call issued and started at once, on the issuing thread: returns its record.
   std::uint64_t noteBegan(const char* op, std::int64_t seq, const CallInfo& info) {

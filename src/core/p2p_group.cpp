@@ -53,12 +53,12 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
       while (!c_.queue_.empty() && c_.queue_.front().p2p) {
         joining.push_back(std::move(c_.queue_.front()));
         c_.queue_.pop_front();
+        c_.noteStarted(joining.back());
       }
       if (c_.queue_.empty()) c_.gate_.fetch_and(~CommunicatorImpl::kQueued, std::memory_order_acq_rel);
     }
     const std::size_t before = ops.size();
     for (Task& task : joining) {
-      c_.noteStarted(task.record, -1);
       try {
         c_.throwIfBroken(env_.context);
       } catch (const Error& e) {
@@ -141,7 +141,6 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
 
 void CommunicatorImpl::executeGroup(Task& first) {
   OpEnv env = makeEnv(first.op, -1, first.opts);
-  noteStarted(first.record, -1);
   try {
     throwIfBroken(env.context);
   } catch (const Error& e) {

@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <regex>
+#include <thread>
+
+#include "base/error.hpp"
+
 namespace braid::core {
 namespace {
 
@@ -14,23 +20,25 @@ int occurrences(const std::string& text, const std::string& part) {
 
 TEST(FlightRecorder, KeepsTheLastCallsOldestFirstWithTheirStates) {
   FlightRecorder r(4);
-  for (int i = 0; i < 6; ++i) {
-    const auto id = r.issued("allreduce", i, {DataType::kFloat32, 1024u + i, ReduceKind::kMax, -1});
-    if (i < 5) r.started(id);
+  for (int i = 0; i < 5; ++i) {
+    const auto id = r.began("allreduce", i, {DataType::kFloat32, 1024u + i, ReduceKind::kMax, -1});
     if (i < 4) r.ended(id, nullptr);
   }
-  const std::string json = r.json(3, 8);
+  // The queue's calls come after those that started, numbered as they will be.
+  const std::string json = r.json(3, 8, {}, {{"allreduce", 5, {DataType::kFloat32, 1029u, ReduceKind::kMax, -1}, 0}});
   EXPECT_EQ(json.rfind("{\"rank\": 3, \"size\": 8, \"peers\": [], \"calls\": [", 0), 0u) << json;
-  EXPECT_EQ(occurrences(json, "\"op\": \"allreduce\""), 4) << json;  // the ring holds the last four
-  EXPECT_EQ(json.find("\"seq\": 1,"), std::string::npos) << json;
-  EXPECT_LT(json.find("\"seq\": 2,"), json.find("\"seq\": 5,")) << json;  // oldest first
-  EXPECT_EQ(occurrences(json, "\"state\": \"done\""), 2) << json;
-  EXPECT_NE(json.find("\"seq\": 4, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 1028, \"reduce\": \"max\", "
-                      "\"root\": -1, \"state\": \"running\""),
+  EXPECT_EQ(occurrences(json, "\"op\": \"allreduce\""), 5) << json;  // the ring holds the last four started
+  EXPECT_EQ(json.find("\"seq\": 0,"), std::string::npos) << json;
+  EXPECT_LT(json.find("\"seq\": 1,"), json.find("\"seq\": 4,")) << json;  // oldest first
+  EXPECT_LT(json.find("\"seq\": 4,"), json.find("\"seq\": 5,")) << json;
+  EXPECT_EQ(occurrences(json, "\"state\": \"done\""), 3) << json;
+  EXPECT_NE(json.find("\"id\": 5, \"seq\": 4, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 1028, "
+                      "\"reduce\": \"max\", \"root\": -1, \"state\": \"running\""),
             std::string::npos)
       << json;
-  EXPECT_NE(json.find("\"seq\": 5, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 1029, \"reduce\": \"max\", "
-                      "\"root\": -1, \"state\": \"queued\""),
+  EXPECT_NE(json.find("\"id\": 6, \"seq\": 5, \"op\": \"allreduce\", \"type\": \"float32\", \"count\": 1029, "
+                      "\"reduce\": \"max\", \"root\": -1, \"state\": \"queued\", \"issued_us\": 0.0, "
+                      "\"started_us\": -1.0"),
             std::string::npos)
       << json;
 }
@@ -44,10 +52,45 @@ TEST(FlightRecorder, RoundsItsCapacityUpToAPowerOfTwo) {
   EXPECT_NE(json.find("\"seq\": 5,"), std::string::npos) << json;
 }
 
+// The thread running calls writes without a lock: a reader on another thread gets each call whole or not at all.
+TEST(FlightRecorder, AReaderRacingTheWriterSeesWholeCalls) {
+  FlightRecorder r(64);
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (std::int64_t i = 0; i < 200000; ++i) {
+      const auto id =
+          r.began("allgather", i, {DataType::kInt32, static_cast<std::size_t>(2 * i + 1), ReduceKind::kSum, -1});
+      if (i % 1000 == 7) {
+        const Error e(ErrorCode::kTimeout, strCat("call ", i, " failed"));
+        r.ended(id, &e);
+      } else {
+        r.ended(id, nullptr);
+      }
+    }
+    done = true;
+  });
+  const std::regex call(
+      R"re("seq": (\d+), "op": "allgather", "type": "int32", "count": (\d+)[^}]*?("error": "call (\d+) failed")?\})re");
+  int dumps = 0, calls = 0;
+  while (!done || dumps == 0) {
+    const std::string json = r.json(0, 1);
+    ++dumps;
+    for (auto it = std::sregex_iterator(json.begin(), json.end(), call); it != std::sregex_iterator(); ++it) {
+      const long long seq = std::stoll((*it)[1]);
+      ++calls;
+      ASSERT_EQ(std::stoll((*it)[2]), 2 * seq + 1) << it->str();
+      if ((*it)[4].matched) {
+        ASSERT_EQ(std::stoll((*it)[4]), seq) << it->str();
+      }
+    }
+  }
+  writer.join();
+  EXPECT_GT(calls, 0);
+}
+
 TEST(FlightRecorder, AFailureKeepsItsErrorEscaped) {
   FlightRecorder r(8);
-  const auto id = r.issued("barrier", 7, {});
-  r.started(id);
+  const auto id = r.began("barrier", 7, {});
   const Error e(ErrorCode::kTimeout, "no \"answer\" from rank 2\nafter 1 s");
   r.ended(id, &e);
   const std::string json = r.json(0, 3);
