@@ -112,13 +112,18 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
       contribute(sync.nextSlot(), chunkIn, len, type, op);
     }
     sync.exchange();
-    // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset.
-    reduceSlots(sync.nextSlot() + mine.offset * esz, mine.offset * esz, mine.count, type, op, sync, false,
+    // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset, and copies it
+    // out while it is still in this core's cache (before the round, not after, when the peers' blocks come).
+    std::byte* reduced = sync.nextSlot() + mine.offset * esz;
+    reduceSlots(reduced, mine.offset * esz, mine.count, type, op, sync, false,
                 ownBlockInPlace ? chunkIn + mine.offset * esz : nullptr);
+    const bool keeps = root < 0 || root == rank();
+    if (keeps) copyOut(out + (done + mine.offset) * esz, reduced, mine.count * esz, stream);
     sync.exchange();
-    // Allgather (or gather to root) of the reduced blocks.
-    if (root < 0 || root == rank()) {
+    // Allgather (or gather to root) of the peers' reduced blocks.
+    if (keeps) {
       for (int r = 0; r < n; ++r) {
+        if (r == rank()) continue;
         const auto block = patterns::alignedBlockOf(len, n, r, alignElements(esz));
         copyOut(out + (done + block.offset) * esz, sync.slot(r) + block.offset * esz, block.count * esz, stream);
       }
