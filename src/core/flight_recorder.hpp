@@ -74,7 +74,6 @@ class FlightRecorder {
     CallInfo info;
     State state = State::kQueued;
     std::int64_t issuedNs = 0, startedNs = -1, endedNs = -1;  // since the recorder was made
-    double startedEpochUs = 0;                                // the system clock's, for traces
     std::string error;
   };
   /// A call's fields as the ring keeps them: atomics, so that a reader racing the writer reads torn values at
@@ -90,8 +89,8 @@ class FlightRecorder {
     std::atomic<int> root{-1};
     std::atomic<State> state{State::kQueued};
     std::atomic<std::int64_t> issuedNs{0}, startedNs{-1}, endedNs{-1};
-    std::atomic<double> startedEpochUs{0};
-    std::atomic<bool> failed{false};  // the error's text is in errors_, at the entry's index
+    std::atomic<double> startedEpochUs{0};  // the system clock's, for traces
+    std::atomic<bool> failed{false};        // the error's text is in errors_, at the entry's index
   };
   /// The writer's side of an entry's sequence lock: odd on the way in, even on the way out.
   class Writing {
