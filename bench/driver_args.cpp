@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -91,7 +90,7 @@ std::optional<std::size_t> parseByteSize(const std::string& text) {
 std::string driverUsage(const std::string& program) {
   return "usage: " + program +
          " [--collective NAME] [-b BYTES] [-e BYTES] [-f N] [-n N] [-w N] [-c 0|1] [-o OP] [-d DTYPE] [-r ROOT]\n"
-         "       [--inplace] [--reps N] [--json PATH]\n"
+         "       [--inplace] [--reps N] [--min-loop-ms MS] [--json PATH]\n"
          "One rank of braid bench's method through a peer library; `braid bench --compare` starts it.\n"
          "  --collective  allreduce (default), allgather, reducescatter, broadcast, reduce, alltoall, gather,\n"
          "                scatter, sendrecv\n"
@@ -99,6 +98,7 @@ std::string driverUsage(const std::string& program) {
          "  -f            each size is the previous times this (default 2)\n"
          "  -n, -w        calls per timed loop (20), warm-up calls per size (5)\n"
          "  --reps        timed loops per size, the median counts (3)\n"
+         "  --min-loop-ms more calls than -n where a loop would take less (0: always -n)\n"
          "  -c            check results exactly (1) or not (0)\n"
          "  -o, -d, -r    reduce op (sum, prod, min, max), dtype (float32, float64, int32, float16), root rank\n"
          "  --inplace     in-place operation\n"
@@ -142,6 +142,8 @@ DriverArgs parseDriverArgs(int argc, char** argv) {
       o.root = static_cast<int>(intValue(flag, value, 0));
     } else if (flag == "--reps") {
       o.repetitions = static_cast<int>(intValue(flag, value, 1));
+    } else if (flag == "--min-loop-ms") {
+      o.minLoopMs = static_cast<int>(intValue(flag, value, 0));
     } else if (flag == "--json") {
       a.jsonPath = value;
     } else {
@@ -214,24 +216,9 @@ double moveInput(int rank, std::size_t index) {
   return static_cast<double>(index % 7 + static_cast<std::size_t>(rank));
 }
 
-double measureSeconds(const BenchOptions& o, const std::function<void()>& call, const std::function<void()>& barrier,
-                      const std::function<double(double)>& maxOverRanks) {
-  for (int i = 0; i < o.warmup; ++i) call();
-  std::vector<double> loops;
-  for (int rep = 0; rep < std::max(o.repetitions, 1); ++rep) {
-    barrier();
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < o.iterations; ++i) call();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    loops.push_back(maxOverRanks(seconds / std::max(o.iterations, 1)));
-  }
-  // The same median as braid's sweep (the upper middle for an even count), so that no side gets a kinder one.
-  std::sort(loops.begin(), loops.end());
-  return loops[loops.size() / 2];
-}
-
-BenchRow makeRow(const std::string& impl, const BenchOptions& o, int ranks, std::size_t bytes, double seconds,
-                 long wrong) {
+BenchRow makeRow(const std::string& impl, const BenchOptions& o, int ranks, std::size_t bytes,
+                 const tools::LoopTiming& timing, long wrong) {
+  const double seconds = timing.secondsPerCall;
   BenchRow row;
   row.impl = impl;
   row.collective = o.collective;
@@ -246,14 +233,15 @@ BenchRow makeRow(const std::string& impl, const BenchOptions& o, int ranks, std:
   row.algbwGBs = seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
   row.busbwGBs = row.algbwGBs * tools::busFactor(o.collective, ranks);
   row.wrong = wrong;
+  row.iterations = timing.iterations;
   return row;
 }
 
 void printHeader(const std::string& program, const BenchOptions& o, int ranks) {
-  std::printf("# %s: %s %s%s%s, %d ranks, %s, -n %d -w %d, median of %d loops\n", program.c_str(), o.collective.c_str(),
-              o.dtype.c_str(), tools::reducesData(o.collective) ? " " : "",
+  std::printf("# %s: %s %s%s%s, %d ranks, %s, -n %d -w %d --min-loop-ms %d, median of %d loops\n", program.c_str(),
+              o.collective.c_str(), o.dtype.c_str(), tools::reducesData(o.collective) ? " " : "",
               tools::reducesData(o.collective) ? o.op.c_str() : "", ranks, o.inplace ? "in place" : "out of place",
-              o.iterations, o.warmup, std::max(o.repetitions, 1));
+              o.iterations, o.warmup, o.minLoopMs, std::max(o.repetitions, 1));
   std::printf("# %12s %12s %12s %12s %12s %8s\n", "bytes", "count", "time_us", "algbw_GB/s", "busbw_GB/s", "wrong");
   std::fflush(stdout);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/bench_options.hpp"
+#include "bench/timed_loops.hpp"
 
 namespace braid::bench {
 
@@ -23,8 +24,8 @@ struct DriverArgs {
 };
 
 /// Parses the drivers' flags: --collective NAME -b BYTES -e BYTES -f N -n N -w N -c 0|1 -o OP -d DTYPE -r ROOT
-/// --inplace --reps N --json PATH (byte sizes take K/M/G suffixes). Dtype and op names are made canonical
-/// (float -> float32, product -> prod). Throws std::invalid_argument naming the flag and the value.
+/// --inplace --reps N --min-loop-ms MS --json PATH (byte sizes take K/M/G suffixes). Dtype and op names are made
+/// canonical (float -> float32, product -> prod). Throws std::invalid_argument naming the flag and the value.
 DriverArgs parseDriverArgs(int argc, char** argv);
 
 /// The usage text of `program`.
@@ -123,15 +124,10 @@ long countWrong(const tools::BenchOptions& o, int ranks, int me, std::size_t cou
   return wrong;
 }
 
-/// nccl-tests' timed loops: `warmup` calls, then `repetitions` loops of `iterations` back-to-back calls, each
-/// started after `barrier` and timed with steady_clock; a loop's time per call is the slowest rank's
-/// (`maxOverRanks`); returns the median loop's seconds per call.
-double measureSeconds(const tools::BenchOptions& options, const std::function<void()>& call,
-                      const std::function<void()>& barrier, const std::function<double(double)>& maxOverRanks);
-
-/// One measured size as a row of `impl`: algbw = bytes / time, busbw = algbw * busFactor. `wrong` -1: not checked.
+/// One measured size as a row of `impl` (timed by tools::timeLoops, as braid's sweep is): algbw = bytes / time,
+/// busbw = algbw * busFactor. `wrong` -1: not checked.
 tools::BenchRow makeRow(const std::string& impl, const tools::BenchOptions& options, int ranks, std::size_t bytes,
-                        double seconds, long wrong);
+                        const tools::LoopTiming& timing, long wrong);
 
 /// The table a driver's rank 0 prints as it goes, nccl-tests-like.
 void printHeader(const std::string& program, const tools::BenchOptions& options, int ranks);

@@ -232,7 +232,7 @@ std::vector<BenchRow> runSweep(const Ctx& ctx, const BenchOptions& o) {
     const std::size_t count = bytes / sizeof(T);
     Plan p = plan<T>(ctx, o, count, send.data(), recv.data(), work.data());
     fillSize(o, n, me, count, send.data(), recv.data(), conv);
-    const double seconds = measureSeconds(
+    const tools::LoopTiming timing = tools::timeLoops(
         o, p.call, [&] { barrier(ctx); },
         [&](double s) { return allreduceOne(ctx, s, static_cast<ReduceFn>(&gloo::max<double>)); });
     long wrong = -1;
@@ -242,7 +242,7 @@ std::vector<BenchRow> runSweep(const Ctx& ctx, const BenchOptions& o) {
       const int64_t mine = countWrong(o, n, me, count, recv.data(), conv);
       wrong = static_cast<long>(allreduceOne<int64_t>(ctx, mine, static_cast<ReduceFn>(&gloo::sum<int64_t>)));
     }
-    rows.push_back(makeRow("gloo", o, n, bytes, seconds, wrong));
+    rows.push_back(makeRow("gloo", o, n, bytes, timing, wrong));
     if (me == 0) printRow(rows.back());
     // The next size's buffers and slots replace this one's only when every rank is done with it.
     barrier(ctx);

@@ -129,7 +129,7 @@ std::vector<BenchRow> runSweep(const BenchOptions& o, MPI_Datatype type, int n, 
     const std::size_t count = bytes / sizeof(T);
     Plan p = plan<T>(o, type, n, me, count, send.data(), recv.data());
     fillSize(o, n, me, count, send.data(), recv.data(), conv);
-    const double seconds = measureSeconds(o, p.call, barrier, maxOverRanks);
+    const tools::LoopTiming timing = tools::timeLoops(o, p.call, barrier, maxOverRanks);
     long wrong = -1;
     if (o.check) {
       fillSize(o, n, me, count, send.data(), recv.data(), conv);  // fresh inputs: in place, the loops changed them
@@ -138,7 +138,7 @@ std::vector<BenchRow> runSweep(const BenchOptions& o, MPI_Datatype type, int n, 
       MPI_Allreduce(MPI_IN_PLACE, &mine, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
       wrong = static_cast<long>(mine);
     }
-    rows.push_back(makeRow("mpi", o, n, bytes, seconds, wrong));
+    rows.push_back(makeRow("mpi", o, n, bytes, timing, wrong));
     if (me == 0) printRow(rows.back());
   }
   return rows;

@@ -191,13 +191,14 @@ if wants bench-tcp; then
 fi
 
 # ---- 4b. Shared memory on this host's cores, against Gloo and Open MPI: one run per rank count (SHM_RANKS), each
-# size the median of 3 repetitions, into $OUT (the host allreduce's outcome runs).
+# size the median of 3 repetitions, into $OUT (the host allreduce's outcome runs). Each loop lasts at least 20 ms:
+# 20 calls of 1 us would be timed over 20 us, where one rank taken off its core decides the row.
 if wants bench-shm; then
   if [ -x "$build/bin/braid" ]; then
     for n in ${SHM_RANKS:-2 4 8 16}; do
       json=$logs/shm-allreduce-${n}ranks-$(hostname -s)-$(date +%F).json
       if BRAID_BENCH_DIR=$build/bin "$build/bin/braid" bench allreduce -b 8 -e 64M --nranks "$n" --reps 3 \
-          --compare gloo,mpi --json "$json" >"$logs/bench-shm-$n.txt" 2>&1; then
+          --min-loop-ms 20 --compare gloo,mpi --json "$json" >"$logs/bench-shm-$n.txt" 2>&1; then
         log "bench-shm $n ranks: $json"
         tail -26 "$logs/bench-shm-$n.txt" | grep -E '^#|^ *[0-9]+ [KMG]?i?B' || true
       else

@@ -272,5 +272,28 @@ TEST(BenchCommand, BadArgumentsAreNamedAndFail) {
   EXPECT_NE(text.find("unknown peer 'nccl-ish'"), std::string::npos) << text;
 }
 
+// --min-loop-ms: small sizes get more calls per loop than -n, large ones keep -n; each row records its count, and
+// the peers' rows too, since they are timed by the same loops.
+TEST(BenchCommand, AMinimumLoopLengthRaisesAndRecordsTheCalls) {
+  const std::string braid = braidBinary();
+  if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
+  const std::string json = ::testing::TempDir() + "bench_min_loop.json";
+  ASSERT_EQ(runShell(braid + " bench allreduce -b 8 -e 8M -f 1024 -n 3 -w 1 --nranks 2 --min-loop-ms 5 --json " + json +
+                     " >/dev/null"),
+            0);
+  const auto doc = nlohmann::json::parse(std::ifstream(json));
+  ASSERT_EQ(doc["results"].size(), 3u);  // 8 B, 8 KiB, 8 MiB
+  const auto& small = doc["results"][0];
+  EXPECT_GT(small["iterations"].get<int>(), 3) << small.dump();
+  // The loop that set the count lasted at least a quarter of the 5 ms; the timed ones, about as long.
+  EXPECT_GT(small["iterations"].get<double>() * small["time_us"].get<double>(), 1000.0) << small.dump();
+  for (const auto& row : doc["results"]) EXPECT_GE(row["iterations"].get<int>(), 3) << row.dump();
+  const std::string err = ::testing::TempDir() + "bench_min_loop_err.txt";
+  EXPECT_NE(runShell(braid + " bench -b 8 -e 8 --mem device --min-loop-ms 5 2>" + err), 0);
+  std::ifstream in(err);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("--min-loop-ms"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace braid::tools

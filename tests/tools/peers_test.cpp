@@ -49,6 +49,7 @@ class PeersTest : public ::testing::Test {
       EXPECT_EQ(r.ranks, 2);
       EXPECT_GT(r.timeUs, 0);
       EXPECT_EQ(r.wrong, 0) << impl << " at " << r.bytes << " bytes";
+      EXPECT_EQ(r.iterations, 2) << impl << " at " << r.bytes << " bytes";
       bytes *= 2;
     }
   }
@@ -81,6 +82,19 @@ TEST_F(PeersTest, MpiRunsACheckedSweep) {
   // MPI_Get_library_version's own words, and the btl mpirun was told to use.
   EXPECT_EQ(run.meta["peers"].value("mpi", "").rfind("Open MPI", 0), 0u) << run.meta.dump();
   EXPECT_NE(run.meta["machine"].value("link", "").find("btl self,"), std::string::npos) << run.meta.dump();
+}
+
+// The drivers take --min-loop-ms as braid's sweep does (the same timed loops), and their rows say how many calls
+// a loop made.
+TEST_F(PeersTest, APeerTimesLoopsOfTheMinimumLength) {
+  if (!built("braid-bench-gloo")) GTEST_SKIP() << "braid-bench-gloo is not built (no libgloo-dev): " << peerDriverDir();
+  BenchOptions o = tinySweep();
+  o.maxBytes = 8;
+  o.minLoopMs = 20;
+  const PeerRun run = runPeer("gloo", o, 2);
+  ASSERT_EQ(run.rows.size(), 1u);
+  EXPECT_GT(run.rows[0].iterations, 2);
+  EXPECT_GT(run.rows[0].iterations * run.rows[0].timeUs, 5000.0);  // microseconds: at least a quarter of the 20 ms
 }
 
 TEST_F(PeersTest, UnknownPeerIsNamed) {

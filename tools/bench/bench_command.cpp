@@ -323,6 +323,11 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("--reps", o.repetitions, "timed loops per size (the median counts)")
       ->capture_default_str()
       ->check(CLI::Range(3, 1000));
+  cmd->add_option("--min-loop-ms", o.minLoopMs,
+                  "more calls per timed loop than -n where that many would take less than this (0: always -n); the "
+                  "rows record the count")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 60000));
   cmd->add_option("-c,--check", args->checkFlag,
                   "check results (0|1); BRAID_BENCH_CORRUPT_ONE=1 tests the check: it alters one element of one "
                   "rank's result per size, so every row must count 1 wrong element and braid bench exit 3")
@@ -360,6 +365,9 @@ void addBenchCommand(CLI::App& app) {
       }
       if (a.options.mem != "host" && a.options.mem != "device") {
         fail(ErrorCode::kInvalidArgument, {}, "--mem ", a.options.mem, ": host or device");
+      }
+      if (a.options.minLoopMs > 0 && a.options.mem == "device") {
+        fail(ErrorCode::kInvalidArgument, {}, "--min-loop-ms times host buffers' loops; --mem device times -n calls");
       }
       if (a.options.minBytes > a.options.maxBytes) {
         fail(ErrorCode::kInvalidArgument, {}, "-b ", a.options.minBytes, " is larger than -e ", a.options.maxBytes);

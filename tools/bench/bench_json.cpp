@@ -11,6 +11,7 @@ nlohmann::json toJson(const BenchRow& r) {
       {"bytes", r.bytes}, {"count", r.count},           {"ranks", r.ranks},        {"root", r.root},
       {"mem", r.mem},     {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
       {"wrong", r.wrong}};
+  if (r.iterations > 0) j["iterations"] = r.iterations;
   if (r.issueUs >= 0) j["issue_us"] = r.issueUs;
   if (r.emptyLaunchUs >= 0) j["empty_launch_us"] = r.emptyLaunchUs;
   if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
@@ -32,6 +33,7 @@ BenchRow rowFromJson(const nlohmann::json& j) {
   r.algbwGBs = j.at("algbw_gbs").get<double>();
   r.busbwGBs = j.at("busbw_gbs").get<double>();
   r.wrong = j.at("wrong").get<long>();
+  r.iterations = j.value("iterations", 0);
   r.issueUs = j.value("issue_us", -1.0);
   r.emptyLaunchUs = j.value("empty_launch_us", -1.0);
   r.algorithm = j.value("algorithm", "");

@@ -17,6 +17,7 @@ struct BenchOptions {
   int iterations = 20;            // -n: calls per timed loop
   int warmup = 5;                 // -w
   int repetitions = 3;            // timed loops per size; the median counts
+  int minLoopMs = 0;              // --min-loop-ms: more calls than -n where a loop would be shorter (0: -n)
   bool check = true;              // -c
   std::string op = "sum";         // -o
   std::string dtype = "float32";  // -d
@@ -42,7 +43,8 @@ struct BenchRow {
   double timeUs = 0;
   double algbwGBs = 0;
   double busbwGBs = 0;
-  long wrong = 0;  // -1: not checked
+  long wrong = 0;      // -1: not checked
+  int iterations = 0;  // calls per timed loop (0: not recorded)
   // Device sweeps: the host's time to issue one call, and an empty kernel's launch timed back to back in the same
   // run (the floor of any call's host cost). Negative: not measured (left out of the JSON).
   double issueUs = -1;

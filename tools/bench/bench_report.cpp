@@ -9,6 +9,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "errors.hpp"
+
 namespace braid::tools {
 
 namespace {
@@ -30,9 +32,12 @@ std::string humanBytes(std::size_t b) {
 
 void printHeader(std::FILE* out, const std::string& collective, const BenchOptions& o, int ranks,
                  const std::string& machine) {
-  std::fprintf(out, "# braid bench %s: %d ranks, %s, %s%s, %s memory, %d warm-up + median of %d x %d iterations\n",
+  const std::string loops = o.minLoopMs > 0 ? strCat(">= ", o.iterations, " iterations (as many as ", o.minLoopMs,
+                                                     " ms takes; each row's count in --json)")
+                                            : strCat(o.iterations, " iterations");
+  std::fprintf(out, "# braid bench %s: %d ranks, %s, %s%s, %s memory, %d warm-up + median of %d x %s\n",
                collective.c_str(), ranks, o.dtype.c_str(), reducesData(collective) ? o.op.c_str() : "no op",
-               o.inplace ? ", in place" : "", o.mem.c_str(), o.warmup, o.repetitions, o.iterations);
+               o.inplace ? ", in place" : "", o.mem.c_str(), o.warmup, o.repetitions, loops.c_str());
   std::fprintf(out, "# machine: %s\n", machine.c_str());
   std::fprintf(out, "# %12s %12s %9s %7s %5s %11s %10s %10s %7s  %s\n", "size(B)", "count", "type", "redop", "root",
                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "algorithm");

@@ -1,12 +1,12 @@
 #include "bench/bench_sweep.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <stdexcept>
 
+#include "bench/timed_loops.hpp"
 #include "braid/elements.hpp"
 #include "braid/introspect.hpp"
 #include "errors.hpp"
@@ -189,11 +189,6 @@ TypeAndOp typeAndOp(const BenchOptions& o) {
 // The tag of the messages that carry wrong counts when there is no store; the sweep's own sendrecv uses tag 0.
 constexpr int kWrongCountTag = 0x77726e67;  // "wrng"
 
-double medianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 }  // namespace
 
 SweepCase sweepCase(Communicator& comm, const std::string& collective, const BenchOptions& options, std::size_t bytes,
@@ -256,17 +251,12 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
     if (onSize) onSize(bytes, index, sizes.size());
     SweepCase p = plan(comm, coll, o, to.type, op, bytes, b);
     p.fill();
-    for (int i = 0; i < o.warmup; ++i) p.call();
-    std::vector<double> loops;
-    for (int rep = 0; rep < std::max(o.repetitions, 1); ++rep) {
-      comm.barrier();
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < o.iterations; ++i) p.call();
-      double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
-                  std::max(o.iterations, 1);
-      comm.allreduce(&us, &us, 1, DataType::kFloat64, ReduceKind::kMax);  // the slowest rank's time counts
-      loops.push_back(us);
-    }
+    const LoopTiming timing = timeLoops(
+        o, p.call, [&] { comm.barrier(); },
+        [&](double seconds) {
+          comm.allreduce(&seconds, &seconds, 1, DataType::kFloat64, ReduceKind::kMax);
+          return seconds;
+        });
     BenchRow row;
     row.impl = "braid";
     row.collective = coll;
@@ -277,7 +267,8 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
     row.ranks = n;
     row.root = hasRoot(coll) ? o.root : -1;
     row.mem = o.mem;
-    row.timeUs = medianOf(loops);
+    row.timeUs = timing.secondsPerCall * 1e6;
+    row.iterations = timing.iterations;
     row.algbwGBs = row.timeUs > 0 ? static_cast<double>(bytes) / row.timeUs / 1e3 : 0;
     row.busbwGBs = row.algbwGBs * busFactor(coll, n);
     row.wrong = -1;

@@ -101,6 +101,7 @@ std::vector<std::string> driverFlags(const BenchOptions& o, const std::string& j
                                 "-r",           std::to_string(o.root),
                                 "--json",       json};
   if (o.inplace) f.push_back("--inplace");
+  if (o.minLoopMs > 0) f.insert(f.end(), {"--min-loop-ms", std::to_string(o.minLoopMs)});
   return f;
 }
 

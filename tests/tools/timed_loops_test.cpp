@@ -1,0 +1,72 @@
+// The timed loops every library's rows come from: how many calls a loop makes, and that all ranks agree on it.
+#include "bench/timed_loops.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+namespace braid::tools {
+namespace {
+
+// A call that takes about `micros` of this thread's time.
+void busyFor(double micros) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double, std::micro>(micros);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+TEST(TimedLoops, ScaledCallsGrowTowardTheTargetWithinBounds) {
+  EXPECT_EQ(scaledCalls(20, 0.001, 0.020), 400);    // 1 ms for 20 calls: 400 make 20 ms
+  EXPECT_EQ(scaledCalls(20, 0.040, 0.020), 20);     // already longer than the target: never fewer than asked
+  EXPECT_EQ(scaledCalls(0, 0.001, 0.002), 2);       // at least one call to start from
+  EXPECT_EQ(scaledCalls(20, 0.0, 0.020), 20 * 64);  // a loop too short to read grows by one step's most
+  EXPECT_EQ(scaledCalls(1 << 23, 1e-9, 1.0), kMaxLoopCalls);
+}
+
+TEST(TimedLoops, WithoutAMinimumEveryLoopMakesTheAskedCalls) {
+  BenchOptions o;
+  o.iterations = 7;
+  o.warmup = 2;
+  o.repetitions = 3;
+  int calls = 0, barriers = 0;
+  const LoopTiming t = timeLoops(
+      o, [&] { ++calls; }, [&] { ++barriers; }, [](double s) { return s; });
+  EXPECT_EQ(t.iterations, 7);
+  EXPECT_EQ(calls, 2 + 3 * 7);
+  EXPECT_EQ(barriers, 3);
+  EXPECT_GE(t.secondsPerCall, 0.0);
+}
+
+TEST(TimedLoops, AMinimumLengthRaisesTheCallsPerLoop) {
+  BenchOptions o;
+  o.iterations = 5;
+  o.warmup = 1;
+  o.repetitions = 3;
+  o.minLoopMs = 10;
+  const LoopTiming t = timeLoops(
+      o, [] { busyFor(20); }, [] {}, [](double s) { return s; });
+  // About 500 calls of 20 us make 10 ms; a loaded machine stretches calls, so only the order of magnitude is sure.
+  EXPECT_GT(t.iterations, 50);
+  EXPECT_LT(t.iterations, 5000);
+  EXPECT_GT(t.secondsPerCall * t.iterations, 0.002);
+  EXPECT_GT(t.secondsPerCall, 15e-6);
+}
+
+// Every rank must make the same number of calls, so the count follows the slowest rank's time, which `slowest`
+// returns to all of them: a rank ten times faster than its slowest peer settles on the peer's count.
+TEST(TimedLoops, TheSlowestRanksTimeSetsTheCount) {
+  BenchOptions o;
+  o.iterations = 5;
+  o.warmup = 0;
+  o.repetitions = 3;
+  o.minLoopMs = 10;
+  const LoopTiming alone = timeLoops(
+      o, [] { busyFor(20); }, [] {}, [](double s) { return s; });
+  const LoopTiming behindAPeer = timeLoops(
+      o, [] { busyFor(20); }, [] {}, [](double s) { return s * 10; });
+  EXPECT_LT(behindAPeer.iterations * 4, alone.iterations);
+  EXPECT_GT(behindAPeer.secondsPerCall, 150e-6);  // the peer's time per call is what the row reports
+}
+
+}  // namespace
+}  // namespace braid::tools
