@@ -246,7 +246,7 @@ int runRank(const braid::UniqueId& id, const ncclUniqueId& ncclId, int n, int me
         }
         const std::string name =
             impl + (modes.threads ? "+threads" : "") + (registered ? "+reg" : "") + (graph ? "+graph" : "");
-        BenchRow row = braid::bench::makeRow(name, o, n, bytes, timing.seconds, wrong);
+        BenchRow row = braid::bench::makeRow(name, o, n, bytes, {timing.seconds, o.iterations}, wrong);
         row.mem = "device";
         if (!graph) {
           row.issueUs = timing.issueUs;
