@@ -52,6 +52,25 @@ TEST(TimedLoops, AMinimumLengthRaisesTheCallsPerLoop) {
   EXPECT_GT(t.secondsPerCall, 15e-6);
 }
 
+// Where -n calls at the warm-up's pace already fill the minimum, the warm-up is the only loop added.
+TEST(TimedLoops, LongCallsAddNoLoop) {
+  BenchOptions o;
+  o.iterations = 5;
+  o.warmup = 1;
+  o.repetitions = 3;
+  o.minLoopMs = 5;
+  int calls = 0;
+  const LoopTiming t = timeLoops(
+      o,
+      [&] {
+        ++calls;
+        busyFor(2000);
+      },
+      [] {}, [](double s) { return s; });
+  EXPECT_EQ(t.iterations, 5);
+  EXPECT_EQ(calls, 1 + 3 * 5);
+}
+
 // Every rank must make the same number of calls, so the count follows the slowest rank's time, which `slowest`
 // returns to all of them: a rank ten times faster than its slowest peer settles on the peer's count.
 TEST(TimedLoops, TheSlowestRanksTimeSetsTheCount) {

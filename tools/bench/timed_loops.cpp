@@ -23,14 +23,18 @@ LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, c
     for (int i = 0; i < calls; ++i) call();
     return slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   };
-  for (int i = 0; i < o.warmup; ++i) call();
   int calls = std::max(o.iterations, 1);
-  if (o.minLoopMs > 0) {
-    // Grow a timed loop until it lasts a quarter of the target (at most 64 times longer a step, so that a first loop
-    // slowed by something else cannot make the next one huge), then scale the count to the whole target. The loops
-    // on the way warm the call up too.
+  if (o.minLoopMs <= 0) {
+    for (int i = 0; i < o.warmup; ++i) call();
+  } else {
+    // The warm-up is timed like a loop: where -n calls at its pace (the first calls are the slowest) fill the target,
+    // nothing is added, so sizes whose loops are long anyway cost no more than without a minimum.
     const double target = o.minLoopMs / 1e3;
-    while (calls < kMaxLoopCalls) {
+    const double warmPerCall = o.warmup > 0 ? loop(o.warmup) / o.warmup : 0;
+    // Otherwise grow a timed loop until it lasts a quarter of the target (at most 64 times longer a step, so that a
+    // first loop slowed by something else cannot make the next one huge), then scale the count to the whole target.
+    const bool grow = warmPerCall * calls < target;
+    while (grow && calls < kMaxLoopCalls) {
       const double seconds = loop(calls);
       if (seconds >= target / 4) {
         calls = scaledCalls(calls, seconds, target);
