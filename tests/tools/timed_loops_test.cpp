@@ -71,6 +71,22 @@ TEST(TimedLoops, LongCallsAddNoLoop) {
   EXPECT_EQ(calls, 1 + 3 * 5);
 }
 
+// A warm-up slowed by something else (here its one call takes 2 ms, the rest 10 us) sets too few calls: the loops
+// that come out too short are not counted, and the count is scaled until a loop fills the minimum.
+TEST(TimedLoops, LoopsCutShortByASlowWarmUpAreRecounted) {
+  BenchOptions o;
+  o.iterations = 5;
+  o.warmup = 1;
+  o.repetitions = 3;
+  o.minLoopMs = 10;
+  int calls = 0;
+  const LoopTiming t = timeLoops(
+      o, [&] { busyFor(calls++ < 2 ? 2000 : 10); }, [] {}, [](double s) { return s; });
+  EXPECT_GT(t.iterations, 100);
+  EXPECT_LT(t.secondsPerCall, 100e-6);
+  EXPECT_GT(t.secondsPerCall * t.iterations, 0.005);
+}
+
 // Every rank must make the same number of calls, so the count follows the slowest rank's time, which `slowest`
 // returns to all of them: a rank ten times faster than its slowest peer settles on the peer's count.
 TEST(TimedLoops, TheSlowestRanksTimeSetsTheCount) {

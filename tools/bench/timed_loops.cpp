@@ -44,7 +44,19 @@ LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, c
     }
   }
   std::vector<double> loops;
-  for (int rep = 0; rep < std::max(o.repetitions, 1); ++rep) loops.push_back(loop(calls) / calls);
+  const std::size_t reps = static_cast<std::size_t>(std::max(o.repetitions, 1));
+  for (int recounts = 0; loops.size() < reps;) {
+    const double seconds = loop(calls);
+    // Something else slowed the loops that set the count (the ranks' cores taken, say): a loop under half the
+    // minimum is too short to count. Scale the count by it and start the repetitions over, a few times at most.
+    if (o.minLoopMs > 0 && seconds < o.minLoopMs / 2e3 && calls < kMaxLoopCalls && recounts < 4) {
+      calls = scaledCalls(calls, seconds, o.minLoopMs / 1e3);
+      loops.clear();
+      ++recounts;
+      continue;
+    }
+    loops.push_back(seconds / calls);
+  }
   std::sort(loops.begin(), loops.end());
   return {loops[loops.size() / 2], calls};
 }
