@@ -15,6 +15,15 @@ void busyFor(double micros) {
   }
 }
 
+BenchOptions loopOptions(int iterations, int warmup, int minLoopMs) {
+  BenchOptions o;
+  o.iterations = iterations;
+  o.warmup = warmup;
+  o.repetitions = 3;
+  o.minLoopMs = minLoopMs;
+  return o;
+}
+
 TEST(TimedLoops, ScaledCallsGrowTowardTheTargetWithinBounds) {
   EXPECT_EQ(scaledCalls(20, 0.001, 0.020), 400);    // 1 ms for 20 calls: 400 make 20 ms
   EXPECT_EQ(scaledCalls(20, 0.040, 0.020), 20);     // already longer than the target: never fewer than asked
@@ -24,10 +33,7 @@ TEST(TimedLoops, ScaledCallsGrowTowardTheTargetWithinBounds) {
 }
 
 TEST(TimedLoops, WithoutAMinimumEveryLoopMakesTheAskedCalls) {
-  BenchOptions o;
-  o.iterations = 7;
-  o.warmup = 2;
-  o.repetitions = 3;
+  const BenchOptions o = loopOptions(7, 2, 0);
   int calls = 0, barriers = 0;
   const LoopTiming t = timeLoops(
       o, [&] { ++calls; }, [&] { ++barriers; }, [](double s) { return s; });
@@ -38,11 +44,7 @@ TEST(TimedLoops, WithoutAMinimumEveryLoopMakesTheAskedCalls) {
 }
 
 TEST(TimedLoops, AMinimumLengthRaisesTheCallsPerLoop) {
-  BenchOptions o;
-  o.iterations = 5;
-  o.warmup = 1;
-  o.repetitions = 3;
-  o.minLoopMs = 10;
+  const BenchOptions o = loopOptions(5, 1, 10);
   const LoopTiming t = timeLoops(
       o, [] { busyFor(20); }, [] {}, [](double s) { return s; });
   // About 500 calls of 20 us make 10 ms; a loaded machine stretches calls, so only the order of magnitude is sure.
@@ -52,13 +54,9 @@ TEST(TimedLoops, AMinimumLengthRaisesTheCallsPerLoop) {
   EXPECT_GT(t.secondsPerCall, 15e-6);
 }
 
-// Where -n calls at the warm-up's pace already fill the minimum, the warm-up is the only loop added.
+// Where -n calls already fill the minimum, no loop is added.
 TEST(TimedLoops, LongCallsAddNoLoop) {
-  BenchOptions o;
-  o.iterations = 5;
-  o.warmup = 1;
-  o.repetitions = 3;
-  o.minLoopMs = 5;
+  const BenchOptions o = loopOptions(5, 1, 5);
   int calls = 0;
   const LoopTiming t = timeLoops(
       o,
@@ -71,14 +69,10 @@ TEST(TimedLoops, LongCallsAddNoLoop) {
   EXPECT_EQ(calls, 1 + 3 * 5);
 }
 
-// A warm-up slowed by something else (here its one call takes 2 ms, the rest 10 us) sets too few calls: the loops
-// that come out too short are not counted, and the count is scaled until a loop fills the minimum.
-TEST(TimedLoops, LoopsCutShortByASlowWarmUpAreRecounted) {
-  BenchOptions o;
-  o.iterations = 5;
-  o.warmup = 1;
-  o.repetitions = 3;
-  o.minLoopMs = 10;
+// A count set from a loop something else slowed (here the first two calls take 2 ms, the rest 10 us) is too small:
+// the loops that come out too short are not counted, and the count is scaled until a loop fills the minimum.
+TEST(TimedLoops, LoopsCutShortBySlowCallsAreRecounted) {
+  const BenchOptions o = loopOptions(5, 1, 10);
   int calls = 0;
   const LoopTiming t = timeLoops(
       o, [&] { busyFor(calls++ < 2 ? 2000 : 10); }, [] {}, [](double s) { return s; });
@@ -90,11 +84,7 @@ TEST(TimedLoops, LoopsCutShortByASlowWarmUpAreRecounted) {
 // Every rank must make the same number of calls, so the count follows the slowest rank's time, which `slowest`
 // returns to all of them: a rank ten times faster than its slowest peer settles on the peer's count.
 TEST(TimedLoops, TheSlowestRanksTimeSetsTheCount) {
-  BenchOptions o;
-  o.iterations = 5;
-  o.warmup = 0;
-  o.repetitions = 3;
-  o.minLoopMs = 10;
+  const BenchOptions o = loopOptions(5, 0, 10);
   const LoopTiming alone = timeLoops(
       o, [] { busyFor(20); }, [] {}, [](double s) { return s; });
   const LoopTiming behindAPeer = timeLoops(

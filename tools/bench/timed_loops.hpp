@@ -15,10 +15,9 @@ struct LoopTiming {
 };
 
 /// Times `call` as above. With options.minLoopMs > 0 a loop makes more calls than options.iterations where that
-/// many would take less than minLoopMs: the count comes from growing loops timed like the real ones, by the slowest
-/// rank's time, so every rank settles on the same count; a timed loop under half the minimum (its count came from
-/// loops something else slowed) scales the count again and starts the repetitions over, at most four times.
-/// `barrier` and `slowest` (the maximum over ranks) are collectives every rank calls alike.
+/// many would take less than minLoopMs: a timed loop under half the minimum is not kept, and the count is scaled by
+/// it (by the slowest rank's time, so every rank settles on the same count) before the repetitions start over, at
+/// most kMaxRecounts times. `barrier` and `slowest` (the maximum over ranks) are collectives every rank calls alike.
 LoopTiming timeLoops(const BenchOptions& options, const std::function<void()>& call,
                      const std::function<void()>& barrier, const std::function<double(double)>& slowest);
 
@@ -27,5 +26,6 @@ LoopTiming timeLoops(const BenchOptions& options, const std::function<void()>& c
 int scaledCalls(int calls, double seconds, double targetSeconds);
 
 inline constexpr int kMaxLoopCalls = 1 << 24;
+inline constexpr int kMaxRecounts = 8;
 
 }  // namespace braid::tools
