@@ -6,10 +6,13 @@ its arrows reach, and the public headers of include/braid. A sealed folder (one 
 its own layer and the layers its line names only. The build gives each layer an include root of just those
 folders, so a library include against the rule fails to compile; this check names it before a build and covers the
 clients too. The clients (tools/, bench/, python/, mpi/, nccl/) build on the public API only: include/braid and their
-own folders.
+own folders, and the folders of other clients that CLIENT_ARROWS names (the peers' drivers in bench/ share the
+options, rows and timed loops of braid bench, tools/bench, through tools/CMakeLists.txt's braid_bench_common).
 
-An include is resolved as the compiler would: the including file's folder first, then the client's own root, then
-include/, then src/. The check fails on every include against the rule, each named with the files that make it.
+An include is resolved as the compiler would: the including file's folder first, then the client's own root (its
+folder, or the repository's root for a name that starts with the client's folder), then the other clients' folders,
+then include/, then src/. The check fails on every include against the rule, each named with the files that make
+it.
 
 Usage: scripts/check-layers.py [--root DIR]   exit 0: clean; 1: a rule broken (each named); 2: usage.
 """
@@ -42,6 +45,8 @@ def read_rule(path=RULE):
 
 ARROWS, SEALED = read_rule()
 CLIENTS = ["tools", "bench", "python", "mpi", "nccl"]
+# Folders of other clients a client may include, as "client/folder" (what resolve() names such an include).
+CLIENT_ARROWS = {"bench": {"tools/bench"}}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 SOURCES = (".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp")
@@ -71,8 +76,12 @@ def resolve(root, including, name):
     own = layer_of(root, including)
     if os.path.exists(os.path.join(os.path.dirname(including), name)):
         return None if own in CLIENTS else layer_of(root, os.path.join(os.path.dirname(including), name))
-    if own in CLIENTS and os.path.exists(os.path.join(root, own, name)):
+    if own in CLIENTS and (os.path.exists(os.path.join(root, own, name))
+                           or (name.split("/")[0] == own and os.path.exists(os.path.join(root, name)))):
         return None
+    for other in CLIENTS if own in CLIENTS else []:
+        if other != own and os.path.exists(os.path.join(root, other, name)):
+            return f"{other}/{name.split('/')[0]}" if "/" in name else other
     if name.startswith(("src/", "include/")) and os.path.exists(os.path.join(root, name)):
         return "braid" if name.startswith("include/") else name.split("/")[1]  # through the project's root
     if os.path.exists(os.path.join(root, "include", name)):
@@ -104,7 +113,7 @@ def scan(root):
                 mine = layer_of(root, path)
                 if mine is None or (mine not in CLIENTS and mine not in ARROWS):
                     continue  # outside braid, or a folder of src/ the rule does not name (refused in main)
-                allowed = {"braid"} if mine in CLIENTS else reach(mine) | {mine}
+                allowed = {"braid"} | CLIENT_ARROWS.get(mine, set()) if mine in CLIENTS else reach(mine) | {mine}
                 with open(path, encoding="utf-8", errors="replace") as text:
                     for name in INCLUDE.findall(text.read()):
                         theirs = resolve(root, path, name)

@@ -61,6 +61,23 @@ class CheckLayers(unittest.TestCase):
         self.assertEqual(code, 1, text)
         self.assertIn("nccl includes base", text)
 
+    def test_a_client_reaches_another_clients_folder_only_where_the_check_allows(self):
+        # The peers' drivers (bench/) share braid bench's options (tools/bench); nothing else of tools, and no other
+        # client shares them.
+        code, text = check(tree({
+            "src/base/error.hpp": "",
+            "tools/bench/options.hpp": "",
+            "tools/run/launcher.hpp": "",
+            "bench/driver.hpp": "",
+            "bench/gloo_bench.cpp": '#include "bench/options.hpp"\n#include "bench/driver.hpp"\n',
+            "bench/mpi_bench.cpp": '#include "run/launcher.hpp"\n',
+            "nccl/calls.cpp": '#include "bench/options.hpp"\n',
+        }))
+        self.assertEqual(code, 1, text)
+        self.assertIn("bench includes tools/run in 1 file(s), against the rule: bench/mpi_bench.cpp", text)
+        self.assertIn("nccl includes tools/bench in 1 file(s)", text)
+        self.assertNotIn("gloo_bench", text)
+
     def test_a_sealed_folder_is_for_the_layers_its_line_names(self):
         # src/layers.txt seals transport/tcp for bootstrap: algorithms may include transport, but not TCP's own files.
         code, text = check(tree({
