@@ -178,11 +178,12 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SHM_P2P_BYTES", KnobType::kBytes, "256K",
         "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks)"},
        &Settings::shmP2pBytes},
-      // 256 KiB per round: a round's slots and chunks stay in L2, while its synchronisation (~0.5 us) is noise
-      // against copying it (~20 us). Measured (docs/BENCHMARKS.md): 2 ranks, 16 MiB allreduce 5.4 GB/s at 256 KiB
-      // against 4.7 GB/s at 1 MiB.
-      {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "256K",
-        "bytes each local rank exposes per collective round (two such slots, double-buffered)"},
+      // 0: by the rank count (tuning/shm_slot.cpp, measured there), 256 KiB for 2 ranks: a round's slots and chunks
+      // stay in L2, while its synchronisation (~0.5 us) is noise against copying it (~20 us); 2 ranks' 16 MiB
+      // allreduce ran at 5.4 GB/s with 256 KiB against 4.7 GB/s with 1 MiB (docs/BENCHMARKS.md).
+      {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "0",
+        "bytes each local rank exposes per collective round (two such slots, double-buffered); 0: 128K per local "
+        "rank, at least 256K and at most 1M"},
        &Settings::shmSlotBytes},
       // auto: the core's L2. An output larger than that leaves this core's cache anyway; written with ordinary stores
       // each of its lines is first read from memory, so streaming it costs one pass where it cost two. Measured on

@@ -75,9 +75,9 @@ std::unique_ptr<Engine> core::joinTcpEngine(bootstrap::Store& store, int rank, i
 // Ranks of one host: a shared-memory group among them.
 std::unique_ptr<Engine> core::joinShmEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
                                             HostLayout host, Deadline deadline) {
-  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
-  return makeLocalEngine(size, bootstrap::joinShmGroup(store, rank, size, layout.regionBytes, deadline), settings,
-                         host);
+  return makeLocalEngine(
+      size, bootstrap::joinShmGroup(store, rank, size, localFabricLayout(size, settings).regionBytes, deadline),
+      settings, host);
 }
 
 // Ranks of different hosts share a GPU only where one machine runs several hosts (BRAID_HOST_ID, network

@@ -16,6 +16,7 @@
 #include "topology/topology.hpp"
 #include "tuning/device_path.hpp"
 #include "tuning/selector.hpp"
+#include "tuning/shm_slot.hpp"
 
 namespace braid::core {
 
@@ -37,9 +38,14 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
   return *bytes;
 }
 
+transport::FabricLayout localFabricLayout(int size, const Settings& settings) {
+  return transport::FabricLayout::compute(size, tuning::shmSlotBytes(size, settings.shmSlotBytes),
+                                          settings.shmP2pBytes);
+}
+
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                         const Settings& settings, HostLayout host) {
-  const auto layout = transport::FabricLayout::compute(size, settings.shmSlotBytes, settings.shmP2pBytes);
+  const auto layout = localFabricLayout(size, settings);
   auto selector =
       std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size), settings));
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {

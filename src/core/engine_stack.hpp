@@ -12,6 +12,7 @@
 #include "base/config.hpp"
 #include "core/memory_kind.hpp"
 #include "topology/topology.hpp"
+#include "transport/local_fabric.hpp"
 #include "transport/local_group.hpp"
 
 namespace braid::core {
@@ -32,7 +33,12 @@ HostLayout orThisProcess(HostLayout host, int size);
 /// from `machine`'s L2); SIZE_MAX for off. InvalidArgument names a malformed value.
 std::size_t streamingFromBytes(const Settings& settings, const topology::Topology& machine);
 
-/// Ranks of one host: a LocalEngine over `group`, its algorithms chosen by the selector for `host`.
+/// The region each of a shared-memory group's `size` ranks exposes: its collective slots (BRAID_SHM_SLOT_BYTES, else
+/// by the rank count: tuning::shmSlotBytes) and its send/recv rings. The same on every rank of the group.
+transport::FabricLayout localFabricLayout(int size, const Settings& settings);
+
+/// Ranks of one host: a LocalEngine over `group` (regions of localFabricLayout), its algorithms chosen by the
+/// selector for `host`.
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                         const Settings& settings, HostLayout host);
 

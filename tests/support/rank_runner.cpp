@@ -14,6 +14,7 @@
 #include "bootstrap/unique_id.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/create.hpp"
+#include "core/engine_stack.hpp"
 #include "support/internals.hpp"
 #include "transport/local_fabric.hpp"
 #include "transport/memory/memory_local_group.hpp"
@@ -45,7 +46,7 @@ std::vector<std::string> runThreads(int ranks, const Body& body, const Settings&
     for (auto& t : threads) t.join();
     return results;
   }
-  const auto layout = transport::FabricLayout::compute(ranks, settings.shmSlotBytes, settings.shmP2pBytes);
+  const auto layout = core::localFabricLayout(ranks, settings);
   auto arena = std::make_shared<transport::MemoryArena>(ranks, layout.regionBytes);
   std::vector<std::string> results(ranks);
   std::vector<std::thread> threads;

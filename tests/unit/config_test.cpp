@@ -25,7 +25,7 @@ Settings::Lookup fromMap(std::map<std::string, std::string> values) {
 TEST(Config, DefaultsParse) {
   const Settings s = Settings::fromEnvironment(fromMap({}));
   EXPECT_EQ(s.timeoutSeconds, 600);
-  EXPECT_EQ(s.shmSlotBytes, 256u << 10);
+  EXPECT_EQ(s.shmSlotBytes, 0u);  // by the rank count
   EXPECT_EQ(s.directMaxBytes, 64u << 10);
 }
 

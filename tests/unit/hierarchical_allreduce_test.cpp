@@ -69,7 +69,7 @@ class Arenas {
 
   std::unique_ptr<Engine> engineFor(const HierarchyLevel& level, const Settings& s) {
     std::shared_ptr<transport::MemoryArena>& arena = arenas_[static_cast<std::size_t>(level.ranks.front())];
-    const auto layout = transport::FabricLayout::compute(level.size(), s.shmSlotBytes, s.shmP2pBytes);
+    const auto layout = core::localFabricLayout(level.size(), s);
     std::call_once(made_[static_cast<std::size_t>(level.ranks.front())],
                    [&] { arena = std::make_shared<transport::MemoryArena>(level.size(), layout.regionBytes); });
     return core::makeLocalEngine(level.size(), std::make_unique<transport::MemoryLocalGroup>(arena, level.mine), s,
