@@ -192,6 +192,25 @@ def targets(label_runs, peer="mpi", floor=0.95, bulk_peer="gloo", bulk_from="1M"
     return table(header, rows, ["---"] + ["---:"] * 4)
 
 
+def setting_sweep(rows, base, settings, impl="braid"):
+    """One library's runs under several settings of a knob, the settings run in turn, pass after pass (rows:
+    [(label, {setting: [run of each pass]})]): per setting, the base setting's time over its own, as a geometric
+    mean over every size of every pass (above 1x: faster than the base), with the range of the passes' own means.
+    The ratios pair rows of runs made one after the other, each pair within one pass; the header says so."""
+    header = ["ranks"] + [f"{s}: time at {base} / time at {s}, runs in turn (range of passes)" for s in settings]
+    out = []
+    for label, runs in rows:
+        cells = [label]
+        for s in settings:
+            if len(runs[base]) != len(runs[s]):
+                raise ReportError(f"{label}: {len(runs[base])} passes at {base} but {len(runs[s])} at {s}")
+            per_pass = [geomean(time(b, impl, size) / time(r, impl, size) for size in b.sizes(impl=impl))
+                        for b, r in zip(runs[base], runs[s])]
+            cells.append(f"{x(geomean(per_pass))} ({span(per_pass)})")
+        out.append(cells)
+    return table(header, out)
+
+
 def variants(run, columns, sizes=None, ratios=(), metric="busbw", impl="braid", collective="allreduce", dtype=None):
     """One implementation's variants side by side (columns: [(label, variant)]), with ratios between them
     (ratios: [(label, numerator variant, denominator variant)], of busbw)."""

@@ -87,6 +87,21 @@ class Lookups(unittest.TestCase):
         self.assertEqual(tables.x(tables.speedup(run, "16M", "gloo")), "4.00x")
 
 
+class SettingSweep(unittest.TestCase):
+    def test_each_pass_pairs_its_own_runs_and_the_mean_spans_them(self):
+        def run(name, t8, t64):
+            return Run(name, META, [row("braid", 8, t8, 0), row("braid", 64, t64, 0)])
+        base = [run("a1", 10, 40), run("a2", 20, 80)]
+        big = [run("b1", 5, 20), run("b2", 20, 80)]  # twice as fast in the first pass, the same in the second
+        text = tables.setting_sweep([("2", {"256K": base, "1M": big})], "256K", ["1M"])
+        self.assertIn("| 2 | 1.41x (1.00-2.00x) |", text)
+
+    def test_unequal_passes_are_refused(self):
+        one = [Run("a", META, [row("braid", 8, 1, 0)])]
+        with self.assertRaisesRegex(ReportError, "passes"):
+            tables.setting_sweep([("2", {"256K": one, "1M": one + one})], "256K", ["1M"])
+
+
 class ShapedLink(unittest.TestCase):
     def run_at(self, nbytes, busbw, impl="braid"):
         time_us = nbytes / busbw / 1e3
