@@ -234,6 +234,8 @@ BenchRow makeRow(const std::string& impl, const BenchOptions& o, int ranks, std:
   row.busbwGBs = row.algbwGBs * tools::busFactor(o.collective, ranks);
   row.wrong = wrong;
   row.iterations = timing.iterations;
+  row.voluntarySwitchesPerCall = timing.voluntarySwitchesPerCall;
+  row.involuntarySwitchesPerCall = timing.involuntarySwitchesPerCall;
   return row;
 }
 

@@ -287,7 +287,11 @@ TEST(BenchCommand, AMinimumLoopLengthRaisesAndRecordsTheCalls) {
   EXPECT_GT(small["iterations"].get<int>(), 3) << small.dump();
   // The loop that set the count lasted at least a quarter of the 5 ms; the timed ones, about as long.
   EXPECT_GT(small["iterations"].get<double>() * small["time_us"].get<double>(), 1000.0) << small.dump();
-  for (const auto& row : doc["results"]) EXPECT_GE(row["iterations"].get<int>(), 3) << row.dump();
+  for (const auto& row : doc["results"]) {
+    EXPECT_GE(row["iterations"].get<int>(), 3) << row.dump();
+    EXPECT_GE(row["voluntary_switches_per_call"].get<double>(), 0.0) << row.dump();
+    EXPECT_GE(row["involuntary_switches_per_call"].get<double>(), 0.0) << row.dump();
+  }
   const std::string err = ::testing::TempDir() + "bench_min_loop_err.txt";
   EXPECT_NE(runShell(braid + " bench -b 8 -e 8 --mem device --min-loop-ms 5 2>" + err), 0);
   std::ifstream in(err);

@@ -50,6 +50,8 @@ class PeersTest : public ::testing::Test {
       EXPECT_GT(r.timeUs, 0);
       EXPECT_EQ(r.wrong, 0) << impl << " at " << r.bytes << " bytes";
       EXPECT_EQ(r.iterations, 2) << impl << " at " << r.bytes << " bytes";
+      EXPECT_GE(r.voluntarySwitchesPerCall, 0.0) << impl << " at " << r.bytes << " bytes";
+      EXPECT_GE(r.involuntarySwitchesPerCall, 0.0) << impl << " at " << r.bytes << " bytes";
       bytes *= 2;
     }
   }

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <thread>
 
 namespace braid::tools {
 namespace {
@@ -91,6 +92,23 @@ TEST(TimedLoops, TheSlowestRanksTimeSetsTheCount) {
       o, [] { busyFor(20); }, [] {}, [](double s) { return s * 10; });
   EXPECT_LT(behindAPeer.iterations * 4, alone.iterations);
   EXPECT_GT(behindAPeer.secondsPerCall, 150e-6);  // the peer's time per call is what the row reports
+}
+
+// A call that sleeps is a voluntary switch of the calling thread; one that only computes is none. The counts are the
+// kept loops' and go through `slowest` like the times, so every rank reports the most any rank had.
+TEST(TimedLoops, SleepsAreCountedAsVoluntarySwitchesPerCall) {
+  const BenchOptions o = loopOptions(20, 1, 0);
+  const LoopTiming sleeping = timeLoops(
+      o, [] { std::this_thread::sleep_for(std::chrono::microseconds(200)); }, [] {}, [](double s) { return s; });
+  EXPECT_GE(sleeping.voluntarySwitchesPerCall, 0.9);
+  EXPECT_LE(sleeping.voluntarySwitchesPerCall, 2.0);
+  EXPECT_GE(sleeping.involuntarySwitchesPerCall, 0.0);
+  const LoopTiming busy = timeLoops(
+      o, [] { busyFor(50); }, [] {}, [](double s) { return s; });
+  EXPECT_LT(busy.voluntarySwitchesPerCall, 0.2);
+  const LoopTiming behindAPeer = timeLoops(
+      o, [] { busyFor(50); }, [] {}, [](double s) { return s + 3; });
+  EXPECT_GE(behindAPeer.voluntarySwitchesPerCall, 3.0);  // the peer's count, as `slowest` returned it
 }
 
 }  // namespace

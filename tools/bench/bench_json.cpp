@@ -12,6 +12,8 @@ nlohmann::json toJson(const BenchRow& r) {
       {"mem", r.mem},     {"time_us", r.timeUs},        {"algbw_gbs", r.algbwGBs}, {"busbw_gbs", r.busbwGBs},
       {"wrong", r.wrong}};
   if (r.iterations > 0) j["iterations"] = r.iterations;
+  if (r.voluntarySwitchesPerCall >= 0) j["voluntary_switches_per_call"] = r.voluntarySwitchesPerCall;
+  if (r.involuntarySwitchesPerCall >= 0) j["involuntary_switches_per_call"] = r.involuntarySwitchesPerCall;
   if (r.issueUs >= 0) j["issue_us"] = r.issueUs;
   if (r.emptyLaunchUs >= 0) j["empty_launch_us"] = r.emptyLaunchUs;
   if (!r.algorithm.empty()) j["algorithm"] = r.algorithm;
@@ -34,6 +36,8 @@ BenchRow rowFromJson(const nlohmann::json& j) {
   r.busbwGBs = j.at("busbw_gbs").get<double>();
   r.wrong = j.at("wrong").get<long>();
   r.iterations = j.value("iterations", 0);
+  r.voluntarySwitchesPerCall = j.value("voluntary_switches_per_call", -1.0);
+  r.involuntarySwitchesPerCall = j.value("involuntary_switches_per_call", -1.0);
   r.issueUs = j.value("issue_us", -1.0);
   r.emptyLaunchUs = j.value("empty_launch_us", -1.0);
   r.algorithm = j.value("algorithm", "");

@@ -269,6 +269,8 @@ std::vector<BenchRow> runSweep(Communicator& comm, const std::string& coll, cons
     row.mem = o.mem;
     row.timeUs = timing.secondsPerCall * 1e6;
     row.iterations = timing.iterations;
+    row.voluntarySwitchesPerCall = timing.voluntarySwitchesPerCall;
+    row.involuntarySwitchesPerCall = timing.involuntarySwitchesPerCall;
     row.algbwGBs = row.timeUs > 0 ? static_cast<double>(bytes) / row.timeUs / 1e3 : 0;
     row.busbwGBs = row.algbwGBs * busFactor(coll, n);
     row.wrong = -1;

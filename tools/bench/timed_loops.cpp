@@ -1,11 +1,30 @@
 #include "bench/timed_loops.hpp"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <vector>
 
 namespace braid::tools {
+
+namespace {
+
+struct Switches {
+  long voluntary = 0;
+  long involuntary = 0;
+  bool counted = false;
+};
+
+// This thread's switches so far (RUSAGE_THREAD: a rank's other threads, or another rank's, are not its calls').
+Switches threadSwitches() {
+  rusage u{};
+  if (::getrusage(RUSAGE_THREAD, &u) != 0) return {};
+  return {u.ru_nvcsw, u.ru_nivcsw, true};
+}
+
+}  // namespace
 
 int scaledCalls(int calls, double seconds, double targetSeconds) {
   calls = std::max(calls, 1);
@@ -17,11 +36,18 @@ int scaledCalls(int calls, double seconds, double targetSeconds) {
 
 LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, const std::function<void()>& barrier,
                      const std::function<double(double)>& slowest) {
+  Switches inLoops;  // over the loops kept so far
   const auto loop = [&](int calls) {
     barrier();
+    const Switches before = threadSwitches();
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i) call();
-    return slowest(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const Switches after = threadSwitches();
+    inLoops.voluntary += after.voluntary - before.voluntary;
+    inLoops.involuntary += after.involuntary - before.involuntary;
+    inLoops.counted = before.counted && after.counted;
+    return slowest(seconds);
   };
   for (int i = 0; i < o.warmup; ++i) call();
   // A loop under half the minimum is not kept: its count (-n at first, or one set from a loop something else slowed,
@@ -36,13 +62,19 @@ LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, c
     if (seconds < target / 2 && calls < kMaxLoopCalls && recounts < kMaxRecounts) {
       calls = scaledCalls(calls, seconds, target);
       loops.clear();
+      inLoops = {};
       ++recounts;
       continue;
     }
     loops.push_back(seconds / calls);
   }
   std::sort(loops.begin(), loops.end());
-  return {loops[loops.size() / 2], calls};
+  LoopTiming timing{loops[loops.size() / 2], calls};
+  // Every rank asks alike (a rank that cannot count gives -1, which the maximum hides only if another can).
+  const double made = static_cast<double>(calls) * static_cast<double>(loops.size());
+  timing.voluntarySwitchesPerCall = slowest(inLoops.counted ? inLoops.voluntary / made : -1.0);
+  timing.involuntarySwitchesPerCall = slowest(inLoops.counted ? inLoops.involuntary / made : -1.0);
+  return timing;
 }
 
 }  // namespace braid::tools

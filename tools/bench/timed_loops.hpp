@@ -12,12 +12,18 @@ namespace braid::tools {
 struct LoopTiming {
   double secondsPerCall = 0;  // the median loop's, as the slowest rank saw it
   int iterations = 0;         // calls per timed loop
+  /// Context switches of the calling thread per call over the kept loops, the most any rank had: voluntary ones
+  /// are sleeps (a futex wait, a blocking read), involuntary ones a core taken away (preemption, or a yield that
+  /// let another thread run). Negative where the system does not count them.
+  double voluntarySwitchesPerCall = -1;
+  double involuntarySwitchesPerCall = -1;
 };
 
 /// Times `call` as above. With options.minLoopMs > 0 a loop makes more calls than options.iterations where that
 /// many would take less than minLoopMs: a timed loop under half the minimum is not kept, and the count is scaled by
 /// it (by the slowest rank's time, so every rank settles on the same count) before the repetitions start over, at
 /// most kMaxRecounts times. `barrier` and `slowest` (the maximum over ranks) are collectives every rank calls alike.
+/// The calling thread's context switches are counted around each timed loop, outside its clock.
 LoopTiming timeLoops(const BenchOptions& options, const std::function<void()>& call,
                      const std::function<void()>& barrier, const std::function<double(double)>& slowest);
 
