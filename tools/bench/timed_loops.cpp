@@ -36,7 +36,8 @@ int scaledCalls(int calls, double seconds, double targetSeconds) {
 
 LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, const std::function<void()>& barrier,
                      const std::function<double(double)>& slowest) {
-  Switches inLoops;  // over the loops kept so far
+  const Switches none{0, 0, true};
+  Switches inLoops = none;  // over the loops kept so far; counted while every read succeeded
   const auto loop = [&](int calls) {
     barrier();
     const Switches before = threadSwitches();
@@ -46,7 +47,7 @@ LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, c
     const Switches after = threadSwitches();
     inLoops.voluntary += after.voluntary - before.voluntary;
     inLoops.involuntary += after.involuntary - before.involuntary;
-    inLoops.counted = before.counted && after.counted;
+    inLoops.counted = inLoops.counted && before.counted && after.counted;
     return slowest(seconds);
   };
   for (int i = 0; i < o.warmup; ++i) call();
@@ -62,7 +63,7 @@ LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, c
     if (seconds < target / 2 && calls < kMaxLoopCalls && recounts < kMaxRecounts) {
       calls = scaledCalls(calls, seconds, target);
       loops.clear();
-      inLoops = {};
+      inLoops = none;
       ++recounts;
       continue;
     }
@@ -70,7 +71,7 @@ LoopTiming timeLoops(const BenchOptions& o, const std::function<void()>& call, c
   }
   std::sort(loops.begin(), loops.end());
   LoopTiming timing{loops[loops.size() / 2], calls};
-  // Every rank asks alike (a rank that cannot count gives -1, which the maximum hides only if another can).
+  // Every rank asks alike; a rank that could not count gives -1, so a row says -1 only where no rank could.
   const double made = static_cast<double>(calls) * static_cast<double>(loops.size());
   timing.voluntarySwitchesPerCall = slowest(inLoops.counted ? inLoops.voluntary / made : -1.0);
   timing.involuntarySwitchesPerCall = slowest(inLoops.counted ? inLoops.involuntary / made : -1.0);
