@@ -178,9 +178,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SHM_P2P_BYTES", KnobType::kBytes, "256K",
         "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks)"},
        &Settings::shmP2pBytes},
-      // 0: by the rank count (tuning/shm_slot.cpp, measured there), 256 KiB for 2 ranks: a round's slots and chunks
-      // stay in L2, while its synchronisation (~0.5 us) is noise against copying it (~20 us); 2 ranks' 16 MiB
-      // allreduce ran at 5.4 GB/s with 256 KiB against 4.7 GB/s with 1 MiB (docs/BENCHMARKS.md).
+      // 0: by the rank count (tuning/shm_slot.cpp, and docs/BENCHMARKS.md's "Slot size by rank count"): 256 KiB for
+      // 2 ranks, where 512 KiB and 1 MiB measured alike within the spread of two passes and 128 KiB slower.
       {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "0",
         "bytes each local rank exposes per collective round (two such slots, double-buffered); 0: 128K per local "
         "rank, at least 256K and at most 1M"},

@@ -12,7 +12,8 @@ namespace {
 // "Slot size by rank count" and the run after it): on one machine, against 256 KiB slots, 512 KiB took 4 ranks'
 // 256 KiB-64 MiB calls 12% less time and 1 MiB took 8 ranks' 12% and 16 ranks' 15% less; on a second, the rule
 // against 256 KiB in turn moved 4 and 8 ranks by less than the spread of two passes. At 2 ranks no size beat
-// 256 KiB. Larger slots than 1 MiB would leave a core's L2 (2 MiB there) with both of a rank's slots.
+// 256 KiB beyond that spread. Larger slots than 1 MiB would leave a core's L2 (2 MiB there) with both of a rank's
+// slots.
 constexpr std::size_t kBytesPerRank = std::size_t{128} << 10;
 constexpr std::size_t kMinBytes = std::size_t{256} << 10;
 constexpr std::size_t kMaxBytes = std::size_t{1} << 20;

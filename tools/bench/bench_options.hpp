@@ -45,8 +45,8 @@ struct BenchRow {
   double busbwGBs = 0;
   long wrong = 0;      // -1: not checked
   int iterations = 0;  // calls per timed loop (0: not recorded)
-  // Host sweeps: context switches of a rank's calling thread per call, the most any rank had (LoopTiming); what
-  // tells a row slowed by sleeping ranks from one slowed by ranks taken off their cores. Negative: not counted.
+  // Rows timed by timeLoops: context switches of a rank's calling thread per call, the most any rank had (LoopTiming);
+  // what tells a row slowed by sleeping ranks from one slowed by ranks taken off their cores. Negative: not counted.
   double voluntarySwitchesPerCall = -1;
   double involuntarySwitchesPerCall = -1;
   // Device sweeps: the host's time to issue one call, and an empty kernel's launch timed back to back in the same
