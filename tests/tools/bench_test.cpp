@@ -174,6 +174,11 @@ std::string braidBinary() {
   return dir ? std::string(dir) + "/braid" : "";
 }
 
+std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
 int runShell(const std::string& command) {
   const int status = std::system(command.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
@@ -270,6 +275,32 @@ TEST(BenchCommand, BadArgumentsAreNamedAndFail) {
   EXPECT_NE(text.find("unknown collective 'nosuch'"), std::string::npos) << text;
   EXPECT_NE(text.find("larger than -e"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown peer 'nccl-ish'"), std::string::npos) << text;
+}
+
+// --bind core pins braid's ranks and the peers' alike (Gloo's processes through the launcher's plan, Open MPI's by
+// mpirun's --bind-to core); more ranks than cores share them, as braid run's do. Under another launcher it is refused:
+// that launcher places the ranks.
+TEST(BenchCommand, BindPinsEveryLibrarysRanks) {
+  const std::string braid = braidBinary();
+  if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
+  const std::string json = ::testing::TempDir() + "bench_bind.json";
+  const std::string err = ::testing::TempDir() + "bench_bind_err.txt";
+  ASSERT_EQ(runShell(braid + " bench allreduce -b 8 -e 4K -f 512 -n 3 -w 1 --nranks 3 --bind core --compare gloo,mpi " +
+                     "--json " + json + " >/dev/null 2>" + err),
+            0)
+      << readFile(err);
+  const auto doc = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_NE(doc["meta"]["command"].get<std::string>().find("--bind core"), std::string::npos);
+  int peers = 0;
+  for (const auto& row : doc["results"]) {
+    EXPECT_EQ(row["wrong"].get<long>(), 0) << row.dump();
+    peers += row["impl"] != "braid";
+  }
+  EXPECT_EQ(peers, 4);  // 8 B and 4 KiB for each of Gloo and Open MPI
+  EXPECT_NE(runShell(braid + " bench --bind socket 2>" + err), 0);
+  EXPECT_NE(readFile(err).find("--bind"), std::string::npos) << readFile(err);
+  EXPECT_NE(runShell(braid + " run -n 2 -- " + braid + " bench -b 8 -e 8 --bind core >/dev/null 2>" + err), 0);
+  EXPECT_NE(readFile(err).find("bind with it (braid run --bind core)"), std::string::npos) << readFile(err);
 }
 
 // --min-loop-ms: small sizes get more calls per loop than -n, large ones keep -n; each row records its count, and

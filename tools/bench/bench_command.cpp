@@ -256,6 +256,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
 
   LaunchSpec spec;
   spec.ranks = ranks;
+  spec.bind = a.options.bind;
   spec.prefixOutput = false;  // rank 0 alone prints the table; errors name their rank themselves
   spec.argv = {std::filesystem::read_symlink("/proc/self/exe").string()};
   spec.argv.insert(spec.argv.end(), a.argv.begin(), a.argv.end());
@@ -340,6 +341,10 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_flag("--inplace", o.inplace, "in-place operation");
   cmd->add_option("--mem", o.mem, "host, or device (GPU buffers, one process per GPU; --compare nccl)")
       ->capture_default_str();
+  cmd->add_option("--bind", o.bind,
+                  "pin the ranks braid bench starts, and the peers' alike: none, core (one CPU a rank), numa")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "core", "numa"}));
   cmd->add_option("--nranks", args->nranks, "local ranks to start when not run by a launcher (default: cores, 2..8)");
   cmd->add_option("--compare", args->compare, "peers to run the same sweep with: gloo,mpi (host), nccl (device)");
   cmd->add_option("--json", args->json, "write all rows as JSON");
@@ -365,6 +370,14 @@ void addBenchCommand(CLI::App& app) {
       }
       if (a.options.mem != "host" && a.options.mem != "device") {
         fail(ErrorCode::kInvalidArgument, {}, "--mem ", a.options.mem, ": host or device");
+      }
+      // The ranks braid bench starts see the same flags; under another launcher the launcher places the ranks.
+      if (a.options.bind != "none" && inLaunchedJob() && a.rowsOut.empty()) {
+        fail(ErrorCode::kInvalidArgument, {}, "--bind pins the ranks braid bench starts; under a launcher, bind with ",
+             "it (braid run --bind ", a.options.bind, ")");
+      }
+      if (a.options.bind != "none" && a.options.mem == "device") {
+        fail(ErrorCode::kInvalidArgument, {}, "--bind places host ranks; --mem device starts one process per GPU");
       }
       if (a.options.minLoopMs > 0 && a.options.mem == "device") {
         fail(ErrorCode::kInvalidArgument, {}, "--min-loop-ms times host buffers' loops; --mem device times -n calls");

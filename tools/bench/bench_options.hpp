@@ -24,6 +24,9 @@ struct BenchOptions {
   int root = 0;                   // -r
   bool inplace = false;
   std::string mem = "host";
+  // --bind: how braid bench pins the ranks it starts, braid's and the peers' alike: none, core (one CPU each, as
+  // mpirun's default) or numa. Not passed to the drivers: braid bench places their processes.
+  std::string bind = "none";
   // A self-test of the checker, never a measurement: one element of one rank's result is altered before each
   // check, so every checked row must count exactly 1 wrong element (braid bench: BRAID_BENCH_CORRUPT_ONE=1).
   bool corruptOne = false;

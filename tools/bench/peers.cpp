@@ -17,6 +17,8 @@
 #include <thread>
 
 #include "bench/bench_json.hpp"
+#include "run/launcher.hpp"
+#include "run/rank_setup.hpp"
 
 extern char** environ;
 
@@ -129,7 +131,10 @@ std::vector<char*> pointers(std::vector<std::string>& strings) {
 // fork/exec of argv with env, stdout and stderr to `log`, stdin from /dev/null. Everything the child touches is
 // made before fork: between fork and exec only async-signal-safe calls, as the parent may have threads.
 pid_t spawn(const std::string& peer, std::vector<std::string> argv, std::vector<std::string> env,
-            const std::string& log) {
+            const std::string& log, const std::vector<int>& cpus = {}) {
+  cpu_set_t pin;
+  CPU_ZERO(&pin);
+  for (int cpu : cpus) CPU_SET(cpu, &pin);
   std::vector<char*> args = pointers(argv);
   std::vector<char*> envp = pointers(env);
   const int out = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -141,6 +146,11 @@ pid_t spawn(const std::string& peer, std::vector<std::string> argv, std::vector<
     // A driver must not outlive braid bench (killed, or interrupted): it would hold ports and CPUs.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(127);
+    if (!cpus.empty() && ::sched_setaffinity(0, sizeof pin, &pin) != 0) {
+      const char* msg = "braid bench: cannot pin the peer's rank to its CPUs (--bind)\n";
+      (void)!::write(out, msg, std::strlen(msg));
+      ::_exit(127);
+    }
     if (in >= 0) ::dup2(in, STDIN_FILENO);
     ::dup2(out, STDOUT_FILENO);
     ::dup2(out, STDERR_FILENO);
@@ -297,6 +307,12 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
     if (peer == "gloo") {
       const std::string store = tmp.path() + "/store";
       fs::create_directory(store);
+      // Placed as braid's own ranks were (the launcher's plan; its warnings were printed for braid's run).
+      LaunchSpec placement;
+      placement.ranks = ranks;
+      placement.bind = options.bind;
+      placement.errFd = -1;
+      const std::vector<std::vector<int>> cpus = planBinding(placement);
       for (int r = 0; r < ranks; ++r) {
         std::vector<std::string> argv = {driver};
         argv.insert(argv.end(), flags.begin(), flags.end());
@@ -306,7 +322,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
         c.pid = spawn(peer, argv,
                       childEnvironment({"RANK=" + std::to_string(r), "WORLD_SIZE=" + std::to_string(ranks),
                                         "BRAID_BENCH_STORE=" + store, "BRAID_BENCH_PREFIX=braid-bench"}),
-                      c.log);
+                      c.log, cpus[static_cast<std::size_t>(r)]);
         children.push_back(c);
       }
     } else {
@@ -314,7 +330,8 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
       if (mpirun.empty()) failPeer(peer, "mpirun is not on PATH: install Debian's openmpi-bin");
       // Shared memory between local ranks (ob1 over vader), as Open MPI runs on one node, unless braid itself is
       // forced onto TCP (BRAID_TRANSPORT=tcp): then Open MPI's TCP btl, so both move bytes the same way. Ranks may
-      // outnumber cores and float, like braid's own; root is allowed, as containers run as root.
+      // outnumber cores, and float or are bound like braid's own (--bind; overload-allowed: more ranks than cores
+      // share them, as braid's do); root is allowed, as containers run as root.
       const char* transport = std::getenv("BRAID_TRANSPORT");
       const bool overTcp = transport && std::string(transport) == "tcp";
       std::vector<std::string> argv = {mpirun,
@@ -322,13 +339,14 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                                        std::to_string(ranks),
                                        "--oversubscribe",
                                        "--bind-to",
-                                       "none",
+                                       options.bind == "none" ? "none" : options.bind + ":overload-allowed",
                                        "--mca",
                                        "pml",
                                        "ob1",
                                        "--mca",
                                        "btl",
                                        overTcp ? "self,tcp" : "self,vader"};
+      if (options.bind != "none") argv.insert(argv.end(), {"--map-by", options.bind});
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.push_back(driver);
       argv.insert(argv.end(), flags.begin(), flags.end());
