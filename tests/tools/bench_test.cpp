@@ -204,8 +204,7 @@ TEST(BenchCommand, WritesTheTableAndJsonItPromises) {
   if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
   const std::string out = ::testing::TempDir() + "bench_out.txt", json = ::testing::TempDir() + "bench.json";
   ASSERT_EQ(runShell(braid + " bench allgather -b 64 -e 4K -f 8 -n 2 -w 1 --nranks 2 --json " + json + " >" + out), 0);
-  std::ifstream table(out);
-  const std::string text((std::istreambuf_iterator<char>(table)), std::istreambuf_iterator<char>());
+  const std::string text = readFile(out);
   EXPECT_NE(text.find("busbw(GB/s)"), std::string::npos) << text;
   EXPECT_NE(text.find("machine:"), std::string::npos) << text;
   const auto doc = nlohmann::json::parse(std::ifstream(json));
@@ -237,8 +236,7 @@ TEST(BenchCommand, ExitsThreeWhenTheCheckerCountsAWrongElement) {
   EXPECT_EQ(runShell("BRAID_BENCH_CORRUPT_ONE=1 " + braid +
                      " bench allreduce -b 64 -e 4K -f 8 -n 1 -w 0 --nranks 2 --json " + json + " >/dev/null 2>" + err),
             3);
-  std::ifstream in(err);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readFile(err);
   EXPECT_NE(text.find("1 wrong elements"), std::string::npos) << text;
   const auto doc = nlohmann::json::parse(std::ifstream(json));
   ASSERT_EQ(doc["results"].size(), 3u);  // 64, 512, 4096 bytes
@@ -258,8 +256,7 @@ TEST(BenchCommand, JoinsTheJobOfATorchrunStyleLauncher) {
   if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
   const std::string out = ::testing::TempDir() + "bench_torchrun.txt";
   ASSERT_EQ(runOnFreePort(braid + " bench allreduce -b 8 -e 64 -f 8 -n 2 -w 1 --nranks 3 >" + out + " 2>&1"), 0);
-  std::ifstream in(out);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readFile(out);
   EXPECT_NE(text.find("1 ranks"), std::string::npos) << text;  // the launcher's one rank, not --nranks 3
 }
 
@@ -270,8 +267,7 @@ TEST(BenchCommand, BadArgumentsAreNamedAndFail) {
   EXPECT_NE(runShell(braid + " bench nosuch 2>" + err), 0);
   EXPECT_NE(runShell(braid + " bench -b 1K -e 8 2>>" + err), 0);
   EXPECT_NE(runShell(braid + " bench -b 8 -e 8 --compare nccl-ish 2>>" + err), 0);
-  std::ifstream in(err);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readFile(err);
   EXPECT_NE(text.find("unknown collective 'nosuch'"), std::string::npos) << text;
   EXPECT_NE(text.find("larger than -e"), std::string::npos) << text;
   EXPECT_NE(text.find("unknown peer 'nccl-ish'"), std::string::npos) << text;
@@ -325,8 +321,7 @@ TEST(BenchCommand, AMinimumLoopLengthRaisesAndRecordsTheCalls) {
   }
   const std::string err = ::testing::TempDir() + "bench_min_loop_err.txt";
   EXPECT_NE(runShell(braid + " bench -b 8 -e 8 --mem device --min-loop-ms 5 2>" + err), 0);
-  std::ifstream in(err);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string text = readFile(err);
   EXPECT_NE(text.find("--min-loop-ms"), std::string::npos) << text;
 }
 
