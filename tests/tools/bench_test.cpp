@@ -1,5 +1,6 @@
 // braid bench: the sweep measures and verifies every collective, and the command's output is what it promises.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -297,6 +298,37 @@ TEST(BenchCommand, BindPinsEveryLibrarysRanks) {
   EXPECT_NE(readFile(err).find("--bind"), std::string::npos) << readFile(err);
   EXPECT_NE(runShell(braid + " run -n 2 -- " + braid + " bench -b 8 -e 8 --bind core >/dev/null 2>" + err), 0);
   EXPECT_NE(readFile(err).find("bind with it (braid run --bind core)"), std::string::npos) << readFile(err);
+}
+
+// By default (--bind auto) braid bench binds a rank a core where its ranks fit the CPUs it may use, and lets them
+// float where they outnumber them; meta.bind records which, since the command line does not say. Under another
+// launcher auto leaves the ranks where that launcher put them (an explicit --bind is refused there, above).
+TEST(BenchCommand, AutoBindsWhereTheRanksFitTheCpus) {
+  const std::string braid = braidBinary();
+  if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
+  cpu_set_t set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  if (cpus + 1 > 8) GTEST_SKIP() << cpus << " CPUs: more ranks than CPUs would be too many for this test";
+  const std::string json = ::testing::TempDir() + "bench_auto_bind.json";
+  const std::string out = ::testing::TempDir() + "bench_auto_bind.txt";
+  auto bindOf = [&](int ranks) {
+    EXPECT_EQ(runShell(braid + " bench allreduce -b 8 -e 8 -n 3 -w 1 --nranks " + std::to_string(ranks) + " --json " +
+                       json + " >" + out + " 2>&1"),
+              0)
+        << readFile(out);
+    const auto doc = nlohmann::json::parse(std::ifstream(json));
+    for (const auto& row : doc["results"]) EXPECT_EQ(row["wrong"].get<long>(), 0) << row.dump();
+    return doc["meta"]["bind"].get<std::string>();
+  };
+  EXPECT_EQ(bindOf(cpus >= 2 ? 2 : 1), "core");
+  EXPECT_NE(readFile(out).find("# --bind auto: one CPU a rank"), std::string::npos) << readFile(out);
+  // Bound, a rank may use one CPU; the machine it describes still has them all.
+  EXPECT_NE(readFile(out).find(", " + std::to_string(cpus) + " cores"), std::string::npos) << readFile(out);
+  EXPECT_EQ(bindOf(cpus + 1), "none");
+  EXPECT_NE(readFile(out).find("# --bind auto: more ranks than CPUs"), std::string::npos) << readFile(out);
+  EXPECT_EQ(runShell(braid + " run -n 2 -- " + braid + " bench -b 8 -e 8 -n 3 -w 1 >" + out + " 2>&1"), 0)
+      << readFile(out);
 }
 
 // --min-loop-ms: small sizes get more calls per loop than -n, large ones keep -n; each row records its count, and

@@ -38,7 +38,8 @@ struct BenchArgs {
   std::string compare;
   std::string json;
   std::string plot;
-  std::string rowsOut;  // internal: where rank 0 of an orchestrated job leaves its rows
+  std::string rowsOut;   // internal: where rank 0 of an orchestrated job leaves its rows
+  int machineCores = 0;  // internal: the orchestrator's CPUs, for ranks it bound to fewer
   int checkFlag = 1;
   std::vector<std::string> argv;  // as given, for the JSON's "command" and the ranks' command line
   std::string started;            // when this run started (ISO 8601 UTC), the JSON's "date"
@@ -128,7 +129,8 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
            "(braid bench --nranks N --compare ...)");
     }
     std::vector<BenchRow> rows;
-    const MachineInfo info = rank == 0 ? machineInfo() : MachineInfo{};
+    MachineInfo info = rank == 0 ? machineInfo() : MachineInfo{};
+    if (a.machineCores > 0) info.cores = a.machineCores;
     const std::string machine = rank == 0 ? machineDescription(info) : "";
     for (const auto& coll : collectivesOf(collective)) {
       if (rank == 0) printHeader(stdout, coll, a.options, comm->size(), machine);
@@ -234,10 +236,20 @@ int usableCores() {
   return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
 }
 
+// --bind auto: a rank a core where the ranks fit the CPUs this process may use. Floating ranks of a spinning library
+// meet the scheduler: on a 16-core VM two of 16 floating ranks were found sharing a CPU for seconds (every call then
+// waits for a context switch, 3-10x slower), which bound ranks never were. Where they outnumber the CPUs, binding
+// would only fix which ranks share, so they float.
+std::string resolveBind(const std::string& bind, int ranks) {
+  if (bind != "auto") return bind;
+  return ranks <= usableCores() ? "core" : "none";
+}
+
 // Not in a job: start the ranks, then the peers, then report everything.
 int orchestrate(const BenchArgs& a, const std::string& collective) {
   collectivesOf(collective);  // a bad name fails here, before anything starts
   const int ranks = a.nranks > 0 ? a.nranks : std::min(8, std::max(2, usableCores()));
+  const std::string bind = resolveBind(a.options.bind, ranks);
   const auto peers = split(a.compare);
   for (const auto& p : peers) {
     if (p != "gloo" && p != "mpi") {
@@ -248,6 +260,11 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   if (const std::string tuned = tunedKnobs(); !tuned.empty()) {
     std::printf("# tuned values in use (braid tune): %s\n", tuned.c_str());
   }
+  if (a.options.bind == "auto") {
+    std::printf("# --bind auto: %s\n", bind == "core" ? "one CPU a rank, every library's (--bind none lets them float)"
+                                                      : "more ranks than CPUs, so every library's ranks float");
+  }
+  std::fflush(stdout);  // above the ranks' table, which they print to the same file
   char tmpl[] = "/tmp/braid-bench-XXXXXX";
   const int fd = ::mkstemp(tmpl);
   if (fd < 0) fail(ErrorCode::kInternal, {}, "cannot create a temporary file for the ranks' results");
@@ -256,11 +273,11 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
 
   LaunchSpec spec;
   spec.ranks = ranks;
-  spec.bind = a.options.bind;
+  spec.bind = bind;
   spec.prefixOutput = false;  // rank 0 alone prints the table; errors name their rank themselves
   spec.argv = {std::filesystem::read_symlink("/proc/self/exe").string()};
   spec.argv.insert(spec.argv.end(), a.argv.begin(), a.argv.end());
-  spec.argv.insert(spec.argv.end(), {"--rows-out", rowsFile});
+  spec.argv.insert(spec.argv.end(), {"--rows-out", rowsFile, "--machine-cores", std::to_string(usableCores())});
   const LaunchResult launched = launchLocal(spec);
   if (launched.exitStatus != 0) {
     std::fprintf(stderr, "braid bench: %s\n", launched.message.c_str());
@@ -279,6 +296,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     for (const auto& coll : collectivesOf(collective)) {
       BenchOptions o = a.options;
       o.collective = coll;
+      o.bind = bind;
       try {
         auto run = runPeer(p, o, ranks);
         if (ran.empty() || ran.back() != p) {
@@ -297,7 +315,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   const MachineInfo info = machineInfo();
   // Alone, braid's link needs no name; beside peers, each says what joined its own ranks.
   const std::string link = ran.empty() ? peerLink("braid", ranksMeta) : join(links, "; ");
-  const nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
+  nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
+  meta["bind"] = bind;  // what --bind (auto by default) came to: the command line may not say
   const int checked =
       saveAndCheck(a, meta, rows,
                    "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));
@@ -342,14 +361,16 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("--mem", o.mem, "host, or device (GPU buffers, one process per GPU; --compare nccl)")
       ->capture_default_str();
   cmd->add_option("--bind", o.bind,
-                  "pin the ranks braid bench starts, and the peers' alike: none, core (one CPU a rank), numa")
+                  "pin the ranks braid bench starts, and the peers' alike: none, core (one CPU a rank), numa, or "
+                  "auto (core where the ranks fit the CPUs, else none)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"none", "core", "numa"}));
+      ->check(CLI::IsMember({"auto", "none", "core", "numa"}));
   cmd->add_option("--nranks", args->nranks, "local ranks to start when not run by a launcher (default: cores, 2..8)");
   cmd->add_option("--compare", args->compare, "peers to run the same sweep with: gloo,mpi (host), nccl (device)");
   cmd->add_option("--json", args->json, "write all rows as JSON");
   cmd->add_option("--plot", args->plot, "write busbw vs size as a PNG (needs gnuplot)");
   cmd->add_option("--rows-out", args->rowsOut, "(internal) where rank 0 leaves its rows")->group("");
+  cmd->add_option("--machine-cores", args->machineCores, "(internal) the CPUs of the machine's description")->group("");
   cmd->callback([args, collective] {
     BenchArgs& a = *args;
     a.argv = commandLine();  // as given: the ranks get the same, and the JSON records it
@@ -371,12 +392,14 @@ void addBenchCommand(CLI::App& app) {
       if (a.options.mem != "host" && a.options.mem != "device") {
         fail(ErrorCode::kInvalidArgument, {}, "--mem ", a.options.mem, ": host or device");
       }
-      // The ranks braid bench starts see the same flags; under another launcher the launcher places the ranks.
-      if (a.options.bind != "none" && inLaunchedJob() && a.rowsOut.empty()) {
+      // The ranks braid bench starts see the same flags; under another launcher the launcher places the ranks (auto
+      // leaves them where it put them).
+      const bool binds = a.options.bind != "none" && a.options.bind != "auto";
+      if (binds && inLaunchedJob() && a.rowsOut.empty()) {
         fail(ErrorCode::kInvalidArgument, {}, "--bind pins the ranks braid bench starts; under a launcher, bind with ",
              "it (braid run --bind ", a.options.bind, ")");
       }
-      if (a.options.bind != "none" && a.options.mem == "device") {
+      if (binds && a.options.mem == "device") {
         fail(ErrorCode::kInvalidArgument, {}, "--bind places host ranks; --mem device starts one process per GPU");
       }
       if (a.options.minLoopMs > 0 && a.options.mem == "device") {
