@@ -211,6 +211,22 @@ def setting_sweep(rows, base, settings, impl="braid"):
     return table(header, out)
 
 
+def switches(label_runs, sizes, impl="braid"):
+    """One implementation's time per call beside the involuntary context switches per call of its busiest rank, run
+    by run (a comparison across runs, which the header says): a slow row with switches had a rank off its core."""
+    header = ["size"] + [f"{label}: us (switches)" for label, _ in label_runs]
+    rows = []
+    for s in sizes:
+        cells = [size_text(parse_size(s))]
+        for _, run in label_runs:
+            r = run.row(impl, s)
+            if "involuntary_switches_per_call" not in r:
+                raise ReportError(f"{run.name}: {impl} at {s} has no involuntary_switches_per_call")
+            cells.append(f"{us(r['time_us'])} ({r['involuntary_switches_per_call']:.2f})")
+        rows.append(cells)
+    return table(header, rows)
+
+
 def variants(run, columns, sizes=None, ratios=(), metric="busbw", impl="braid", collective="allreduce", dtype=None):
     """One implementation's variants side by side (columns: [(label, variant)]), with ratios between them
     (ratios: [(label, numerator variant, denominator variant)], of busbw)."""

@@ -102,6 +102,20 @@ class SettingSweep(unittest.TestCase):
             tables.setting_sweep([("2", {"256K": one, "1M": one + one})], "256K", ["1M"])
 
 
+class Switches(unittest.TestCase):
+    def test_each_cell_holds_the_time_and_the_involuntary_switches(self):
+        slow = row("braid", 8, 10.0, 1)
+        slow["involuntary_switches_per_call"] = 0.42
+        fast = row("braid", 8, 1.5, 1)
+        fast["involuntary_switches_per_call"] = 0.0
+        text = tables.switches([("floating", Run("f", META, [slow])), ("bound", Run("b", META, [fast]))], ["8"])
+        self.assertIn("| 8 B | 10.00 (0.42) | 1.50 (0.00) |", text)
+
+    def test_a_row_without_the_counts_is_refused(self):
+        with self.assertRaisesRegex(ReportError, "involuntary"):
+            tables.switches([("old", Run("o", META, [row("braid", 8, 1, 1.0)]))], ["8"])
+
+
 class ShapedLink(unittest.TestCase):
     def run_at(self, nbytes, busbw, impl="braid"):
         time_us = nbytes / busbw / 1e3
