@@ -231,20 +231,6 @@ int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
   return saveAndCheck(a, meta, rows, "braid bench " + collective + " (device buffers), " + machine);
 }
 
-int usableCores() {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 2;
-}
-
-// --bind auto: a rank a core where the ranks fit the CPUs this process may use. Floating ranks of a spinning library
-// meet the scheduler: on a 16-core VM two of 16 floating ranks were found sharing a CPU for seconds (every call then
-// waits for a context switch, 3-10x slower), which bound ranks never were. Where they outnumber the CPUs, binding
-// would only fix which ranks share, so they float.
-std::string resolveBind(const std::string& bind, int ranks) {
-  if (bind != "auto") return bind;
-  return ranks <= usableCores() ? "core" : "none";
-}
-
 // Not in a job: start the ranks, then the peers, then report everything.
 int orchestrate(const BenchArgs& a, const std::string& collective) {
   collectivesOf(collective);  // a bad name fails here, before anything starts

@@ -33,13 +33,6 @@ std::string cpuModel() {
   return "unknown CPU";
 }
 
-int usableCores() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
-  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return online > 0 ? static_cast<int>(online) : 1;
-}
-
 // GPU names through the driver API, loaded at run time: nothing here needs CUDA to be installed.
 std::vector<std::string> gpuModels() {
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -122,6 +115,13 @@ bool isLoopback(const Raw& r) {
 }
 
 }  // namespace
+
+int usableCores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return CPU_COUNT(&set);
+  const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return online > 0 ? static_cast<int>(online) : 1;
+}
 
 MachineInfo machineInfo() { return {cpuModel(), usableCores(), gpuModels()}; }
 

@@ -18,6 +18,9 @@ struct MachineInfo {
 /// it initialises the driver in this process, so a process that must fork CUDA ranks asks it in one of them.
 MachineInfo machineInfo();
 
+/// The CPUs this process may use (its affinity mask; the online CPUs where that cannot be read).
+int usableCores();
+
 /// {"cpu", "cores", "gpus": [...], "link": link}: the schema's `machine`.
 nlohmann::json machineJson(const MachineInfo& machine, const std::string& link);
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "bench/bench_json.hpp"
+#include "bench/machine_info.hpp"
 #include "run/launcher.hpp"
 #include "run/rank_setup.hpp"
 
@@ -280,6 +281,14 @@ std::string peerDriverDir() {
   return ec ? std::string(".") : self.parent_path().string();
 }
 
+// Floating ranks of a library that spins meet the scheduler: on a 16-core VM two of 16 floating ranks were found
+// sharing a CPU (every call then waits for a context switch, 3-10x slower), which bound ranks never were. Where the
+// ranks outnumber the CPUs, binding would only fix which ranks share, so they float.
+std::string resolveBind(const std::string& bind, int ranks) {
+  if (bind != "auto") return bind;
+  return ranks <= usableCores() ? "core" : "none";
+}
+
 PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks) {
   const Peer* info = nullptr;
   for (const auto& p : kPeers) {
@@ -299,6 +308,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                        " and rebuild braid (cmake finds it)");
   }
 
+  const std::string bind = resolveBind(options.bind, ranks);
   TempDir tmp(peer);
   const std::string json = tmp.path() + "/rows.json";
   const std::vector<std::string> flags = driverFlags(options, json);
@@ -310,7 +320,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
       // Placed as braid's own ranks were (the launcher's plan; its warnings were printed for braid's run).
       LaunchSpec placement;
       placement.ranks = ranks;
-      placement.bind = options.bind;
+      placement.bind = bind;
       placement.errFd = -1;
       const std::vector<std::vector<int>> cpus = planBinding(placement);
       for (int r = 0; r < ranks; ++r) {
@@ -339,14 +349,14 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                                        std::to_string(ranks),
                                        "--oversubscribe",
                                        "--bind-to",
-                                       options.bind == "none" ? "none" : options.bind + ":overload-allowed",
+                                       bind == "none" ? "none" : bind + ":overload-allowed",
                                        "--mca",
                                        "pml",
                                        "ob1",
                                        "--mca",
                                        "btl",
                                        overTcp ? "self,tcp" : "self,vader"};
-      if (options.bind != "none") argv.insert(argv.end(), {"--map-by", options.bind});
+      if (bind != "none") argv.insert(argv.end(), {"--map-by", bind});
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.push_back(driver);
       argv.insert(argv.end(), flags.begin(), flags.end());
