@@ -235,7 +235,7 @@ int orchestrateDevice(const BenchArgs& a, const std::string& collective) {
 int orchestrate(const BenchArgs& a, const std::string& collective) {
   collectivesOf(collective);  // a bad name fails here, before anything starts
   const int ranks = a.nranks > 0 ? a.nranks : std::min(8, std::max(2, usableCores()));
-  const std::string bind = resolveBind(a.options.bind, ranks);
+  const std::string bind = resolveBind("braid", a.options.bind, ranks);
   const auto peers = split(a.compare);
   for (const auto& p : peers) {
     if (p != "gloo" && p != "mpi") {
@@ -247,7 +247,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     std::printf("# tuned values in use (braid tune): %s\n", tuned.c_str());
   }
   if (a.options.bind == "auto") {
-    std::printf("# --bind auto: %s\n", bind == "core" ? "one CPU a rank, every library's (--bind none lets them float)"
+    std::printf("# --bind auto: %s\n", bind == "core" ? "braid's and Open MPI's ranks one CPU each, Gloo's floating (a "
+                                                        "progress thread beside each rank); --bind none: all float"
                                                       : "more ranks than CPUs, so every library's ranks float");
   }
   std::fflush(stdout);  // above the ranks' table, which they print to the same file
@@ -282,7 +283,6 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     for (const auto& coll : collectivesOf(collective)) {
       BenchOptions o = a.options;
       o.collective = coll;
-      o.bind = bind;
       try {
         auto run = runPeer(p, o, ranks);
         if (ran.empty() || ran.back() != p) {
@@ -302,7 +302,9 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   // Alone, braid's link needs no name; beside peers, each says what joined its own ranks.
   const std::string link = ran.empty() ? peerLink("braid", ranksMeta) : join(links, "; ");
   nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
-  meta["bind"] = bind;  // what --bind (auto by default) came to: the command line may not say
+  // What --bind (auto by default) came to for each library in the file: the command line may not say.
+  meta["bind"] = {{"braid", bind}};
+  for (const auto& p : ran) meta["bind"][p] = resolveBind(p, a.options.bind, ranks);
   const int checked =
       saveAndCheck(a, meta, rows,
                    "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));

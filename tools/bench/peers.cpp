@@ -281,11 +281,14 @@ std::string peerDriverDir() {
   return ec ? std::string(".") : self.parent_path().string();
 }
 
-// Floating ranks of a library that spins meet the scheduler: on a 16-core VM two of 16 floating ranks were found
-// sharing a CPU (every call then waits for a context switch, 3-10x slower), which bound ranks never were. Where the
-// ranks outnumber the CPUs, binding would only fix which ranks share, so they float.
-std::string resolveBind(const std::string& bind, int ranks) {
+// auto binds the libraries whose ranks spin, braid and Open MPI: floating, two of 16 such ranks were found sharing a
+// CPU on a 16-core VM (every call then waits for a context switch, 3-10x slower), which bound ranks never were.
+// Gloo's ranks block instead, and each runs a progress thread beside the caller: bound to one CPU with it, Gloo took
+// 1.5-3.4x as long from 1 MiB up on that machine, so auto leaves Gloo's processes floating, as torchrun runs them.
+// Where the ranks outnumber the CPUs, binding would only fix which ranks share, so every library floats.
+std::string resolveBind(const std::string& library, const std::string& bind, int ranks) {
   if (bind != "auto") return bind;
+  if (library == "gloo") return "none";
   return ranks <= usableCores() ? "core" : "none";
 }
 
@@ -308,7 +311,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                        " and rebuild braid (cmake finds it)");
   }
 
-  const std::string bind = resolveBind(options.bind, ranks);
+  const std::string bind = resolveBind(peer, options.bind, ranks);
   TempDir tmp(peer);
   const std::string json = tmp.path() + "/rows.json";
   const std::vector<std::string> flags = driverFlags(options, json);

@@ -22,9 +22,10 @@ struct PeerRun {
 /// mpirun missing; the driver failing: its exit status and the last lines of its stderr).
 PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks);
 
-/// What --bind comes to for `ranks` ranks on this machine: auto is core where they fit the CPUs this process may use,
-/// none where they outnumber them; any other value is itself.
-std::string resolveBind(const std::string& bind, int ranks);
+/// What --bind comes to for `ranks` ranks of `library` (braid, gloo, mpi) on this machine: auto is core where they fit
+/// the CPUs this process may use, none where they outnumber them, and none for Gloo (see peers.cpp); any other value
+/// is itself, for every library alike.
+std::string resolveBind(const std::string& library, const std::string& bind, int ranks);
 
 /// `braid bench --mem device`: braid-bench-device (bench/device_bench.cpp) runs the sweep on GPU buffers with braid
 /// and, when `withNccl`, NCCL in the same processes (one per GPU when `ranks` is 0), printing its table on this
