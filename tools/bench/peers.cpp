@@ -320,7 +320,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
     if (peer == "gloo") {
       const std::string store = tmp.path() + "/store";
       fs::create_directory(store);
-      // Placed as braid's own ranks were (the launcher's plan; its warnings were printed for braid's run).
+      // Placed by the launcher's plan for `bind` (its warnings were printed for braid's run; under auto Gloo floats).
       LaunchSpec placement;
       placement.ranks = ranks;
       placement.bind = bind;
