@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "bench/machine_info.hpp"
+
 namespace braid::tools {
 namespace {
 
@@ -33,6 +35,7 @@ class PeersTest : public ::testing::Test {
     o.maxBytes = 4096;
     o.iterations = 2;
     o.warmup = 1;
+    o.bind = "none";  // not about placement: tests run side by side would pin their ranks onto the same CPUs
     return o;
   }
 
@@ -126,6 +129,38 @@ TEST_F(PeersTest, DriverRefusalComesBackWithItsReason) {
   const std::string what = errorOf("mpi", o, 2);
   EXPECT_NE(what.find("peer mpi"), std::string::npos) << what;
   EXPECT_NE(what.find("float16"), std::string::npos) << what;
+}
+
+}  // namespace
+}  // namespace braid::tools
+
+namespace braid::tools {
+namespace {
+
+// --bind auto, library by library: an explicit value holds for every library; auto binds braid's and Open MPI's ranks
+// a core each where they fit the usable CPUs, never Gloo's (a progress thread beside each rank), and nothing over TCP
+// or where the ranks outnumber the CPUs.
+TEST(ResolveBind, AutoBindsTheSpinningLibrariesWhereTheRanksFit) {
+  for (const char* library : {"braid", "gloo", "mpi"}) {
+    for (const char* bind : {"none", "core", "numa"}) EXPECT_EQ(resolveBind(library, bind, 1 << 12), bind) << library;
+  }
+  const int cpus = usableCores();
+  const char* transport = std::getenv("BRAID_TRANSPORT");
+  const std::string saved = transport ? transport : "";
+  ::unsetenv("BRAID_TRANSPORT");
+  EXPECT_EQ(resolveBind("braid", "auto", cpus), "core");
+  EXPECT_EQ(resolveBind("mpi", "auto", cpus), "core");
+  EXPECT_EQ(resolveBind("gloo", "auto", 1), "none");
+  EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none");
+  EXPECT_EQ(resolveBind("mpi", "auto", cpus + 1), "none");
+  ::setenv("BRAID_TRANSPORT", "tcp", 1);
+  EXPECT_EQ(resolveBind("braid", "auto", 1), "none");
+  EXPECT_EQ(resolveBind("mpi", "auto", 1), "none");
+  if (transport) {
+    ::setenv("BRAID_TRANSPORT", saved.c_str(), 1);
+  } else {
+    ::unsetenv("BRAID_TRANSPORT");
+  }
 }
 
 }  // namespace

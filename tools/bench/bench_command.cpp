@@ -149,7 +149,9 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
       rows.insert(rows.end(), part.begin(), part.end());
     }
     if (rank == 0) {
-      const nlohmann::json meta = braidMeta(commandOf(a), a.started, info, comm->linkDescription(), {});
+      nlohmann::json meta = braidMeta(commandOf(a), a.started, info, comm->linkDescription(), {});
+      // Under another launcher, that launcher placed the ranks (braid bench's own job records its placement itself).
+      if (a.rowsOut.empty()) meta["bind"] = "launcher";
       if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta, rows);
       if (a.rowsOut.empty() && !a.json.empty()) writeResults(a.json, meta, rows);
       if (a.rowsOut.empty() && !a.plot.empty()) plotBusbw(a.plot, rows, "braid bench, " + machine);
@@ -247,9 +249,11 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     std::printf("# tuned values in use (braid tune): %s\n", tuned.c_str());
   }
   if (a.options.bind == "auto") {
-    std::printf("# --bind auto: %s\n", bind == "core" ? "braid's and Open MPI's ranks one CPU each, Gloo's floating (a "
-                                                        "progress thread beside each rank); --bind none: all float"
-                                                      : "more ranks than CPUs, so every library's ranks float");
+    std::printf("# --bind auto: %s\n",
+                bind == "core" ? "braid's and Open MPI's ranks one CPU each, Gloo's floating (a progress thread beside "
+                                 "each rank); --bind none: all float"
+                : resolveBind("braid", "auto", 1) == "none" ? "over TCP every library's ranks float (progress threads)"
+                                                            : "more ranks than CPUs, so every library's ranks float");
   }
   std::fflush(stdout);  // above the ranks' table, which they print to the same file
   char tmpl[] = "/tmp/braid-bench-XXXXXX";

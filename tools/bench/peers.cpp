@@ -281,14 +281,17 @@ std::string peerDriverDir() {
   return ec ? std::string(".") : self.parent_path().string();
 }
 
-// auto binds the libraries whose ranks spin, braid and Open MPI: floating, two of 16 such ranks were found sharing a
-// CPU on a 16-core VM (every call then waits for a context switch, 3-10x slower), which bound ranks never were.
-// Gloo's ranks block instead, and each runs a progress thread beside the caller: bound to one CPU with it, Gloo took
-// 1.5-3.4x as long from 1 MiB up on that machine, so auto leaves Gloo's processes floating, as torchrun runs them.
-// Where the ranks outnumber the CPUs, binding would only fix which ranks share, so every library floats.
+// auto binds the libraries whose ranks spin on shared memory, braid and Open MPI: floating, two such ranks can land
+// on one CPU and stay there, their calls then waiting on context switches, which bound ranks never did on a 16-core VM
+// (docs/BENCHMARKS.md, "Floating ranks against bound ones"). A library with a thread beside each rank floats, since
+// bound with it the two take turns on one CPU: Gloo (its progress thread; "Every library bound" there measured Gloo
+// slowed so), and braid over TCP (BRAID_TRANSPORT=tcp: its mesh's progress thread), where Open MPI floats as well, so
+// that both compare as before. Where the ranks outnumber the CPUs, binding would only fix which ranks share, so every
+// library floats.
 std::string resolveBind(const std::string& library, const std::string& bind, int ranks) {
   if (bind != "auto") return bind;
-  if (library == "gloo") return "none";
+  const char* transport = std::getenv("BRAID_TRANSPORT");
+  if (library == "gloo" || (transport && std::string(transport) == "tcp")) return "none";
   return ranks <= usableCores() ? "core" : "none";
 }
 

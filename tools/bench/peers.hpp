@@ -23,8 +23,8 @@ struct PeerRun {
 PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks);
 
 /// What --bind comes to for `ranks` ranks of `library` (braid, gloo, mpi) on this machine: auto is core where they fit
-/// the CPUs this process may use, none where they outnumber them, and none for Gloo (see peers.cpp); any other value
-/// is itself, for every library alike.
+/// the CPUs this process may use, none where they outnumber them, and none for Gloo and for every library over TCP
+/// (BRAID_TRANSPORT=tcp; see peers.cpp); any other value is itself, for every library alike.
 std::string resolveBind(const std::string& library, const std::string& bind, int ranks);
 
 /// `braid bench --mem device`: braid-bench-device (bench/device_bench.cpp) runs the sweep on GPU buffers with braid
