@@ -6,7 +6,7 @@
 #   3. prints nvidia-smi and runs the GPU tests (ctest -L gpu), then the unit, multirank and fault tests;
 #   4. bench-tcp: the host allreduce sweep over braid's TCP transport against Open MPI's TCP btl, into $OUT;
 #      bench-shm: the host allreduce over shared memory against Gloo and Open MPI at SHM_RANKS (2 4 8 16), into $OUT;
-#      bench-ab: braid alone under each setting of one knob in turn (AB=KNOB=V1,V2, AB_RANKS, AB_ARGS, AB_PASSES);
+#      bench-ab: braid alone under each setting of one knob in turn (AB=KNOB=V1,V2, AB_RANKS, AB_PASSES, AB_ARGS);
 #   5. sanitizer: compute-sanitizer memcheck, racecheck and synccheck over the GPU semantics tests;
 #   6. torch: braid_torch built against the machine's torch, then tests/torch (CPU and CUDA tensors), then braid's
 #      libnccl.so.2 under torch's own NCCL backend (scripts/nccl-torch-check.sh);
@@ -213,32 +213,36 @@ if wants bench-shm; then
   fi
 fi
 
-# ---- 4c. A knob's settings in turn (AB="KNOB=V1,V2,...", AB_RANKS, AB_ARGS, AB_PASSES): braid alone, each setting
-# once a pass, the passes in alternating order so that neither setting always runs first on a machine that drifts;
-# one JSON per rank count, setting and pass, into $OUT, as bench/report's setting_sweep reads them.
+# ---- 4c. A knob's settings in turn (AB="KNOB=V1,V2,...", AB_RANKS, AB_PASSES, AB_ARGS: braid bench's sweep flags,
+# default "-b 256K -e 64M --reps 3 --min-loop-ms 20"): braid alone, each setting once a pass, each pass starting one
+# setting further on (a rotation) so that no setting always runs first on a machine that drifts; one JSON per rank
+# count, setting and pass, into $OUT, as bench/report's setting_sweep reads them.
 if wants bench-ab; then
+  values=()
+  [ -n "${AB:-}" ] && IFS=, read -r -a values <<<"${AB#*=}"
+  bad=""
+  [[ ${AB%%=*} =~ ^[A-Z_][A-Z0-9_]*$ ]] || bad="the knob is not a variable name"
+  ((${#values[@]} >= 2)) || bad="it names fewer than two settings"
+  for v in "${values[@]}"; do [[ $v =~ ^[A-Za-z0-9._-]+$ ]] || bad="setting '$v' is not letters, digits, '.', '_' or '-'"; done
+  [[ ${AB_PASSES:-2} =~ ^[1-9][0-9]*$ ]] || bad="AB_PASSES='${AB_PASSES:-}' is not a positive count"
   if [ -z "${AB:-}" ]; then
     log "bench-ab not run: AB=KNOB=V1,V2[,...] names the knob and its settings"
-  elif [[ $AB != *=*,* ]]; then
+  elif [ -n "$bad" ]; then
     failed+=(bench-ab)
-    log "bench-ab: AB='$AB' is not KNOB=V1,V2[,...] (two settings or more), e.g. AB=BRAID_SPIN_US=100,1000"
+    log "bench-ab: AB='$AB': $bad (e.g. AB=BRAID_SPIN_US=100,1000)"
   elif [ ! -x "$build/bin/braid" ]; then
     log "bench-ab not run: no $build/bin/braid"
   else
     knob=${AB%%=*}
-    IFS=, read -r -a values <<<"${AB#*=}"
     for n in ${AB_RANKS:-8}; do
       for ((pass = 1; pass <= ${AB_PASSES:-2}; pass++)); do
-        order=("${values[@]}")
-        if ((pass % 2 == 0)); then
-          order=()
-          for ((i = ${#values[@]} - 1; i >= 0; i--)); do order+=("${values[i]}"); done
-        fi
-        for v in "${order[@]}"; do
+        for ((k = 0; k < ${#values[@]}; k++)); do
+          v=${values[(pass - 1 + k) % ${#values[@]}]}
           json=$logs/shm-ab-${knob}-${v}-${n}ranks-pass${pass}-$(hostname -s)-$(date +%F).json
           # shellcheck disable=SC2086  # AB_ARGS is a list of braid bench flags
-          if env "$knob=$v" BRAID_BENCH_DIR="$build/bin" "$build/bin/braid" bench allreduce --nranks "$n" --reps 3 \
-              --min-loop-ms 20 ${AB_ARGS:--b 256K -e 64M} --json "$json" >"$logs/bench-ab-$knob-$v-$n-$pass.txt" 2>&1; then
+          if env "$knob=$v" BRAID_BENCH_DIR="$build/bin" "$build/bin/braid" bench allreduce --nranks "$n" \
+              ${AB_ARGS:--b 256K -e 64M --reps 3 --min-loop-ms 20} --json "$json" \
+              >"$logs/bench-ab-$knob-$v-$n-$pass.txt" 2>&1; then
             log "bench-ab $knob=$v, $n ranks, pass $pass: $json"
           else
             failed+=("bench-ab $knob=$v $n $pass")

@@ -58,6 +58,13 @@ def meta_block(run):
     lines = [f"- Run: `{run.file}`, {m['date']}, commit {commit}",
              f"- Machine: {mach['cpu']}, {mach['cores']} cores, {gpus}; {mach['link']}",
              f"- Peers: {peers}"]
+    bind = m.get("bind")
+    if bind:
+        words = {"core": "a core a rank", "numa": "a NUMA node a rank", "none": "floating", "launcher": "by the launcher"}
+        if isinstance(bind, dict):
+            lines.append("- Placement: " + ", ".join(f"{k} {words.get(v, v)}" for k, v in sorted(bind.items())))
+        else:
+            lines.append(f"- Placement: every library {words.get(bind, bind)}")
     if m.get("knobs"):
         lines.append("- Knobs set: " + ", ".join(f"`{k}={v}`" for k, v in sorted(m["knobs"].items())))
     if m.get("recovered"):

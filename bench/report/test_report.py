@@ -102,6 +102,16 @@ class SettingSweep(unittest.TestCase):
             tables.setting_sweep([("2", {"256K": one, "1M": one + one})], "256K", ["1M"])
 
 
+class Placement(unittest.TestCase):
+    def test_the_meta_block_says_how_each_library_was_placed(self):
+        meta = dict(META, bind={"braid": "core", "gloo": "none", "mpi": "core"})
+        text = generate.meta_block(Run("p", meta, [row("braid", 8, 1.0, 1)]))
+        self.assertIn("- Placement: braid a core a rank, gloo floating, mpi a core a rank", text)
+        text = generate.meta_block(Run("q", dict(META, bind="core"), [row("braid", 8, 1.0, 1)]))
+        self.assertIn("- Placement: every library a core a rank", text)
+        self.assertNotIn("Placement", generate.meta_block(Run("r", META, [row("braid", 8, 1.0, 1)])))
+
+
 class Switches(unittest.TestCase):
     def test_each_cell_holds_the_time_and_the_involuntary_switches(self):
         slow = row("braid", 8, 10.0, 1)

@@ -354,7 +354,7 @@ void addBenchCommand(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--bind", o.bind,
                   "pin the ranks braid bench starts, and the peers' alike: none, core (one CPU a rank), numa, or "
-                  "auto (core where the ranks fit the CPUs, else none; Gloo's float)")
+                  "auto (core where the ranks fit the CPUs, else none; Gloo's float, and all over TCP)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "none", "core", "numa"}));
   cmd->add_option("--nranks", args->nranks, "local ranks to start when not run by a launcher (default: cores, 2..8)");
