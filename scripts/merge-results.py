@@ -79,6 +79,11 @@ def main(argv):
     commands = [m.get("command", f"(no command in {p})") for p, m, _ in metas]
     merged["command"] = command or " ; ".join(c for i, c in enumerate(commands) if i == 0 or c != commands[i - 1])
     merged["source_commands"] = commands
+    # Placements that differ between the inputs are listed per input, as commits are; the first's is not everyone's.
+    binds = [m.get("bind") for _, m, _ in metas]
+    if len({json.dumps(b, sort_keys=True) for b in binds}) > 1:
+        merged.pop("bind", None)
+        merged["source_binds"] = binds
     commits = {m.get("commit") for _, m, _ in metas}
     if len(commits) > 1:
         merged["source_commits"] = [m.get("commit", "(none)") for _, m, _ in metas]

@@ -121,6 +121,7 @@ class BraidBenchMeta(unittest.TestCase):
         peers = copy.deepcopy(self.doc)
         peers["results"] = [r for r in peers["results"] if r["impl"] != "braid"]
         peers["meta"]["command"] = "the peers' command"
+        peers["meta"]["bind"] = {"mpi": "core"}  # placed otherwise than the braid-only inputs
         paths = []
         for name, doc in (("a", only_braid), ("b", only_braid), ("peers", peers)):
             paths.append(os.path.join(self.tmp, name + ".json"))
@@ -139,6 +140,9 @@ class BraidBenchMeta(unittest.TestCase):
         self.assertEqual(m["command"], "VARIANTS='X= X=1' scripts/netns-bench.sh 2 1 10gbit out.json")
         self.assertEqual(m["source_commands"], [self.doc["meta"]["command"]] * 2 + ["the peers' command"])
         self.assertTrue(m["machine"]["link"].startswith("the bed; braid: "), m["machine"]["link"])
+        # Placements that differ are listed per input rather than taken from the first.
+        self.assertNotIn("bind", m)
+        self.assertEqual(m["source_binds"], [self.doc["meta"]["bind"]] * 2 + [{"mpi": "core"}])
         self.assertEqual(set(m["peers"]), set(self.peers))
         variants = [(r["impl"], r.get("variant")) for r in merged["results"]]
         self.assertEqual(variants.count(("braid", "X=")), len(only_braid["results"]))

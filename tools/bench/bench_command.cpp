@@ -282,6 +282,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   int status = 0;
   std::vector<std::string> ran;
   std::map<std::string, std::string> versions;
+  nlohmann::json binds = {{"braid", bind}};  // what each library's ranks got: the command line may not say
   std::vector<std::string> links = {"braid: " + peerLink("braid", ranksMeta)};
   for (const auto& p : peers) {
     for (const auto& coll : collectivesOf(collective)) {
@@ -291,6 +292,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
         auto run = runPeer(p, o, ranks);
         if (ran.empty() || ran.back() != p) {
           versions[p] = peerVersion(p, run.meta);  // no rows of a peer whose version is unknown
+          binds[p] = run.bind;
           links.push_back(p + ": " + peerLink(p, run.meta));
           ran.push_back(p);
         }
@@ -306,9 +308,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   // Alone, braid's link needs no name; beside peers, each says what joined its own ranks.
   const std::string link = ran.empty() ? peerLink("braid", ranksMeta) : join(links, "; ");
   nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
-  // What --bind (auto by default) came to for each library in the file: the command line may not say.
-  meta["bind"] = {{"braid", bind}};
-  for (const auto& p : ran) meta["bind"][p] = resolveBind(p, a.options.bind, ranks);
+  meta["bind"] = binds;
   const int checked =
       saveAndCheck(a, meta, rows,
                    "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));

@@ -378,6 +378,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
     throw;
   }
   PeerRun run;
+  run.bind = bind;
   try {
     run.rows = readResults(json);
     run.meta = readMeta(json);

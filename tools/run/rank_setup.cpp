@@ -167,6 +167,9 @@ std::vector<std::string> rankEnvironment(const LaunchSpec& spec, int rank, int m
 
 std::vector<std::vector<int>> planBinding(const LaunchSpec& spec) {
   std::vector<std::vector<int>> plan(spec.ranks);
+  if (spec.bind != "none" && spec.bind != "core" && spec.bind != "numa") {
+    fail(ErrorCode::kInvalidArgument, {}, "bind='", spec.bind, "' is not none, core or numa");
+  }
   if (spec.bind == "none") return plan;
   const std::vector<int> allowed = allowedCpus();
   if (spec.bind == "core") {
