@@ -252,8 +252,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     std::printf("# --bind auto: %s\n",
                 bind == "core" ? "braid's and Open MPI's ranks one CPU each, Gloo's floating (a progress thread beside "
                                  "each rank); --bind none: all float"
-                : resolveBind("braid", "auto", 1) == "none" ? "over TCP every library's ranks float (progress threads)"
-                                                            : "more ranks than CPUs, so every library's ranks float");
+                : ranks > usableCores() ? "more ranks than CPUs, so every library's ranks float"
+                                        : "over TCP every library's ranks float (progress threads)");
   }
   std::fflush(stdout);  // above the ranks' table, which they print to the same file
   char tmpl[] = "/tmp/braid-bench-XXXXXX";

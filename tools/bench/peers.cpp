@@ -281,6 +281,16 @@ std::string peerDriverDir() {
   return ec ? std::string(".") : self.parent_path().string();
 }
 
+namespace {
+
+// braid forced onto its TCP transport (BRAID_TRANSPORT=tcp): Open MPI then takes its TCP path too, and auto floats all.
+bool braidOverTcp() {
+  const char* transport = std::getenv("BRAID_TRANSPORT");
+  return transport && std::string(transport) == "tcp";
+}
+
+}  // namespace
+
 // auto binds the libraries whose ranks spin on shared memory, braid and Open MPI: floating, two such ranks can land
 // on one CPU and stay there, their calls then waiting on context switches, which bound ranks never did on a 16-core VM
 // (docs/BENCHMARKS.md, "Floating ranks against bound ones"). A library with a thread beside each rank floats, since
@@ -290,8 +300,7 @@ std::string peerDriverDir() {
 // library floats.
 std::string resolveBind(const std::string& library, const std::string& bind, int ranks) {
   if (bind != "auto") return bind;
-  const char* transport = std::getenv("BRAID_TRANSPORT");
-  if (library == "gloo" || (transport && std::string(transport) == "tcp")) return "none";
+  if (library == "gloo" || braidOverTcp()) return "none";
   return ranks <= usableCores() ? "core" : "none";
 }
 
@@ -348,8 +357,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
       // forced onto TCP (BRAID_TRANSPORT=tcp): then Open MPI's TCP btl, so both move bytes the same way. Ranks may
       // outnumber cores, and float or are bound like braid's own (--bind; overload-allowed: more ranks than cores
       // share them, as braid's do); root is allowed, as containers run as root.
-      const char* transport = std::getenv("BRAID_TRANSPORT");
-      const bool overTcp = transport && std::string(transport) == "tcp";
+      const bool overTcp = braidOverTcp();
       std::vector<std::string> argv = {mpirun,
                                        "-n",
                                        std::to_string(ranks),
@@ -416,7 +424,7 @@ PeerRun runDeviceSweep(const BenchOptions& options, int ranks, bool withNccl) {
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     failPeer(peer, "braid-bench-device ended with " + statusText(status));
-  return {readResults(json), readMeta(json)};
+  return {readResults(json), readMeta(json), "none"};  // one process per GPU, where the driver puts it
 }
 
 }  // namespace braid::tools
