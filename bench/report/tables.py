@@ -213,7 +213,8 @@ def setting_sweep(rows, base, settings, impl="braid"):
 
 def switches(label_runs, sizes, impl="braid"):
     """One implementation's time per call beside the involuntary context switches per call of its busiest rank, run
-    by run (a comparison across runs, which the header says): a slow row with switches had a rank off its core."""
+    by run (a comparison across runs: the text above the table names them): a slow row with switches had a rank off
+    its core."""
     header = ["size"] + [f"{label}: us (switches)" for label, _ in label_runs]
     rows = []
     for s in sizes:
