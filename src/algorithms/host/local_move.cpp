@@ -60,6 +60,7 @@ void LocalCollectives::broadcast(void* buf, std::size_t count, DataType type, in
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() == root) copyBytes(sync.nextSlot(), data + k * chunk * esz, len * esz);
+    sync.expectRead(0, len * esz, root);
     sync.exchange();
     if (rank() != root) copyOut(data + k * chunk * esz, sync.slot(root), len * esz, stream);
   }
@@ -76,6 +77,7 @@ void LocalCollectives::allgather(const void* send, void* recv, std::size_t count
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
+    sync.expectRead(0, len * esz);
     sync.exchange();
     for (int r = 0; r < size(); ++r) {
       if (r == rank() && inPlace) continue;
@@ -124,6 +126,7 @@ void LocalCollectives::gather(const void* send, void* recv, std::size_t count, D
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() != root) copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
+    if (rank() == root) sync.expectRead(0, len * esz);
     sync.exchange();
     if (rank() != root) continue;
     for (int r = 0; r < size(); ++r) {
@@ -154,6 +157,7 @@ void LocalCollectives::scatter(const void* send, void* recv, std::size_t count, 
         copyBytes(sync.nextSlot() + j * chunk * esz, in + (j * count + k * chunk) * esz, len * esz);
       }
     }
+    if (rank() != root) sync.expectRead(static_cast<std::size_t>(rank()) * chunk * esz, len * esz, root);
     sync.exchange();
     if (rank() != root) {
       copyOut(out + k * chunk * esz, sync.slot(root) + rank() * chunk * esz, len * esz, stream);
@@ -177,6 +181,7 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
     for (int j = 0; j < n; ++j) {
       copyBytes(sync.nextSlot() + j * chunk * esz, in + (j * count + k * chunk) * esz, len * esz);
     }
+    sync.expectRead(static_cast<std::size_t>(rank()) * chunk * esz, len * esz);
     sync.exchange();
     for (int r = 0; r < n; ++r) {
       copyOut(out + (r * count + k * chunk) * esz, sync.slot(r) + rank() * chunk * esz, len * esz, stream);

@@ -80,8 +80,10 @@ void LocalCollectives::allreduceDirect(const void* send, void* recv, std::size_t
   do {
     const std::size_t n = count - done < chunk ? count - done : chunk;
     contribute(tiny ? sync.nextPayload() : sync.nextSlot(), in + done * esz, n, type, op);
+    const bool keeps = root < 0 || root == rank();
+    if (keeps && !tiny) sync.expectRead(0, n * esz);
     sync.exchange();
-    if (root < 0 || root == rank()) reduceSlots(out + done * esz, 0, n, type, op, sync, tiny, nullptr, stream);
+    if (keeps) reduceSlots(out + done * esz, 0, n, type, op, sync, tiny, nullptr, stream);
     done += n;
   } while (done < count);
 }
@@ -151,6 +153,7 @@ void LocalCollectives::reduceScatter(const void* send, void* recv, std::size_t r
     for (int j = 0; j < n; ++j) {
       contribute(slot + j * chunk * esz, in + (j * recvCount + done) * esz, len, type, op);
     }
+    sync.expectRead(static_cast<std::size_t>(rank()) * chunk * esz, len * esz);
     sync.exchange();
     reduceSlots(out + done * esz, static_cast<std::size_t>(rank()) * chunk * esz, len, type, op, sync, false, nullptr,
                 stream);

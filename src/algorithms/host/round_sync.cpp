@@ -63,6 +63,7 @@ void RoundSync::exchange() {
   }
   fabric_.wakeArrivalSleepers(next);
   round_ = next;
+  expectBytes_ = 0;
   if (!checked_) {
     checked_ = true;
     checkDescriptors();
@@ -72,8 +73,23 @@ void RoundSync::exchange() {
 void RoundSync::waitFor(int peer) {
   const std::uint32_t target = round_ + 1;
   waitingFor_ = peer;
+  transport::WaitWord& arrived = fabric_.roundLine(peer, target).arrived;
+  if (expectBytes_ == 0 || (expectPeer_ >= 0 && expectPeer_ != peer)) {
+    transport::waitUntil(
+        arrived, [target](std::uint32_t v) { return transport::reached(v, target); }, policy_);
+    return;
+  }
+  // Each poll also asks for the lines this rank reads next. Before the peer wrote them the requests hit this core's
+  // stale copies; once it did, they travel beside the counter's line. A peer that arrived already gets its lines
+  // asked for once, and they come while this rank looks at the next peer.
+  const std::byte* lines = fabric_.slot(peer, target) + expectOffset_;
+  const std::size_t bytes = expectBytes_;
   transport::waitUntil(
-      fabric_.roundLine(peer, target).arrived, [target](std::uint32_t v) { return transport::reached(v, target); },
+      arrived,
+      [target, lines, bytes](std::uint32_t v) {
+        for (std::size_t at = 0; at < bytes; at += 64) __builtin_prefetch(lines + at, /*rw=*/0, /*locality=*/3);
+        return transport::reached(v, target);
+      },
       policy_);
 }
 
