@@ -2,6 +2,7 @@
 taken between rows of one run only; a table that sets two runs side by side says so in its header."""
 import math
 import re
+import statistics
 
 from results import ReportError, parse_size, size_text
 
@@ -34,6 +35,10 @@ def span(values, fmt=x):
         return lo
     suffix = "x" if fmt is x else ("%" if fmt is pct else "")
     return f"{lo[:-len(suffix)] if suffix else lo}-{hi}"
+
+
+def median(values):
+    return statistics.median(list(values))
 
 
 def geomean(values):
@@ -209,6 +214,29 @@ def setting_sweep(rows, base, settings, impl="braid"):
             cells.append(f"{x(geomean(per_pass))} ({span(per_pass)})")
         out.append(cells)
     return table(header, out)
+
+
+def in_turn(label_runs, sizes, peer="mpi", impl="braid", collective="allreduce"):
+    """Builds (or settings) run in turn, pass after pass, each run with the peer beside it (label_runs: [(label,
+    [run of each pass])]): per size and label, the median over the passes of impl's time, and of its time over the
+    peer's in the same run. The medians compare across runs; only the ratios to the peer are each run's own. The text
+    above the table names the runs."""
+    name = PEER_NAMES[peer]
+    passes = {len(runs) for _, runs in label_runs}
+    if len(passes) != 1:
+        raise ReportError(f"in_turn: unequal passes {sorted(passes)} across {[label for label, _ in label_runs]}")
+    header = ["size"]
+    for label, runs in label_runs:
+        header += [f"{label}: us, median of {len(runs)}", f"{label}: time / {name}, median"]
+    rows = []
+    for s in sizes:
+        cells = [size_text(parse_size(s))]
+        for _, runs in label_runs:
+            cells.append(us(median(time(r, impl, s, collective=collective) for r in runs)))
+            cells.append(x(median(time(r, impl, s, collective=collective) / time(r, peer, s, collective=collective)
+                                  for r in runs)))
+        rows.append(cells)
+    return table(header, rows)
 
 
 def switches(label_runs, sizes, impl="braid"):

@@ -112,6 +112,22 @@ class Placement(unittest.TestCase):
         self.assertNotIn("Placement", generate.meta_block(Run("r", META, [row("braid", 8, 1.0, 1)])))
 
 
+class InTurn(unittest.TestCase):
+    def test_medians_of_the_passes_beside_the_median_ratio_to_the_peer(self):
+        def run(name, braid_us, mpi_us):
+            return Run(name, META, [row("braid", 64, braid_us, 0), row("mpi", 64, mpi_us, 0)])
+        before = [run("b1", 1.0, 1.0), run("b2", 3.0, 2.0), run("b3", 2.0, 4.0)]
+        after = [run("a1", 0.5, 1.0), run("a2", 0.9, 1.0), run("a3", 0.7, 2.0)]
+        text = tables.in_turn([("before", before), ("after", after)], ["64"])
+        self.assertIn("| 64 B | 2.00 | 1.00x | 0.70 | 0.50x |", text)
+        self.assertIn("| size | before: us, median of 3 | before: time / Open MPI, median |", text)
+
+    def test_unequal_passes_are_refused(self):
+        one = [Run("a", META, [row("braid", 8, 1, 0), row("mpi", 8, 1, 0)])]
+        with self.assertRaisesRegex(ReportError, "unequal passes"):
+            tables.in_turn([("before", one), ("after", one + one)], ["8"])
+
+
 class Switches(unittest.TestCase):
     def test_each_cell_holds_the_time_and_the_involuntary_switches(self):
         slow = row("braid", 8, 10.0, 1)
