@@ -60,7 +60,8 @@ def meta_block(run):
              f"- Peers: {peers}"]
     bind = m.get("bind")
     if bind:
-        words = {"core": "a core a rank", "numa": "a NUMA node a rank", "none": "floating", "launcher": "by the launcher"}
+        words = {"core": "a core a rank", "block": "a block of CPUs a rank", "numa": "a NUMA node a rank", "none": "floating",
+                 "launcher": "by the launcher"}
         if isinstance(bind, dict):
             lines.append("- Placement: " + ", ".join(f"{k} {words.get(v, v)}" for k, v in sorted(bind.items())))
         else:

@@ -192,6 +192,13 @@ const std::vector<KnobRow>& rows() {
         "calls over shared memory whose output is at least this many bytes write it with non-temporal stores: auto "
         "(the core's L2 cache, 1M when unknown), a byte count, or off"},
        &Settings::shmStreamBytes},
+      // 1: a rank's passes run on its own thread unless asked otherwise. Helper threads take CPUs a program may want
+      // for itself (PyTorch's intra-op threads, data loaders); auto gives each rank its share of the CPUs its host's
+      // ranks may use, so ranks bound a core each get none.
+      {{"BRAID_SHM_THREADS", KnobType::kString, "1",
+        "threads each rank runs a large allreduce over shared memory on, itself included: a count, or auto (the "
+        "CPUs this host's ranks may use, divided among them, at most 8)"},
+       &Settings::shmThreads},
       // 100 us: several times the ~20 us a futex wake-up across cores costs, so a peer that is only a little late
       // is caught spinning, while a rank that waits longer stops burning its core.
       {{"BRAID_SPIN_US", KnobType::kInt, "100",

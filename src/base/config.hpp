@@ -21,6 +21,7 @@ struct Settings {
   std::size_t shmSlotBytes = 0;            // BRAID_SHM_SLOT_BYTES
   std::size_t shmP2pBytes = 0;             // BRAID_SHM_P2P_BYTES
   std::string shmStreamBytes;              // BRAID_SHM_STREAM_BYTES
+  std::string shmThreads;                  // BRAID_SHM_THREADS
   long spinMicros = 0;                     // BRAID_SPIN_US
   std::string logLevel;                    // BRAID_LOG
   std::string transport;                   // BRAID_TRANSPORT

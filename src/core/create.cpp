@@ -76,7 +76,7 @@ std::unique_ptr<Engine> core::joinTcpEngine(bootstrap::Store& store, int rank, i
 std::unique_ptr<Engine> core::joinShmEngine(bootstrap::Store& store, int rank, int size, const Settings& settings,
                                             HostLayout host, Deadline deadline) {
   return makeLocalEngine(
-      size, bootstrap::joinShmGroup(store, rank, size, localFabricLayout(size, settings).regionBytes, deadline),
+      size, bootstrap::joinShmGroup(store, rank, size, localFabricLayout(size, settings, host).regionBytes, deadline),
       settings, host);
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -38,22 +39,44 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
   return *bytes;
 }
 
-transport::FabricLayout localFabricLayout(int size, const Settings& settings) {
-  return transport::FabricLayout::compute(size, tuning::shmSlotBytes(size, settings.shmSlotBytes),
+int sharedMemoryThreads(const Settings& settings, HostLayout host, int size) {
+  // auto stops at 8: more threads than that per rank were never measured.
+  constexpr int kAutoMost = 8;
+  constexpr int kMost = 256;
+  const std::string& v = settings.shmThreads;
+  if (v.empty() || v == "1") return 1;
+  if (v == "auto") {
+    host = orThisProcess(host, size);
+    return std::clamp(host.cpus / std::max(host.ranks, 1), 1, kAutoMost);
+  }
+  int threads = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), threads);
+  if (ec != std::errc() || end != v.data() + v.size() || threads < 1 || threads > kMost) {
+    fail(ErrorCode::kInvalidArgument, {}, "BRAID_SHM_THREADS='", v, "' is not auto or a thread count from 1 to ",
+         kMost);
+  }
+  return threads;
+}
+
+transport::FabricLayout localFabricLayout(int size, const Settings& settings, HostLayout host) {
+  const int threads = sharedMemoryThreads(settings, host, size);
+  return transport::FabricLayout::compute(size, tuning::shmSlotBytes(size, settings.shmSlotBytes, threads),
                                           settings.shmP2pBytes);
 }
 
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                         const Settings& settings, HostLayout host) {
-  const auto layout = localFabricLayout(size, settings);
+  const auto layout = localFabricLayout(size, settings, host);
   auto selector =
       std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size), settings));
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;
   };
   auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
-  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain,
-                                             streamingFromBytes(settings, thisHost()),
+  const host::LocalCollectives::Options options{.streamFromBytes = streamingFromBytes(settings, thisHost()),
+                                                .threads = sharedMemoryThreads(settings, host, size),
+                                                .spinMicros = settings.spinMicros};
+  return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain, options,
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }
 

@@ -34,8 +34,14 @@ HostLayout orThisProcess(HostLayout host, int size);
 std::size_t streamingFromBytes(const Settings& settings, const topology::Topology& machine);
 
 /// The region each of a shared-memory group's `size` ranks exposes: its collective slots (BRAID_SHM_SLOT_BYTES, else
-/// by the rank count: tuning::shmSlotBytes) and its send/recv rings. The same on every rank of the group.
-transport::FabricLayout localFabricLayout(int size, const Settings& settings);
+/// by the rank count and the threads of each rank: tuning::shmSlotBytes) and its send/recv rings. The same on every
+/// rank of the group.
+transport::FabricLayout localFabricLayout(int size, const Settings& settings, HostLayout host = {});
+
+/// The threads each rank of a shared-memory group of `size` runs rsag's passes on (BRAID_SHM_THREADS): 1, the count
+/// given, or for auto `host`'s CPUs divided among its ranks, at most 8. The same on every rank of the group (the
+/// layout is the group's). InvalidArgument names a malformed value.
+int sharedMemoryThreads(const Settings& settings, HostLayout host, int size);
 
 /// Ranks of one host: a LocalEngine over `group` (regions of localFabricLayout), its algorithms chosen by the
 /// selector for `host`.

@@ -17,13 +17,18 @@ namespace {
 constexpr std::size_t kBytesPerRank = std::size_t{128} << 10;
 constexpr std::size_t kMinBytes = std::size_t{256} << 10;
 constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
+// With helper threads a pass is cut into a piece per thread: the slot grows with them, so that each thread's piece
+// stays what one thread's pass was, up to a bound on the memory a rank maps.
+constexpr std::size_t kMaxBytesWithHelpers = std::size_t{8} << 20;
 
 }  // namespace
 
-std::size_t shmSlotBytes(int ranks, std::size_t configured) {
+std::size_t shmSlotBytes(int ranks, std::size_t configured, int threads) {
   if (configured > 0) return configured;
   const std::size_t byRanks = kBytesPerRank * static_cast<std::size_t>(std::max(ranks, 1));
-  return std::clamp(byRanks, kMinBytes, kMaxBytes);
+  const std::size_t oneThread = std::clamp(byRanks, kMinBytes, kMaxBytes);
+  return std::min(oneThread * static_cast<std::size_t>(std::max(threads, 1)),
+                  std::max(oneThread, kMaxBytesWithHelpers));
 }
 
 }  // namespace braid::tuning

@@ -7,7 +7,7 @@
 namespace braid::tuning {
 
 /// BRAID_SHM_SLOT_BYTES where set (`configured` > 0); else 128 KiB for each of the `ranks`, at least 256 KiB and at
-/// most 1 MiB.
-std::size_t shmSlotBytes(int ranks, std::size_t configured);
+/// most 1 MiB, times the `threads` each rank runs its passes on (BRAID_SHM_THREADS), at most 8 MiB.
+std::size_t shmSlotBytes(int ranks, std::size_t configured, int threads = 1);
 
 }  // namespace braid::tuning

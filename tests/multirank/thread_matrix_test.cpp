@@ -46,6 +46,25 @@ INSTANTIATE_TEST_SUITE_P(Forced, ThreadAlgorithms,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// rsag with helper threads (BRAID_SHM_THREADS=3): slots large enough that its passes are cut into pieces, which the
+// threads of each rank take in whatever order they come; then the same with every output streamed.
+class ThreadHelpers : public ::testing::TestWithParam<int> {};
+
+TEST_P(ThreadHelpers, RsagAllreduceAndReduceMatrix) {
+  const int n = GetParam();
+  Settings s = testSettings();
+  s.algo = "rsag";
+  s.shmThreads = "3";
+  s.shmSlotBytes = 256 << 10;
+  runMatrix(Coll::kAllreduce, n, s);
+  runMatrix(Coll::kReduce, n, s);
+  s.shmStreamBytes = "0";
+  runMatrix(Coll::kAllreduce, n, s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Helpers, ThreadHelpers, ::testing::Values(2, 3),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
 // Every collective with every output streamed (BRAID_SHM_STREAM_BYTES=0), both allreduce algorithms, small slots:
 // outputs at every alignment the matrix's sizes give, written with non-temporal stores, read back by the checks.
 class ThreadStreamed : public ::testing::TestWithParam<std::tuple<Coll, int>> {};

@@ -210,13 +210,20 @@ TEST(LauncherTest, PathLookupFindsPrograms) {
   EXPECT_EQ(job.out, "[0] found\n");
 }
 
-TEST(LauncherTest, BindCorePinsEachRankToOneCpu) {
+// The CPUs this process may run on (its affinity), in order; empty if the kernel would not say.
+std::vector<int> cpusOfThisProcess() {
   cpu_set_t set;
-  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
-  std::vector<int> allowed;
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) allowed.push_back(cpu);
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   }
+  return cpus;
+}
+
+TEST(LauncherTest, BindCorePinsEachRankToOneCpu) {
+  const std::vector<int> allowed = cpusOfThisProcess();
+  ASSERT_FALSE(allowed.empty());
   LaunchSpec spec = shell(3, "grep Cpus_allowed_list /proc/self/status");
   spec.bind = "core";
   const Captured job = launch(spec);
@@ -226,6 +233,33 @@ TEST(LauncherTest, BindCorePinsEachRankToOneCpu) {
   for (const auto& [rank, f] : byRank) {
     ASSERT_EQ(f.size(), 2u) << job.out;
     EXPECT_EQ(f[1], std::to_string(allowed[rank % allowed.size()])) << "rank " << rank;
+  }
+}
+
+// block: the CPUs dealt out in equal runs, a run a rank, so that a rank's threads have CPUs of its own.
+TEST(LauncherTest, BindBlockPinsEachRankToARunOfCpus) {
+  const std::vector<int> allowed = cpusOfThisProcess();
+  ASSERT_FALSE(allowed.empty());
+  for (int ranks : {1, 2, 3}) {
+    LaunchSpec spec = shell(ranks, "grep Cpus_allowed_list /proc/self/status");
+    spec.bind = "block";
+    const Captured job = launch(spec);
+    ASSERT_EQ(job.result.exitStatus, 0) << job.result.message;
+    const auto byRank = fieldsByRank(job.out);
+    ASSERT_EQ(byRank.size(), static_cast<std::size_t>(ranks)) << job.out;
+    const std::size_t each = std::max<std::size_t>(1, allowed.size() / static_cast<std::size_t>(ranks));
+    for (const auto& [rank, f] : byRank) {
+      ASSERT_EQ(f.size(), 2u) << job.out;
+      std::vector<int> expected;
+      for (std::size_t i = 0; i < each; ++i) {
+        expected.push_back(allowed[(static_cast<std::size_t>(rank) * each + i) % allowed.size()]);
+      }
+      std::sort(expected.begin(), expected.end());
+      EXPECT_EQ(parseCpuList(f[1]), expected) << "rank " << rank << " of " << ranks;
+    }
+    if (static_cast<std::size_t>(ranks) > allowed.size()) {
+      EXPECT_NE(job.err.find("--bind block: " + std::to_string(ranks) + " ranks share"), std::string::npos) << job.err;
+    }
   }
 }
 

@@ -142,7 +142,9 @@ namespace {
 // or where the ranks outnumber the CPUs.
 TEST(ResolveBind, AutoBindsTheSpinningLibrariesWhereTheRanksFit) {
   for (const char* library : {"braid", "gloo", "mpi"}) {
-    for (const char* bind : {"none", "core", "numa"}) EXPECT_EQ(resolveBind(library, bind, 1 << 12), bind) << library;
+    for (const char* bind : {"none", "core", "block", "numa"}) {
+      EXPECT_EQ(resolveBind(library, bind, 1 << 12), bind) << library;
+    }
   }
   const int cpus = usableCores();
   const char* transport = std::getenv("BRAID_TRANSPORT");
@@ -153,6 +155,21 @@ TEST(ResolveBind, AutoBindsTheSpinningLibrariesWhereTheRanksFit) {
   EXPECT_EQ(resolveBind("gloo", "auto", 1), "none");
   EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none");
   EXPECT_EQ(resolveBind("mpi", "auto", cpus + 1), "none");
+  // With helper threads a rank gets a block of CPUs, Open MPI's alike; Gloo's still float.
+  const char* threads = std::getenv("BRAID_SHM_THREADS");
+  const std::string savedThreads = threads ? threads : "";
+  ::setenv("BRAID_SHM_THREADS", "auto", 1);
+  EXPECT_EQ(resolveBind("braid", "auto", cpus), "block");
+  EXPECT_EQ(resolveBind("mpi", "auto", cpus), "block");
+  EXPECT_EQ(resolveBind("gloo", "auto", 1), "none");
+  EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none");
+  ::setenv("BRAID_SHM_THREADS", "1", 1);
+  EXPECT_EQ(resolveBind("braid", "auto", cpus), "core");
+  if (threads) {
+    ::setenv("BRAID_SHM_THREADS", savedThreads.c_str(), 1);
+  } else {
+    ::unsetenv("BRAID_SHM_THREADS");
+  }
   ::setenv("BRAID_TRANSPORT", "tcp", 1);
   EXPECT_EQ(resolveBind("braid", "auto", 1), "none");
   EXPECT_EQ(resolveBind("mpi", "auto", 1), "none");

@@ -1,5 +1,5 @@
-// The shared-memory slot: by the rank count unless BRAID_SHM_SLOT_BYTES sets it, and the layout every rank of a
-// group computes from it.
+// The shared-memory slot: by the rank count and a rank's threads unless BRAID_SHM_SLOT_BYTES sets it, and the layout
+// every rank of a group computes from it; the threads themselves (BRAID_SHM_THREADS).
 #include "tuning/shm_slot.hpp"
 
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/config.hpp"
+#include "base/error.hpp"
 #include "core/engine_stack.hpp"
 
 namespace braid {
@@ -23,6 +24,39 @@ TEST(ShmSlot, GrowsWithTheRankCountBetweenItsBounds) {
   EXPECT_EQ(tuning::shmSlotBytes(8, 0), 1024 * KiB);
   EXPECT_EQ(tuning::shmSlotBytes(16, 0), 1024 * KiB);
   EXPECT_EQ(tuning::shmSlotBytes(512, 0), 1024 * KiB);
+}
+
+TEST(ShmSlot, GrowsWithTheThreadsOfARankUpToItsBound) {
+  EXPECT_EQ(tuning::shmSlotBytes(2, 0, 1), 256 * KiB);
+  EXPECT_EQ(tuning::shmSlotBytes(2, 0, 8), 2048 * KiB);
+  EXPECT_EQ(tuning::shmSlotBytes(8, 0, 2), 2048 * KiB);
+  EXPECT_EQ(tuning::shmSlotBytes(16, 0, 64), 8192 * KiB);
+  EXPECT_EQ(tuning::shmSlotBytes(2, 96 * KiB, 8), 96 * KiB);  // the knob still wins
+}
+
+TEST(ShmSlot, TheThreadsKnob) {
+  Settings s = Settings::fromEnvironment([](const std::string&) { return std::optional<std::string>(); });
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 1);  // the default: the caller alone
+  s.shmThreads = "4";
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 4);
+  EXPECT_EQ(core::localFabricLayout(2, s, {.ranks = 2, .cpus = 16}).slotBytes, 1024 * KiB);
+  s.shmThreads = "auto";
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 8);    // the host's CPUs by its ranks
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 4, .cpus = 10}, 4), 2);    // rounded down
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 16, .cpus = 16}, 16), 1);  // ranks bound a core each
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 8, .cpus = 2}, 8), 1);     // ranks outnumber the CPUs
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 1, .cpus = 128}, 1), 8);   // at most 8
+  for (const char* bad : {"0", "-1", "two", "3x", "257"}) {
+    s.shmThreads = bad;
+    try {
+      core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2);
+      ADD_FAILURE() << "BRAID_SHM_THREADS=" << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(std::string("BRAID_SHM_THREADS='") + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(ShmSlot, TheKnobWins) {

@@ -252,6 +252,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
     std::printf("# --bind auto: %s\n",
                 bind == "core" ? "braid's and Open MPI's ranks one CPU each, Gloo's floating (a progress thread beside "
                                  "each rank); --bind none: all float"
+                : bind == "block" ? "braid's and Open MPI's ranks a block of CPUs each, for braid's helper threads "
+                                    "(BRAID_SHM_THREADS), Gloo's floating; --bind none: all float"
                 : ranks > usableCores() ? "more ranks than CPUs, so every library's ranks float"
                                         : "over TCP every library's ranks float (progress threads)");
   }
@@ -353,10 +355,11 @@ void addBenchCommand(CLI::App& app) {
   cmd->add_option("--mem", o.mem, "host, or device (GPU buffers, one process per GPU; --compare nccl)")
       ->capture_default_str();
   cmd->add_option("--bind", o.bind,
-                  "pin the ranks braid bench starts, and the peers' alike: none, core (one CPU a rank), numa, or "
-                  "auto (core where the ranks fit the CPUs, else none; Gloo's float, and all over TCP)")
+                  "pin the ranks braid bench starts, and the peers' alike: none, core (one CPU a rank), block (the "
+                  "CPUs divided among the ranks), numa, or auto (core where the ranks fit the CPUs, block there with "
+                  "BRAID_SHM_THREADS, else none; Gloo's float, and all over TCP)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"auto", "none", "core", "numa"}));
+      ->check(CLI::IsMember({"auto", "none", "core", "block", "numa"}));
   cmd->add_option("--nranks", args->nranks, "local ranks to start when not run by a launcher (default: cores, 2..8)");
   cmd->add_option("--compare", args->compare, "peers to run the same sweep with: gloo,mpi (host), nccl (device)");
   cmd->add_option("--json", args->json, "write all rows as JSON");

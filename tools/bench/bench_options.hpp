@@ -25,9 +25,9 @@ struct BenchOptions {
   bool inplace = false;
   std::string mem = "host";
   // --bind: how braid bench pins the ranks it starts, braid's and the peers' alike: none, core (one CPU each, as
-  // mpirun's default for 2 ranks) or numa; auto is core where the ranks fit the CPUs braid bench may use, else none,
-  // and none for Gloo's processes and over TCP (resolveBind in peers.cpp says why). Not passed to the drivers: braid
-  // bench places their processes.
+  // mpirun's default for 2 ranks), block (the CPUs divided among the ranks) or numa; auto is core where the ranks fit
+  // the CPUs braid bench may use (block with BRAID_SHM_THREADS), else none, and none for Gloo's processes and over
+  // TCP (resolveBind in peers.cpp says why). Not passed to the drivers: braid bench places their processes.
   std::string bind = "auto";
   // A self-test of the checker, never a measurement: one element of one rank's result is altered before each
   // check, so every checked row must count exactly 1 wrong element (braid bench: BRAID_BENCH_CORRUPT_ONE=1).

@@ -289,6 +289,13 @@ bool braidOverTcp() {
   return transport && std::string(transport) == "tcp";
 }
 
+// braid's ranks asked to run helper threads (BRAID_SHM_THREADS other than 1): a rank then needs CPUs of its own for
+// them, not the one a core binding gives it.
+bool braidHelpers() {
+  const char* threads = std::getenv("BRAID_SHM_THREADS");
+  return threads && *threads && std::string(threads) != "1";
+}
+
 }  // namespace
 
 // auto binds the libraries whose ranks spin on shared memory, braid and Open MPI: floating, two such ranks can land
@@ -297,11 +304,13 @@ bool braidOverTcp() {
 // bound with it the two take turns on one CPU: Gloo (its progress thread; "Every library bound" there measured Gloo
 // slowed so), and braid over TCP (BRAID_TRANSPORT=tcp: its mesh's progress thread), where Open MPI floats as well, so
 // that both compare as before. Where the ranks outnumber the CPUs, binding would only fix which ranks share, so every
-// library floats.
+// library floats. With helper threads (BRAID_SHM_THREADS) braid's ranks, and Open MPI's alike, get a block each: the
+// CPUs divided among the ranks.
 std::string resolveBind(const std::string& library, const std::string& bind, int ranks) {
   if (bind != "auto") return bind;
   if (library == "gloo" || braidOverTcp()) return "none";
-  return ranks <= usableCores() ? "core" : "none";
+  if (ranks > usableCores()) return "none";
+  return braidHelpers() ? "block" : "core";
 }
 
 PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks) {
@@ -363,14 +372,19 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                                        std::to_string(ranks),
                                        "--oversubscribe",
                                        "--bind-to",
-                                       bind == "none" ? "none" : bind + ":overload-allowed",
+                                       bind == "none"    ? "none"
+                                       : bind == "block" ? "core:overload-allowed"
+                                                         : bind + ":overload-allowed",
                                        "--mca",
                                        "pml",
                                        "ob1",
                                        "--mca",
                                        "btl",
                                        overTcp ? "self,tcp" : "self,vader"};
-      if (bind != "none") argv.insert(argv.end(), {"--map-by", bind});
+      // block: a run of cores a rank, as braid's plan deals them (mpirun's processing elements per rank).
+      const int each = std::max(1, usableCores() / std::max(ranks, 1));
+      if (bind == "block") argv.insert(argv.end(), {"--map-by", "slot:PE=" + std::to_string(each)});
+      if (bind != "none" && bind != "block") argv.insert(argv.end(), {"--map-by", bind});
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.push_back(driver);
       argv.insert(argv.end(), flags.begin(), flags.end());

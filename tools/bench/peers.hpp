@@ -15,7 +15,7 @@ namespace braid::tools {
 struct PeerRun {
   std::vector<BenchRow> rows;
   nlohmann::json meta;
-  std::string bind;  // how runPeer placed the peer's ranks: none, core or numa
+  std::string bind;  // how runPeer placed the peer's ranks: none, core, block or numa
 };
 
 /// Runs `options`' sweep through `peer` ("gloo" or "mpi") on `ranks` local ranks.

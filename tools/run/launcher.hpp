@@ -12,7 +12,7 @@ namespace braid::tools {
 
 struct LaunchSpec {
   int ranks = 1;
-  std::string bind = "none";                                  // none | core | numa
+  std::string bind = "none";                                  // none | core | block | numa
   std::vector<std::string> argv;                              // program and its arguments (PATH lookup like execvp)
   std::vector<std::pair<std::string, std::string>> extraEnv;  // set in every rank (after the standard ones)
   bool prefixOutput = true;                                   // "[3] line" on stdout/stderr

@@ -167,17 +167,25 @@ std::vector<std::string> rankEnvironment(const LaunchSpec& spec, int rank, int m
 
 std::vector<std::vector<int>> planBinding(const LaunchSpec& spec) {
   std::vector<std::vector<int>> plan(spec.ranks);
-  if (spec.bind != "none" && spec.bind != "core" && spec.bind != "numa") {
-    fail(ErrorCode::kInvalidArgument, {}, "bind='", spec.bind, "' is not none, core or numa");
+  if (spec.bind != "none" && spec.bind != "core" && spec.bind != "block" && spec.bind != "numa") {
+    fail(ErrorCode::kInvalidArgument, {}, "bind='", spec.bind, "' is not none, core, block or numa");
   }
   if (spec.bind == "none") return plan;
   const std::vector<int> allowed = allowedCpus();
-  if (spec.bind == "core") {
+  if (spec.bind == "core" || spec.bind == "block") {
     if (static_cast<std::size_t>(spec.ranks) > allowed.size()) {
-      writeAll(spec.errFd, strCat("braid: --bind core: ", spec.ranks, " ranks share ", allowed.size(),
+      writeAll(spec.errFd, strCat("braid: --bind ", spec.bind, ": ", spec.ranks, " ranks share ", allowed.size(),
                                   " CPUs, so some ranks share a CPU\n"));
     }
-    for (int r = 0; r < spec.ranks; ++r) plan[r] = {allowed[r % allowed.size()]};
+    // block: the CPUs dealt out in runs of equal length, a run a rank (a rank's threads then share its run); the
+    // CPUs left over when the ranks do not divide them go to no rank.
+    const std::size_t each =
+        spec.bind == "core" ? 1 : std::max<std::size_t>(1, allowed.size() / static_cast<std::size_t>(spec.ranks));
+    for (int r = 0; r < spec.ranks; ++r) {
+      for (std::size_t i = 0; i < each; ++i) {
+        plan[r].push_back(allowed[(static_cast<std::size_t>(r) * each + i) % allowed.size()]);
+      }
+    }
     return plan;
   }
   const auto nodes = numaNodeCpus(allowed);

@@ -27,8 +27,10 @@ void addRunCommand(CLI::App& app) {
   auto options = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "start N ranks of PROGRAM on this machine (torchrun's and braid's variables)");
   cmd->add_option("-n,--nranks", options->ranks, "number of ranks")->required()->check(CLI::Range(1, kMaxLocalRanks));
-  cmd->add_option("--bind", options->bind, "pin each rank: none, core (one CPU each) or numa (a node's CPUs)")
-      ->check(CLI::IsMember({"none", "core", "numa"}));
+  cmd->add_option("--bind", options->bind,
+                  "pin each rank: none, core (one CPU each), block (the CPUs divided among the ranks, a run of them "
+                  "each) or numa (a node's CPUs)")
+      ->check(CLI::IsMember({"none", "core", "block", "numa"}));
   // PROGRAM and everything after it belong to the program, its flags included (`braid run -n 2 ./prog -n 5`).
   // CLI11 (2.1) gives that with prefix_command(): the first argument that is not one of ours, and all after it,
   // are left in remaining(). The positional below is only there to be listed by --help and to make CLI11 keep

@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "algorithms/host/helper_team.hpp"
 #include "algorithms/op_env.hpp"
 #include "transport/local_fabric.hpp"
 #include "tuning/algorithm.hpp"
@@ -25,12 +26,17 @@ std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms();
 
 class LocalCollectives {
  public:
-  /// Calls whose output on this rank is at least `streamFromBytes` write it with non-temporal stores (SIZE_MAX:
-  /// never): an output that large does not stay in this core's cache, and streaming spares reading each of its
-  /// lines before writing it. Slots, which peers read next, are always written the ordinary way.
-  explicit LocalCollectives(transport::LocalFabric& fabric,
-                            std::size_t streamFromBytes = std::numeric_limits<std::size_t>::max())
-      : fabric_(fabric), streamFromBytes_(streamFromBytes) {}
+  struct Options {
+    /// Calls whose output on this rank is at least this write it with non-temporal stores (SIZE_MAX: never): an
+    /// output that large does not stay in this core's cache, and streaming spares reading each of its lines before
+    /// writing it. Slots, which peers read next, are always written the ordinary way.
+    std::size_t streamFromBytes = std::numeric_limits<std::size_t>::max();
+    /// Threads rsag's passes run on, the calling thread included (HelperTeam), and how long its idle helpers spin.
+    int threads = 1;
+    long spinMicros = 100;
+  };
+
+  LocalCollectives(transport::LocalFabric& fabric, const Options& options);
 
   int rank() const { return fabric_.rank(); }
   int size() const { return fabric_.size(); }
@@ -56,7 +62,7 @@ class LocalCollectives {
 
  private:
   // Whether a call that writes `outputBytes` on this rank streams them.
-  bool streams(std::size_t outputBytes) const { return outputBytes >= streamFromBytes_; }
+  bool streams(std::size_t outputBytes) const { return outputBytes >= options_.streamFromBytes; }
   // Reduction of `count` elements at byte offset `offset` of every rank's current slot (or round payload) into dst;
   // `own`, when given, stands for this rank's slot there (its input, read where it lies); `stream`: dst is written
   // with non-temporal stores.
@@ -69,9 +75,11 @@ class LocalCollectives {
                      const OpEnv& env);
 
   transport::LocalFabric& fabric_;
-  const std::size_t streamFromBytes_;
+  const Options options_;
+  HelperTeam team_;
   std::uint32_t round_ = 0;
-  std::vector<const void*> sources_;  // reused per reduction: no allocation per call
+  std::vector<const void*> sources_;                    // reused per reduction: no allocation per call
+  std::vector<std::vector<const void*>> pieceSources_;  // the same, one per thread of team_
 };
 
 }  // namespace braid::host

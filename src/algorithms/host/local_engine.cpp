@@ -7,10 +7,10 @@ namespace braid::host {
 
 LocalEngine::LocalEngine(std::unique_ptr<transport::LocalGroup> group, const transport::FabricLayout& layout,
                          std::function<const tuning::AlgorithmDescriptor&(std::size_t)> chooseReduce,
-                         std::function<std::string(std::size_t)> explainReduce, std::size_t streamFromBytes,
-                         double heartbeatInterval, double heartbeatTimeout)
+                         std::function<std::string(std::size_t)> explainReduce,
+                         const LocalCollectives::Options& options, double heartbeatInterval, double heartbeatTimeout)
     : fabric_(std::move(group), layout),
-      collectives_(fabric_, streamFromBytes),
+      collectives_(fabric_, options),
       p2p_(fabric_),
       choose_(std::move(chooseReduce)),
       explain_(std::move(explainReduce)),

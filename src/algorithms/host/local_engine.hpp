@@ -16,12 +16,12 @@ namespace braid::host {
 class LocalEngine final : public Engine {
  public:
   /// `chooseReduce` picks direct or rsag for a reduction of that many bytes (the selector's choice);
-  /// `explainReduce` says why. Calls whose output is at least `streamFromBytes` write it with non-temporal stores.
+  /// `explainReduce` says why. `options`: how the collectives write large outputs and on how many threads.
   /// Heartbeats: every `heartbeatInterval` s this rank's counter advances; a peer's that stands still for
   /// `heartbeatTimeout` s makes waits on it fail with PeerLost (0 turns either off).
   LocalEngine(std::unique_ptr<transport::LocalGroup> group, const transport::FabricLayout& layout,
               std::function<const tuning::AlgorithmDescriptor&(std::size_t)> chooseReduce,
-              std::function<std::string(std::size_t)> explainReduce, std::size_t streamFromBytes,
+              std::function<std::string(std::size_t)> explainReduce, const LocalCollectives::Options& options,
               double heartbeatInterval = 0, double heartbeatTimeout = 0);
 
   transport::LocalGroup& group() { return fabric_.group(); }

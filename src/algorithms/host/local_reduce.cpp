@@ -11,8 +11,21 @@ namespace braid::host {
 
 namespace {
 
-// Block boundaries of the reduce-scatter phase fall on 64-byte multiples so each rank's kernel starts aligned.
+// Block boundaries of the reduce-scatter phase fall on 64-byte multiples so each rank's kernel starts aligned; so do
+// the pieces a pass is cut into for the helper threads.
 std::size_t alignElements(std::size_t elementBytes) { return 64 / elementBytes; }
+
+// A pass is cut for the helper threads only into pieces of at least this: waking a spinning helper and learning
+// that it finished cost a cache-line transfer each, a small share of a piece this large.
+constexpr std::size_t kMinPieceBytes = std::size_t{32} << 10;
+
+// Calls `f(first, last)` for the part of the chunk's elements [begin, end) of a pass that skips the block `gap`:
+// element i of the pass is element i of the chunk before the gap, i + gap.count from it on.
+template <typename F>
+void aroundGap(std::size_t begin, std::size_t end, patterns::Block gap, F&& f) {
+  if (begin < gap.offset) f(begin, std::min(end, gap.offset));
+  if (end > gap.offset) f(std::max(begin, gap.offset) + gap.count, end + gap.count);
+}
 
 }  // namespace
 
@@ -36,6 +49,13 @@ std::vector<tuning::AlgorithmDescriptor> localAllreduceAlgorithms() {
        .how = "reduce-scatter then allgather, two rounds per slot: each rank reduces 1/n of the data"},
   };
 }
+
+LocalCollectives::LocalCollectives(transport::LocalFabric& fabric, const Options& options)
+    : fabric_(fabric),
+      options_(options),
+      team_(options.threads, options.spinMicros),
+      pieceSources_(static_cast<std::size_t>(team_.threads()),
+                    std::vector<const void*>(static_cast<std::size_t>(fabric.size()))) {}
 
 void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
                                    const RoundSync& sync, bool fromPayload, const void* own, bool stream) {
@@ -97,39 +117,54 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
   const int n = size();
+  const std::size_t align = alignElements(esz);
+  const std::size_t minPiece = kMinPieceBytes / esz;
   // Unscaled, this rank's own block is reduced from its input where it lies: the peers read every block of its slot
   // but that one, so it is not copied there (a copy in and a read less per element of the block).
   const bool ownBlockInPlace = !scales(op);
   const bool stream = streams(count * esz);
+  const bool keeps = root < 0 || root == rank();
   std::size_t done = 0;
   do {
     const std::size_t len = count - done < chunk ? count - done : chunk;
-    const auto mine = patterns::alignedBlockOf(len, n, rank(), alignElements(esz));
+    const auto mine = patterns::alignedBlockOf(len, n, rank(), align);
     const std::byte* chunkIn = in + done * esz;
-    if (ownBlockInPlace) {
-      const std::size_t after = mine.offset + mine.count;
-      contribute(sync.nextSlot(), chunkIn, mine.offset, type, op);
-      contribute(sync.nextSlot() + after * esz, chunkIn + after * esz, len - after, type, op);
-    } else {
-      contribute(sync.nextSlot(), chunkIn, len, type, op);
-    }
+    std::byte* slot = sync.nextSlot();
+    const patterns::Block notCopied = ownBlockInPlace ? mine : patterns::Block{mine.offset, 0};
+    auto copyIn = [&](std::size_t begin, std::size_t end, int) {
+      aroundGap(begin, end, notCopied, [&](std::size_t first, std::size_t last) {
+        contribute(slot + first * esz, chunkIn + first * esz, last - first, type, op);
+      });
+    };
+    team_.run(len - notCopied.count, minPiece, align, copyIn);
     sync.exchange();
-    // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset, and copies it
-    // out while it is still in this core's cache (before the round, not after, when the peers' blocks come).
+    // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset, and copies
+    // each piece out while it is still in its core's cache (before the round, not after, when the peers' blocks come).
     std::byte* reduced = sync.nextSlot() + mine.offset * esz;
-    reduceSlots(reduced, mine.offset * esz, mine.count, type, op, sync, false,
-                ownBlockInPlace ? chunkIn + mine.offset * esz : nullptr);
-    const bool keeps = root < 0 || root == rank();
-    if (keeps) copyOut(out + (done + mine.offset) * esz, reduced, mine.count * esz, stream);
+    auto reduceMine = [&](std::size_t begin, std::size_t end, int worker) {
+      std::vector<const void*>& sources = pieceSources_[static_cast<std::size_t>(worker)];
+      const std::size_t at = (mine.offset + begin) * esz;
+      for (int r = 0; r < n; ++r) sources[static_cast<std::size_t>(r)] = sync.slot(r) + at;
+      if (ownBlockInPlace) sources[static_cast<std::size_t>(rank())] = chunkIn + at;
+      reduceSources(reduced + begin * esz, sources.data(), n, end - begin, type, op.kind, n);
+      if (keeps) copyOut(out + done * esz + at, reduced + begin * esz, (end - begin) * esz, stream);
+    };
+    team_.run(mine.count, minPiece, align, reduceMine);
     sync.exchange();
-    // Allgather (or gather to root) of the peers' reduced blocks.
-    if (keeps) {
-      for (int r = 0; r < n; ++r) {
-        if (r == rank()) continue;
-        const auto block = patterns::alignedBlockOf(len, n, r, alignElements(esz));
-        copyOut(out + (done + block.offset) * esz, sync.slot(r) + block.offset * esz, block.count * esz, stream);
-      }
-    }
+    // Allgather (or gather to root) of the peers' reduced blocks: the pass is the chunk less this rank's block, each
+    // piece copied from the slots of the ranks whose blocks it crosses.
+    auto gather = [&](std::size_t begin, std::size_t end, int) {
+      aroundGap(begin, end, mine, [&](std::size_t first, std::size_t last) {
+        for (int r = 0; r < n; ++r) {
+          const auto block = patterns::alignedBlockOf(len, n, r, align);
+          const std::size_t from = std::max(first, block.offset);
+          const std::size_t to = std::min(last, block.end());
+          if (r == rank() || from >= to) continue;
+          copyOut(out + (done + from) * esz, sync.slot(r) + from * esz, (to - from) * esz, stream);
+        }
+      });
+    };
+    if (keeps) team_.run(len - mine.count, minPiece, align, gather);
     done += len;
   } while (done < count);
 }
