@@ -37,6 +37,7 @@
 #include "bench/driver_args.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/provenance.hpp"
+#include "bench/rank_cpus.hpp"
 
 // The Debian package the Gloo headers and library came from, "libgloo-dev 0.0~git20220518.5b14351-3", found by
 // bench/CMakeLists.txt at configure time: Gloo's own version macros have said 0.5.0 for years of snapshots.
@@ -314,6 +315,15 @@ int run(int argc, char** argv, int& rank) {
   } else {
     rows = runSweep<gloo::float16>(ctx, o);
   }
+  // Where each rank ran, as the kernel says (meta.cpus): after the sweep, so it times nothing.
+  std::vector<std::uint64_t> mask = tools::cpuMaskOfThisThread();
+  std::vector<std::uint64_t> masks(tools::kCpuMaskWords * static_cast<std::size_t>(size));
+  {
+    gloo::AllgatherOptions gather(context);
+    gather.setInput(mask.data(), mask.size());
+    gather.setOutput(masks.data(), masks.size());
+    gloo::allgather(gather);
+  }
   if (rank == 0 && !args.jsonPath.empty()) {
     std::string link;
     for (const auto& name : tools::interfacesOf({attr.hostname})) link += (link.empty() ? "" : ", ") + name;
@@ -321,6 +331,7 @@ int run(int argc, char** argv, int& rank) {
         tools::provenanceMeta(tools::shellCommand(std::vector<std::string>(argv, argv + argc)), started,
                               tools::machineInfo(), "Gloo's TCP transport over " + link, {{"gloo", glooVersion()}});
     meta["impl"] = "gloo";
+    meta["cpus"] = tools::cpuListsOf(masks, size);
     meta["library"] = glooVersion() + ", TCP transport on " + attr.hostname;
     writeResults(args.jsonPath, meta, rows);
   }

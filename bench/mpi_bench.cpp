@@ -20,6 +20,7 @@
 #include "bench/driver_args.hpp"
 #include "bench/machine_info.hpp"
 #include "bench/provenance.hpp"
+#include "bench/rank_cpus.hpp"
 
 namespace braid::bench {
 
@@ -215,11 +216,17 @@ int main(int argc, char** argv) {
     } else {
       rows = runSweep<int32_t>(o, MPI_INT32_T, size, rank);
     }
+    // Where each rank ran, as the kernel says (meta.cpus): after the sweep, so it times nothing.
+    std::vector<std::uint64_t> mask = braid::tools::cpuMaskOfThisThread();
+    std::vector<std::uint64_t> masks(braid::tools::kCpuMaskWords * static_cast<std::size_t>(size));
+    MPI_Allgather(mask.data(), static_cast<int>(braid::tools::kCpuMaskWords), MPI_UINT64_T, masks.data(),
+                  static_cast<int>(braid::tools::kCpuMaskWords), MPI_UINT64_T, MPI_COMM_WORLD);
     if (rank == 0 && !args.jsonPath.empty()) {
       nlohmann::json meta =
           braid::tools::provenanceMeta(braid::tools::shellCommand(std::vector<std::string>(argv, argv + argc)), started,
                                        braid::tools::machineInfo(), btlDescription(), {{"mpi", libraryVersion()}});
       meta["impl"] = "mpi";
+      meta["cpus"] = braid::tools::cpuListsOf(masks, size);
       meta["library"] = libraryVersion();
       braid::tools::writeResults(args.jsonPath, meta, rows);
     }

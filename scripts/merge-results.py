@@ -79,11 +79,13 @@ def main(argv):
     commands = [m.get("command", f"(no command in {p})") for p, m, _ in metas]
     merged["command"] = command or " ; ".join(c for i, c in enumerate(commands) if i == 0 or c != commands[i - 1])
     merged["source_commands"] = commands
-    # Placements that differ between the inputs are listed per input, as commits are; the first's is not everyone's.
-    binds = [m.get("bind") for _, m, _ in metas]
-    if len({json.dumps(b, sort_keys=True) for b in binds}) > 1:
-        merged.pop("bind", None)
-        merged["source_binds"] = binds
+    # Placements that differ between the inputs, asked (bind) or got (cpus), are listed per input, as commits are; the
+    # first's is not everyone's.
+    for key, listed in (("bind", "source_binds"), ("cpus", "source_cpus")):
+        values = [m.get(key) for _, m, _ in metas]
+        if len({json.dumps(v, sort_keys=True) for v in values}) > 1:
+            merged.pop(key, None)
+            merged[listed] = values
     commits = {m.get("commit") for _, m, _ in metas}
     if len(commits) > 1:
         merged["source_commits"] = [m.get("commit", "(none)") for _, m, _ in metas]

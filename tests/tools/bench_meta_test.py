@@ -122,6 +122,7 @@ class BraidBenchMeta(unittest.TestCase):
         peers["results"] = [r for r in peers["results"] if r["impl"] != "braid"]
         peers["meta"]["command"] = "the peers' command"
         peers["meta"]["bind"] = {"mpi": "core"}  # placed otherwise than the braid-only inputs
+        peers["meta"]["cpus"] = {"mpi": ["0", "1"]}
         paths = []
         for name, doc in (("a", only_braid), ("b", only_braid), ("peers", peers)):
             paths.append(os.path.join(self.tmp, name + ".json"))
@@ -143,6 +144,8 @@ class BraidBenchMeta(unittest.TestCase):
         # Placements that differ are listed per input rather than taken from the first.
         self.assertNotIn("bind", m)
         self.assertEqual(m["source_binds"], [self.doc["meta"]["bind"]] * 2 + [{"mpi": "core"}])
+        self.assertNotIn("cpus", m)
+        self.assertEqual(m["source_cpus"], [self.doc["meta"].get("cpus")] * 2 + [{"mpi": ["0", "1"]}])
         self.assertEqual(set(m["peers"]), set(self.peers))
         variants = [(r["impl"], r.get("variant")) for r in merged["results"]]
         self.assertEqual(variants.count(("braid", "X=")), len(only_braid["results"]))

@@ -342,12 +342,24 @@ TEST(BenchCommand, AutoBindsWhereTheRanksFitTheCpus) {
   auto of = [](const nlohmann::json& bind, const char* library) {
     return bind.is_object() ? bind.value(library, std::string("missing")) : std::string("not an object");
   };
+  // meta.cpus of the last run: each library's ranks' cpulists, as their kernels said.
+  auto cpusOf = [&](const char* library) {
+    const auto doc = nlohmann::json::parse(std::ifstream(json), nullptr, false);
+    if (doc.is_discarded() || !doc["meta"].contains("cpus")) return nlohmann::json();
+    return doc["meta"]["cpus"].value(library, nlohmann::json());
+  };
+  const std::string both = cpus[1] == cpus[0] + 1 ? std::to_string(cpus[0]) + "-" + std::to_string(cpus[1]) : two;
   const auto fitting = bindOf("taskset -c " + two + " ", "--nranks 2 --compare gloo,mpi");
   EXPECT_EQ(of(fitting, "braid"), "core") << fitting.dump();
   EXPECT_EQ(of(fitting, "mpi"), "core") << fitting.dump();
   EXPECT_EQ(of(fitting, "gloo"), "none") << fitting.dump();
   EXPECT_NE(readFile(out).find("# --bind auto: braid's and Open MPI's ranks one CPU each"), std::string::npos)
       << readFile(out);
+  // What the ranks got, as the kernel says: a CPU each where bound, both where floating.
+  for (const char* library : {"braid", "mpi"}) {
+    EXPECT_EQ(cpusOf(library), nlohmann::json({std::to_string(cpus[0]), std::to_string(cpus[1])})) << library;
+  }
+  EXPECT_EQ(cpusOf("gloo"), nlohmann::json({both, both}));
   // Bound, a rank may use one CPU; the machine it describes still has both.
   EXPECT_NE(readFile(out).find(", 2 cores"), std::string::npos) << readFile(out);
   const auto outnumbered = bindOf("taskset -c " + one + " ", "--nranks 2 --compare gloo,mpi");
@@ -357,6 +369,9 @@ TEST(BenchCommand, AutoBindsWhereTheRanksFitTheCpus) {
   // Helper threads asked for: a block of CPUs a rank, braid's and Open MPI's (mpirun's processing elements).
   const auto helpers = bindOf("BRAID_SHM_THREADS=auto taskset -c " + two + " ", "--nranks 2 --compare mpi");
   for (const char* library : {"braid", "mpi"}) EXPECT_EQ(of(helpers, library), "block") << helpers.dump();
+  for (const char* library : {"braid", "mpi"}) {
+    EXPECT_EQ(cpusOf(library), nlohmann::json({std::to_string(cpus[0]), std::to_string(cpus[1])})) << library;
+  }
   EXPECT_NE(readFile(out).find("# --bind auto: braid's and Open MPI's ranks a block of CPUs each"), std::string::npos)
       << readFile(out);
   const auto tcp = bindOf("BRAID_TRANSPORT=tcp taskset -c " + two + " ", "--nranks 2 --compare mpi");

@@ -22,6 +22,7 @@
 #include "bench/machine_info.hpp"
 #include "bench/peers.hpp"
 #include "bench/provenance.hpp"
+#include "bench/rank_cpus.hpp"
 #include "braid/knobs.hpp"
 #include "commands.hpp"
 #include "errors.hpp"
@@ -148,8 +149,13 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
           });
       rows.insert(rows.end(), part.begin(), part.end());
     }
+    // Where each rank ran, as the kernel says: every rank's mask gathered, the first rank's meta records them.
+    std::vector<std::uint64_t> mask = cpuMaskOfThisThread();
+    std::vector<std::uint64_t> masks(kCpuMaskWords * static_cast<std::size_t>(comm->size()));
+    comm->allgather(mask.data(), masks.data(), kCpuMaskWords, DataType::kUint64);
     if (rank == 0) {
       nlohmann::json meta = braidMeta(commandOf(a), a.started, info, comm->linkDescription(), {});
+      meta["cpus"] = {{"braid", cpuListsOf(masks, comm->size())}};
       // Under another launcher, that launcher placed the ranks (braid bench's own job records its placement itself).
       if (a.rowsOut.empty()) meta["bind"] = "launcher";
       if (!a.rowsOut.empty()) writeResults(a.rowsOut, meta, rows);
@@ -285,6 +291,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   std::vector<std::string> ran;
   std::map<std::string, std::string> versions;
   nlohmann::json binds = {{"braid", bind}};  // what each library's ranks got: the command line may not say
+  // The CPUs each library's ranks could use, per rank, as their kernel masks said (a peer's driver gathers its own).
+  nlohmann::json cpus = ranksMeta.value("cpus", nlohmann::json::object());
   std::vector<std::string> links = {"braid: " + peerLink("braid", ranksMeta)};
   for (const auto& p : peers) {
     for (const auto& coll : collectivesOf(collective)) {
@@ -295,6 +303,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
         if (ran.empty() || ran.back() != p) {
           versions[p] = peerVersion(p, run.meta);  // no rows of a peer whose version is unknown
           binds[p] = run.bind;
+          if (run.meta.contains("cpus")) cpus[p] = run.meta["cpus"];
           links.push_back(p + ": " + peerLink(p, run.meta));
           ran.push_back(p);
         }
@@ -311,6 +320,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   const std::string link = ran.empty() ? peerLink("braid", ranksMeta) : join(links, "; ");
   nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
   meta["bind"] = binds;
+  meta["cpus"] = cpus;
   const int checked =
       saveAndCheck(a, meta, rows,
                    "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));
