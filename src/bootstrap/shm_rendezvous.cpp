@@ -80,7 +80,7 @@ std::unique_ptr<transport::ShmLocalGroup> joinShmGroup(Store& store, int rank, i
       ErrorContext c = ctx;
       c.peer = r;
       fail(ErrorCode::kInvalidArgument, c, "rank ", r, " uses a ", info.regionBytes, "-byte region but this rank ",
-           regionBytes, ": set BRAID_SHM_SLOT_BYTES and BRAID_SHM_P2P_BYTES alike on every rank");
+           regionBytes, ": set BRAID_SHM_SLOT_BYTES, BRAID_SHM_P2P_BYTES and BRAID_SHM_THREADS alike on every rank");
     }
     segments.push_back(r == rank ? std::move(own) : transport::ShmSegment::open(info.peer.segmentName, regionBytes));
     peers.push_back(info.peer);

@@ -37,12 +37,6 @@ bool leavesRanksOutOfStep(ErrorCode code) {
 
 }  // namespace
 
-namespace {
-
-bool outnumbersItsCpus(HostLayout host) { return host.ranks > std::max(host.cpus, 1); }
-
-}  // namespace
-
 CommunicatorImpl::CommunicatorImpl(int rank, int size, std::unique_ptr<transport::LocalGroup> group, Settings settings,
                                    std::shared_ptr<void> keepAlive, HostLayout host)
     : CommunicatorImpl(rank, size, makeLocalEngine(size, std::move(group), settings, host), settings,

@@ -27,6 +27,8 @@ HostLayout orThisProcess(HostLayout host, int size) {
   return host;
 }
 
+bool outnumbersItsCpus(HostLayout host) { return host.ranks > std::max(host.cpus, 1); }
+
 std::size_t streamingFromBytes(const Settings& settings, const topology::Topology& machine) {
   const std::string& v = settings.shmStreamBytes;
   if (v == "off") return std::numeric_limits<std::size_t>::max();
@@ -75,7 +77,10 @@ std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::Loc
   auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
   const host::LocalCollectives::Options options{.streamFromBytes = streamingFromBytes(settings, thisHost()),
                                                 .threads = sharedMemoryThreads(settings, host, size),
-                                                .spinMicros = settings.spinMicros};
+                                                // as the calls' waits spin (CommunicatorImpl::makeEnv)
+                                                .spinMicros = outnumbersItsCpus(orThisProcess(host, size))
+                                                                  ? std::min(settings.spinMicros, 5L)
+                                                                  : settings.spinMicros};
   return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain, options,
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }

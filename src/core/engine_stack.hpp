@@ -29,6 +29,9 @@ struct HostLayout {
 /// `host`'s ranks and cpus made whole: where the placement did not say, every rank runs here on this process's CPUs.
 HostLayout orThisProcess(HostLayout host, int size);
 
+/// More ranks on the host than the CPUs they may use (ranks on other hosts take none): waits then spin briefly.
+bool outnumbersItsCpus(HostLayout host);
+
 /// The output size from which the shared-memory engine streams its writes (BRAID_SHM_STREAM_BYTES, its `auto` read
 /// from `machine`'s L2); SIZE_MAX for off. InvalidArgument names a malformed value.
 std::size_t streamingFromBytes(const Settings& settings, const topology::Topology& machine);

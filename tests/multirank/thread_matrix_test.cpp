@@ -46,8 +46,9 @@ INSTANTIATE_TEST_SUITE_P(Forced, ThreadAlgorithms,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
-// rsag with helper threads (BRAID_SHM_THREADS=3): slots large enough that its passes are cut into pieces, which the
-// threads of each rank take in whatever order they come; then the same with every output streamed.
+// rsag with helper threads (BRAID_SHM_THREADS=3, as many of them as the CPUs allow): slots large enough that its
+// passes are cut into pieces, which the threads of each rank take in whatever order they come; then the same with
+// every output streamed.
 class ThreadHelpers : public ::testing::TestWithParam<int> {};
 
 TEST_P(ThreadHelpers, RsagAllreduceAndReduceMatrix) {

@@ -4,6 +4,7 @@
 #include "algorithms/host/helper_team.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -13,8 +14,18 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace braid::host {
 namespace {
+
+// The team runs no more threads than the caller's CPUs: tests of pieces on several threads need two.
+bool hasTwoCpus() {
+  cpu_set_t set;
+  return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
+}
 
 struct Seen {
   std::mutex mu;
@@ -87,6 +98,7 @@ TEST(HelperTeam, OneThreadOrOnePieceRunsOnTheCallerAlone) {
 }
 
 TEST(HelperTeam, ThePiecesRunOnSeveralThreads) {
+  if (!hasTwoCpus()) GTEST_SKIP() << "one CPU: the caller runs every piece";
   HelperTeam team(3, 1000);
   // Each piece waits until another thread has a piece too (or a second passes): the pass cannot end on one thread
   // alone unless the helpers never come.
@@ -108,9 +120,9 @@ TEST(HelperTeam, ThePiecesRunOnSeveralThreads) {
 
 TEST(HelperTeam, APiecesExceptionReachesTheCallerAfterEveryPieceRan) {
   HelperTeam team(4, 0);
-  std::atomic<int> ran{0};
-  auto piece = [&](std::size_t begin, std::size_t, int) {
-    ran.fetch_add(1);
+  std::atomic<std::size_t> ran{0};
+  auto piece = [&](std::size_t begin, std::size_t end, int) {
+    ran.fetch_add(end - begin);
     if (begin == 0) throw std::runtime_error("piece at 0 failed");
   };
   EXPECT_THROW(
@@ -123,13 +135,41 @@ TEST(HelperTeam, APiecesExceptionReachesTheCallerAfterEveryPieceRan) {
         }
       },
       std::runtime_error);
-  EXPECT_EQ(ran.load(), 4);
+  EXPECT_EQ(ran.load(), 4000U);  // every piece ran, the one that threw too
   // The team is whole afterwards.
   std::vector<std::atomic<int>> hits(4000);
   Seen seen;
   runOnce(team, hits.size(), 1000, 1, hits, seen);
   for (auto& h : hits) ASSERT_EQ(h.load(), 1);
 }
+
+#if defined(__x86_64__) || defined(__i386__)
+// The caller's floating-point mode (here flush-to-zero and denormals-are-zero) holds in every piece, whichever
+// thread runs it: the reduction's bits must not depend on which thread took a piece.
+TEST(HelperTeam, PiecesRunInTheCallersFloatingPointMode) {
+  if (!hasTwoCpus()) GTEST_SKIP() << "one CPU: the caller runs every piece";
+  HelperTeam team(3, 1000);
+  const unsigned before = _mm_getcsr();
+  _mm_setcsr(before | 0x8040);  // FTZ | DAZ
+  const unsigned mode = _mm_getcsr() & ~0x3Fu;
+  std::mutex mu;
+  std::set<unsigned> seen;
+  std::set<std::thread::id> threads;
+  std::atomic<int> inside{0};
+  auto piece = [&](std::size_t, std::size_t, int) {
+    inside.fetch_add(1);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (inside.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    const std::lock_guard<std::mutex> lock(mu);
+    seen.insert(_mm_getcsr() & ~0x3Fu);
+    threads.insert(std::this_thread::get_id());
+  };
+  team.run(3, 1, 1, piece);
+  _mm_setcsr(before);
+  EXPECT_EQ(seen, std::set<unsigned>{mode});
+  EXPECT_GE(threads.size(), 2U) << "the helpers never took a piece: the test saw the caller alone";
+}
+#endif
 
 TEST(HelperTeam, PassesBackToBackLoseNoWakeUp) {
   // spin 0: helpers sleep between passes at once, so every pass wakes them (or runs without them): a lost wake-up

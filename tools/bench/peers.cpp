@@ -373,7 +373,7 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                                        "--oversubscribe",
                                        "--bind-to",
                                        bind == "none"    ? "none"
-                                       : bind == "block" ? "core:overload-allowed"
+                                       : bind == "block" ? "hwthread:overload-allowed"
                                                          : bind + ":overload-allowed",
                                        "--mca",
                                        "pml",
@@ -381,9 +381,12 @@ PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks)
                                        "--mca",
                                        "btl",
                                        overTcp ? "self,tcp" : "self,vader"};
-      // block: a run of cores a rank, as braid's plan deals them (mpirun's processing elements per rank).
+      // block: a run of logical CPUs a rank, as many as braid's plan deals (mpirun's processing elements, counted in
+      // hardware threads, which Open MPI numbers a core's side by side, as the plan orders them).
       const int each = std::max(1, usableCores() / std::max(ranks, 1));
-      if (bind == "block") argv.insert(argv.end(), {"--map-by", "slot:PE=" + std::to_string(each)});
+      if (bind == "block") {
+        argv.insert(argv.end(), {"--use-hwthread-cpus", "--map-by", "slot:PE=" + std::to_string(each)});
+      }
       if (bind != "none" && bind != "block") argv.insert(argv.end(), {"--map-by", bind});
       if (::geteuid() == 0) argv.push_back("--allow-run-as-root");
       argv.push_back(driver);

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string_view>
+#include <tuple>
 
 #include "errors.hpp"
 #include "run/fd.hpp"
@@ -35,6 +36,27 @@ std::vector<int> allowedCpus() {
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   }
   return cpus;
+}
+
+// `cpus` with each core's hardware threads side by side, cores in (package, core) order, as
+// /sys/devices/system/cpu/cpuN/topology says; as given where it does not say. Linux numbers a core's second thread
+// far from its first (CPU i and i + N/2 on many machines), so runs of CPU numbers would split cores between ranks.
+std::vector<int> byCore(const std::vector<int>& cpus) {
+  auto read = [](int cpu, const char* what) {
+    std::ifstream file("/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/" + what);
+    long value = -1;
+    return (file >> value) ? value : -1;
+  };
+  std::vector<std::tuple<long, long, int>> keyed;
+  for (int cpu : cpus) {
+    const long package = read(cpu, "physical_package_id"), core = read(cpu, "core_id");
+    if (package < 0 || core < 0) return cpus;
+    keyed.emplace_back(package, core, cpu);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::vector<int> ordered;
+  for (const auto& [package, core, cpu] : keyed) ordered.push_back(cpu);
+  return ordered;
 }
 
 // The CPUs of each NUMA node that has some this process may use, in node order; empty without NUMA information.
@@ -171,14 +193,14 @@ std::vector<std::vector<int>> planBinding(const LaunchSpec& spec) {
     fail(ErrorCode::kInvalidArgument, {}, "bind='", spec.bind, "' is not none, core, block or numa");
   }
   if (spec.bind == "none") return plan;
-  const std::vector<int> allowed = allowedCpus();
+  const std::vector<int> allowed = spec.bind == "block" ? byCore(allowedCpus()) : allowedCpus();
   if (spec.bind == "core" || spec.bind == "block") {
     if (static_cast<std::size_t>(spec.ranks) > allowed.size()) {
       writeAll(spec.errFd, strCat("braid: --bind ", spec.bind, ": ", spec.ranks, " ranks share ", allowed.size(),
                                   " CPUs, so some ranks share a CPU\n"));
     }
-    // block: the CPUs dealt out in runs of equal length, a run a rank (a rank's threads then share its run); the
-    // CPUs left over when the ranks do not divide them go to no rank.
+    // block: the CPUs dealt out in runs of equal length, a run a rank, whole cores where the ranks divide them (a
+    // rank's threads then share its run); the CPUs left over when the ranks do not divide them go to no rank.
     const std::size_t each =
         spec.bind == "core" ? 1 : std::max<std::size_t>(1, allowed.size() / static_cast<std::size_t>(spec.ranks));
     for (int r = 0; r < spec.ranks; ++r) {

@@ -1,7 +1,14 @@
 #include "algorithms/host/helper_team.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
+#include <cfenv>
 #include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 
 #include "base/error.hpp"
 #include "base/logging.hpp"
@@ -21,8 +28,9 @@ std::uint32_t generationOf(std::uint32_t passes) { return passes & kGenerationMa
 
 std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
-// Spins until done() holds or `micros` pass, reading the clock every 64 tries (as transport::waitUntil does);
-// returns whether done() held.
+// Spins until done() holds or `micros` pass; returns whether done() held. As transport::waitUntil spins: the clock
+// read every 64 tries, the core given away at each read after the first 5 us (a thread that holds the awaited piece
+// may be waiting for this CPU).
 template <typename Done>
 bool spinFor(long micros, Done&& done) {
   using Clock = std::chrono::steady_clock;
@@ -34,8 +42,34 @@ bool spinFor(long micros, Done&& done) {
       const auto now = Clock::now();
       if (start == Clock::time_point{}) start = now;
       if (now - start >= std::chrono::microseconds(micros)) return done();
+      if (now - start >= std::chrono::microseconds(5)) transport::yieldCore();
     }
   }
+}
+
+// A thread's floating-point mode: on x86 its MXCSR less the sticky exception flags (rounding, flush-to-zero,
+// denormals-are-zero: the reduction kernels' SSE/AVX arithmetic follows it), elsewhere its rounding mode.
+std::uint32_t floatingPointMode() {
+#if defined(__x86_64__) || defined(__i386__)
+  return _mm_getcsr() & ~std::uint32_t{0x3F};
+#else
+  return static_cast<std::uint32_t>(std::fegetround());
+#endif
+}
+
+void setFloatingPointMode(std::uint32_t mode) {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_setcsr((_mm_getcsr() & std::uint32_t{0x3F}) | mode);
+#else
+  std::fesetround(static_cast<int>(mode));
+#endif
+}
+
+// The CPUs the calling thread may run on (1 where the kernel would not say).
+int cpusOfThisThread() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(CPU_COUNT(&set), 1);
 }
 
 }  // namespace
@@ -51,33 +85,42 @@ HelperTeam::~HelperTeam() {
 }
 
 void HelperTeam::startHelpers() {
+  started_ = true;
+  // No more threads than the caller's CPUs: more would take turns on them, each pass waiting for the last to run.
+  const int wanted = std::min(threads_, cpusOfThisThread());
+  helpers_.reserve(static_cast<std::size_t>(wanted - 1));
   try {
-    for (int worker = static_cast<int>(helpers_.size()) + 1; worker < threads_; ++worker) {
+    for (int worker = 1; worker < wanted; ++worker) {
       helpers_.push_back(startThread("a shared-memory helper thread", [this, worker] { helperLoop(worker); }));
     }
   } catch (const Error& e) {
-    // The pieces go to whoever takes them: the pass runs on the threads that started. Failing the call instead would
-    // fail it on this rank alone, and leave its peers waiting for it.
+    // The passes run on the threads that started. Failing the call instead would fail it on this rank alone, and
+    // leave its peers waiting for it.
     logLine(
         LogLevel::kWarn, -1,
-        strCat(e.what(), "; large calls over shared memory run on ", helpers_.size() + 1, " threads, not ", threads_));
+        strCat(e.what(), "; large calls over shared memory run on ", helpers_.size() + 1, " threads, not ", wanted));
   }
+  running_ = static_cast<int>(helpers_.size()) + 1;
 }
 
 void HelperTeam::run(std::size_t total, std::size_t minGrain, std::size_t align, Piece piece) {
   if (total == 0) return;
   const std::size_t step = std::max<std::size_t>(align, 1);
-  const std::size_t grain =
-      ceilDiv(std::max({minGrain, std::size_t{1}, ceilDiv(total, static_cast<std::size_t>(threads_))}), step) * step;
-  if (threads_ == 1 || grain >= total) {
+  const auto grainFor = [&](int threads) {
+    return ceilDiv(std::max({minGrain, std::size_t{1}, ceilDiv(total, static_cast<std::size_t>(threads))}), step) *
+           step;
+  };
+  if (threads_ > 1 && !started_ && grainFor(threads_) < total) startHelpers();
+  const std::size_t grain = grainFor(running_);
+  if (running_ == 1 || grain >= total) {
     piece(0, total, 0);
     return;
   }
-  if (helpers_.empty()) startHelpers();
   const std::uint64_t pieces = ceilDiv(total, grain);
   total_ = total;
   grain_ = grain;
   piece_ = piece;
+  floatingPointMode_ = floatingPointMode();
   completed_.value.store(0, std::memory_order_relaxed);
   if (generationOf(++passes_) == 0) ++passes_;
   const std::uint32_t generation = generationOf(passes_);
@@ -105,6 +148,7 @@ void HelperTeam::takePieces(std::uint32_t generation, int worker) {
       continue;
     }
     const std::size_t begin = next * grain_;
+    if (worker != 0 && floatingPointMode() != floatingPointMode_) setFloatingPointMode(floatingPointMode_);
     try {
       piece_(begin, std::min(total_, begin + grain_), worker);
     } catch (...) {

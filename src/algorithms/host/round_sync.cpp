@@ -82,12 +82,14 @@ void RoundSync::waitFor(int peer) {
   // Each poll also asks for the lines this rank reads next. Before the peer wrote them the requests hit this core's
   // stale copies; once it did, they travel beside the counter's line. A peer that arrived already gets its lines
   // asked for once, and they come while this rank looks at the next peer.
-  const std::byte* lines = fabric_.slot(peer, target) + expectOffset_;
-  const std::size_t bytes = expectBytes_;
+  // Every line the read touches, from the one that holds its first byte (slots start on a page).
+  const std::byte* slot = fabric_.slot(peer, target);
+  const std::byte* first = slot + expectOffset_ / 64 * 64;
+  const std::byte* end = slot + expectOffset_ + expectBytes_;
   transport::waitUntil(
       arrived,
-      [target, lines, bytes](std::uint32_t v) {
-        for (std::size_t at = 0; at < bytes; at += 64) __builtin_prefetch(lines + at, /*rw=*/0, /*locality=*/3);
+      [target, first, end](std::uint32_t v) {
+        for (const std::byte* line = first; line < end; line += 64) __builtin_prefetch(line, /*rw=*/0, /*locality=*/3);
         return transport::reached(v, target);
       },
       policy_);
