@@ -41,7 +41,7 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
 /// rank of the group.
 transport::FabricLayout localFabricLayout(int size, const Settings& settings, HostLayout host = {});
 
-/// The threads each rank of a shared-memory group of `size` runs rsag's passes on (BRAID_SHM_THREADS): 1, the count
+/// The threads each rank of a shared-memory group of `size` runs its large passes on (BRAID_SHM_THREADS): 1, the count
 /// given, or for auto `host`'s CPUs divided among its ranks, at most 8. The same on every rank of the group (the
 /// layout is the group's). InvalidArgument names a malformed value.
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size);

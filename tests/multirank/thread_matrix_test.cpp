@@ -46,19 +46,18 @@ INSTANTIATE_TEST_SUITE_P(Forced, ThreadAlgorithms,
                            return std::get<0>(info.param) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
-// rsag with helper threads (BRAID_SHM_THREADS=3, as many of them as the CPUs allow): slots large enough that its
-// passes are cut into pieces, which the threads of each rank take in whatever order they come; then the same with
-// every output streamed.
+// Helper threads (BRAID_SHM_THREADS=3, as many of them as the CPUs allow) over the collectives whose passes they cut
+// (rsag's allreduce and reduce, reduce-scatter, allgather): slots large enough that the passes are cut into pieces,
+// which the threads of each rank take in whatever order they come; then allreduce with every output streamed.
 class ThreadHelpers : public ::testing::TestWithParam<int> {};
 
-TEST_P(ThreadHelpers, RsagAllreduceAndReduceMatrix) {
+TEST_P(ThreadHelpers, EveryCutCollective) {
   const int n = GetParam();
   Settings s = testSettings();
   s.algo = "rsag";
   s.shmThreads = "3";
   s.shmSlotBytes = 256 << 10;
-  runMatrix(Coll::kAllreduce, n, s);
-  runMatrix(Coll::kReduce, n, s);
+  for (Coll c : {Coll::kAllreduce, Coll::kReduce, Coll::kReduceScatter, Coll::kAllgather}) runMatrix(c, n, s);
   s.shmStreamBytes = "0";
   runMatrix(Coll::kAllreduce, n, s);
 }

@@ -66,6 +66,44 @@ TEST(Partition, AlignedBlockOfStartsAlignedAndCoversExactly) {
   }
 }
 
+// Passes cut into pieces map back onto what they run over exactly once, however the pieces fall.
+TEST(Partition, APassAroundAGapCoversTheRangeLessTheGap) {
+  for (const Block gap : {Block{0, 5}, Block{3, 4}, Block{10, 0}, Block{7, 3}}) {
+    const std::size_t total = 10;
+    for (std::size_t cut = 1; cut <= total - gap.count; ++cut) {
+      std::vector<int> hits(total, 0);
+      for (std::size_t b = 0; b < total - gap.count; b += cut) {
+        aroundGap(b, std::min(b + cut, total - gap.count), gap, [&](std::size_t first, std::size_t last) {
+          for (std::size_t i = first; i < last; ++i) ++hits[i];
+        });
+      }
+      for (std::size_t i = 0; i < total; ++i) {
+        EXPECT_EQ(hits[i], i >= gap.offset && i < gap.end() ? 0 : 1) << i << " gap " << gap.offset << "+" << gap.count;
+      }
+    }
+  }
+}
+
+TEST(Partition, APassOverBlocksEndToEndNamesEachBlocksPart) {
+  const std::size_t len = 4, blocks = 3;
+  for (std::size_t cut = 1; cut <= len * blocks; ++cut) {
+    std::vector<int> hits(len * blocks, 0);
+    for (std::size_t b = 0; b < len * blocks; b += cut) {
+      forEachBlockIn(b, std::min(b + cut, len * blocks), len,
+                     [&](std::size_t block, std::size_t first, std::size_t last) {
+                       ASSERT_LT(block, blocks);
+                       ASSERT_LT(first, last);
+                       ASSERT_LE(last, len);
+                       for (std::size_t i = first; i < last; ++i) ++hits[block * len + i];
+                     });
+    }
+    for (int h : hits) EXPECT_EQ(h, 1) << "pieces of " << cut;
+  }
+  int calls = 0;
+  forEachBlockIn(0, 0, 0, [&](std::size_t, std::size_t, std::size_t) { ++calls; });
+  EXPECT_EQ(calls, 0);
+}
+
 TEST(Partition, AlignedBlockOfWithAlignmentOneIsBlockOf) {
   for (std::size_t total : kTotals) {
     for (int n = 1; n <= kMaxRanks; ++n) {

@@ -31,7 +31,8 @@ class LocalCollectives {
     /// output that large does not stay in this core's cache, and streaming spares reading each of its lines before
     /// writing it. Slots, which peers read next, are always written the ordinary way.
     std::size_t streamFromBytes = std::numeric_limits<std::size_t>::max();
-    /// Threads rsag's passes run on, the calling thread included (HelperTeam), and how long its idle helpers spin.
+    /// Threads the large passes run on (rsag, reduce-scatter, allgather), the calling thread included (HelperTeam),
+    /// and how long its idle helpers spin.
     int threads = 1;
     long spinMicros = 100;
   };
@@ -61,8 +62,25 @@ class LocalCollectives {
   void reject(const OpEnv& env);
 
  private:
+  // A pass is cut for the helper threads only into pieces of at least this: waking a spinning helper and learning
+  // that it finished cost a cache-line transfer each, a small share of a piece this large.
+  static constexpr std::size_t kMinPieceBytes = std::size_t{32} << 10;
+  // Runs a pass over `count` elements of `elementBytes` on team_: cut into a piece a thread, each starting on a
+  // cache line of the pass, where it is large enough; on the calling thread alone (piece(0, count, 0)) otherwise,
+  // for the cost of one compare on small calls.
+  template <typename Piece>
+  void cut(std::size_t count, std::size_t elementBytes, Piece& piece) {
+    if (team_.threads() == 1 || count * elementBytes < 2 * kMinPieceBytes) {
+      piece(std::size_t{0}, count, 0);
+      return;
+    }
+    team_.run(count, kMinPieceBytes / elementBytes, 64 / elementBytes, HelperTeam::Piece(piece));
+  }
   // Whether a call that writes `outputBytes` on this rank streams them.
   bool streams(std::size_t outputBytes) const { return outputBytes >= options_.streamFromBytes; }
+  // dst = the reduction of size() sources of `count` elements; `stream`: dst written with non-temporal stores.
+  void reduceInto(void* dst, const void* const* sources, std::size_t count, DataType type, ReduceOp op,
+                  bool stream) const;
   // Reduction of `count` elements at byte offset `offset` of every rank's current slot (or round payload) into dst;
   // `own`, when given, stands for this rank's slot there (its input, read where it lies); `stream`: dst is written
   // with non-temporal stores.

@@ -4,6 +4,7 @@
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/round_sync.hpp"
+#include "algorithms/patterns/partition.hpp"
 #include "base/error.hpp"
 
 namespace braid::host {
@@ -76,13 +77,22 @@ void LocalCollectives::allgather(const void* send, void* recv, std::size_t count
   const bool stream = streams(count * static_cast<std::size_t>(size()) * esz);
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
-    copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
+    std::byte* slot = sync.nextSlot();
+    auto copyIn = [&](std::size_t begin, std::size_t end, int) {
+      copyBytes(slot + begin * esz, in + (k * chunk + begin) * esz, (end - begin) * esz);
+    };
+    cut(len, esz, copyIn);
     sync.expectRead(0, len * esz);
     sync.exchange();
-    for (int r = 0; r < size(); ++r) {
-      if (r == rank() && inPlace) continue;
-      copyOut(out + (r * count + k * chunk) * esz, sync.slot(r), len * esz, stream);
-    }
+    // Out of the slots: every rank's part, the pass running over the size() parts end to end.
+    auto gather = [&](std::size_t begin, std::size_t end, int) {
+      patterns::forEachBlockIn(begin, end, len, [&](std::size_t r, std::size_t first, std::size_t last) {
+        if (static_cast<int>(r) == rank() && inPlace) return;
+        copyOut(out + (r * count + k * chunk + first) * esz, sync.slot(static_cast<int>(r)) + first * esz,
+                (last - first) * esz, stream);
+      });
+    };
+    cut(len * static_cast<std::size_t>(size()), esz, gather);
   }
 }
 

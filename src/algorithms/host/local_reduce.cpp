@@ -11,21 +11,8 @@ namespace braid::host {
 
 namespace {
 
-// Block boundaries of the reduce-scatter phase fall on 64-byte multiples so each rank's kernel starts aligned; so do
-// the pieces a pass is cut into for the helper threads.
+// Block boundaries of the reduce-scatter phase fall on 64-byte multiples so each rank's kernel starts aligned.
 std::size_t alignElements(std::size_t elementBytes) { return 64 / elementBytes; }
-
-// A pass is cut for the helper threads only into pieces of at least this: waking a spinning helper and learning
-// that it finished cost a cache-line transfer each, a small share of a piece this large.
-constexpr std::size_t kMinPieceBytes = std::size_t{32} << 10;
-
-// Calls `f(first, last)` for the part of the chunk's elements [begin, end) of a pass that skips the block `gap`:
-// element i of the pass is element i of the chunk before the gap, i + gap.count from it on.
-template <typename F>
-void aroundGap(std::size_t begin, std::size_t end, patterns::Block gap, F&& f) {
-  if (begin < gap.offset) f(begin, std::min(end, gap.offset));
-  if (end > gap.offset) f(std::max(begin, gap.offset) + gap.count, end + gap.count);
-}
 
 }  // namespace
 
@@ -57,16 +44,21 @@ LocalCollectives::LocalCollectives(transport::LocalFabric& fabric, const Options
       pieceSources_(static_cast<std::size_t>(team_.threads()),
                     std::vector<const void*>(static_cast<std::size_t>(fabric.size()))) {}
 
+void LocalCollectives::reduceInto(void* dst, const void* const* sources, std::size_t count, DataType type, ReduceOp op,
+                                  bool stream) const {
+  if (stream) {
+    reduceSourcesStreaming(dst, sources, size(), count, type, op.kind, size());
+  } else {
+    reduceSources(dst, sources, size(), count, type, op.kind, size());
+  }
+}
+
 void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
                                    const RoundSync& sync, bool fromPayload, const void* own, bool stream) {
   sources_.resize(static_cast<std::size_t>(size()));
   for (int r = 0; r < size(); ++r) sources_[r] = (fromPayload ? sync.payload(r) : sync.slot(r)) + offset;
   if (own != nullptr) sources_[rank()] = own;
-  if (stream) {
-    reduceSourcesStreaming(dst, sources_.data(), size(), count, type, op.kind, size());
-  } else {
-    reduceSources(dst, sources_.data(), size(), count, type, op.kind, size());
-  }
+  reduceInto(dst, sources_.data(), count, type, op, stream);
 }
 
 void LocalCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -118,7 +110,6 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
   auto* out = static_cast<std::byte*>(recv);
   const int n = size();
   const std::size_t align = alignElements(esz);
-  const std::size_t minPiece = kMinPieceBytes / esz;
   // Unscaled, this rank's own block is reduced from its input where it lies: the peers read every block of its slot
   // but that one, so it is not copied there (a copy in and a read less per element of the block).
   const bool ownBlockInPlace = !scales(op);
@@ -132,11 +123,11 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
     std::byte* slot = sync.nextSlot();
     const patterns::Block notCopied = ownBlockInPlace ? mine : patterns::Block{mine.offset, 0};
     auto copyIn = [&](std::size_t begin, std::size_t end, int) {
-      aroundGap(begin, end, notCopied, [&](std::size_t first, std::size_t last) {
+      patterns::aroundGap(begin, end, notCopied, [&](std::size_t first, std::size_t last) {
         contribute(slot + first * esz, chunkIn + first * esz, last - first, type, op);
       });
     };
-    team_.run(len - notCopied.count, minPiece, align, copyIn);
+    cut(len - notCopied.count, esz, copyIn);
     sync.exchange();
     // Reduce-scatter: this rank reduces its block of the chunk into its next slot, at the same offset, and copies
     // each piece out while it is still in its core's cache (before the round, not after, when the peers' blocks come).
@@ -146,15 +137,15 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
       const std::size_t at = (mine.offset + begin) * esz;
       for (int r = 0; r < n; ++r) sources[static_cast<std::size_t>(r)] = sync.slot(r) + at;
       if (ownBlockInPlace) sources[static_cast<std::size_t>(rank())] = chunkIn + at;
-      reduceSources(reduced + begin * esz, sources.data(), n, end - begin, type, op.kind, n);
+      reduceInto(reduced + begin * esz, sources.data(), end - begin, type, op, /*stream=*/false);
       if (keeps) copyOut(out + done * esz + at, reduced + begin * esz, (end - begin) * esz, stream);
     };
-    team_.run(mine.count, minPiece, align, reduceMine);
+    cut(mine.count, esz, reduceMine);
     sync.exchange();
     // Allgather (or gather to root) of the peers' reduced blocks: the pass is the chunk less this rank's block, each
     // piece copied from the slots of the ranks whose blocks it crosses.
     auto gather = [&](std::size_t begin, std::size_t end, int) {
-      aroundGap(begin, end, mine, [&](std::size_t first, std::size_t last) {
+      patterns::aroundGap(begin, end, mine, [&](std::size_t first, std::size_t last) {
         for (int r = 0; r < n; ++r) {
           const auto block = patterns::alignedBlockOf(len, n, r, align);
           const std::size_t from = std::max(first, block.offset);
@@ -164,7 +155,7 @@ void LocalCollectives::allreduceRsag(const void* send, void* recv, std::size_t c
         }
       });
     };
-    if (keeps) team_.run(len - mine.count, minPiece, align, gather);
+    if (keeps) cut(len - mine.count, esz, gather);
     done += len;
   } while (done < count);
 }
@@ -185,13 +176,22 @@ void LocalCollectives::reduceScatter(const void* send, void* recv, std::size_t r
   do {
     const std::size_t len = recvCount - done < chunk ? recvCount - done : chunk;
     std::byte* slot = sync.nextSlot();
-    for (int j = 0; j < n; ++j) {
-      contribute(slot + j * chunk * esz, in + (j * recvCount + done) * esz, len, type, op);
-    }
-    sync.expectRead(static_cast<std::size_t>(rank()) * chunk * esz, len * esz);
+    // Into the slot: this round's part of every rank's block, the pass running over the n parts end to end.
+    auto copyIn = [&](std::size_t begin, std::size_t end, int) {
+      patterns::forEachBlockIn(begin, end, len, [&](std::size_t j, std::size_t first, std::size_t last) {
+        contribute(slot + (j * chunk + first) * esz, in + (j * recvCount + done + first) * esz, last - first, type, op);
+      });
+    };
+    cut(len * static_cast<std::size_t>(n), esz, copyIn);
+    const std::size_t mine = static_cast<std::size_t>(rank()) * chunk * esz;
+    sync.expectRead(mine, len * esz);
     sync.exchange();
-    reduceSlots(out + done * esz, static_cast<std::size_t>(rank()) * chunk * esz, len, type, op, sync, false, nullptr,
-                stream);
+    auto reduceMine = [&](std::size_t begin, std::size_t end, int worker) {
+      std::vector<const void*>& sources = pieceSources_[static_cast<std::size_t>(worker)];
+      for (int r = 0; r < n; ++r) sources[static_cast<std::size_t>(r)] = sync.slot(r) + mine + begin * esz;
+      reduceInto(out + (done + begin) * esz, sources.data(), end - begin, type, op, stream);
+    };
+    cut(len, esz, reduceMine);
     done += len;
   } while (done < recvCount);
 }

@@ -62,4 +62,27 @@ inline Block alignedBlockOf(std::size_t total, int nblocks, int index, std::size
   return {begin, toElems(units.end()) - begin};
 }
 
+/// For a pass over a range less one block `gap` (elements [begin, end) of the pass): calls f(first, last) for the
+/// parts of the range they stand for. Element i of the pass is element i of the range before the gap, i + gap.count
+/// from it on.
+template <typename F>
+void aroundGap(std::size_t begin, std::size_t end, Block gap, F&& f) {
+  if (begin < gap.offset) f(begin, std::min(end, gap.offset));
+  if (end > gap.offset) f(std::max(begin, gap.offset) + gap.count, end + gap.count);
+}
+
+/// For a pass over blocks of `len` elements laid end to end (elements [begin, end) of the pass): calls f(block,
+/// first, last) for each block the range crosses, [first, last) being elements of that block. Nothing when len is 0.
+template <typename F>
+void forEachBlockIn(std::size_t begin, std::size_t end, std::size_t len, F&& f) {
+  if (len == 0) return;
+  for (std::size_t at = begin; at < end;) {
+    const std::size_t block = at / len;
+    const std::size_t first = at - block * len;
+    const std::size_t last = std::min(len, first + (end - at));
+    f(block, first, last);
+    at += last - first;
+  }
+}
+
 }  // namespace braid::patterns
