@@ -14,6 +14,8 @@ Meta: the first input's (the command, commit, machine and date of what ran first
   command          CMD, else the inputs' commands joined by " ; " in order;
   source_commands  every input's command, in order (always: what the rows came from);
   source_commits   each input's commit, where they differ;
+  source_binds     each input's bind, where they differ (the merged meta then has no bind);
+  source_cpus      each input's cpus, where they differ (the merged meta then has no cpus);
   date             the earliest input's (when the run started);
   machine.link     TEXT, then each input's own link, named for its rows' implementations ("braid: shared memory");
   peers            the inputs' peer versions, of the peers whose rows the file holds;

@@ -197,8 +197,8 @@ const std::vector<KnobRow>& rows() {
       // ranks may use, so ranks bound a core each get none.
       {{"BRAID_SHM_THREADS", KnobType::kString, "1",
         "threads each rank runs the copies and reductions of a large allreduce, reduce (rsag), reduce-scatter or "
-        "allgather over shared memory on, itself included: a count (at most the CPUs the rank may use), or auto "
-        "(the CPUs this host's ranks may use, divided among them, at most 8)"},
+        "allgather over shared memory on, itself included: a count from 1 to 256 (run on no more than the rank's "
+        "CPUs), or auto (the CPUs this host's ranks may use, divided among them, at most 8)"},
        &Settings::shmThreads},
       // 100 us: several times the ~20 us a futex wake-up across cores costs, so a peer that is only a little late
       // is caught spinning, while a rank that waits longer stops burning its core.

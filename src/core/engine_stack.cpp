@@ -42,7 +42,7 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
 }
 
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size) {
-  // auto stops at 8: more threads than that per rank were never measured.
+  // auto stops at 8, a bound on the CPUs and slot memory it takes; no count is measured yet.
   constexpr int kAutoMost = 8;
   constexpr int kMost = 256;
   const std::string& v = settings.shmThreads;

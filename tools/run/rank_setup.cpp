@@ -199,8 +199,9 @@ std::vector<std::vector<int>> planBinding(const LaunchSpec& spec) {
       writeAll(spec.errFd, strCat("braid: --bind ", spec.bind, ": ", spec.ranks, " ranks share ", allowed.size(),
                                   " CPUs, so some ranks share a CPU\n"));
     }
-    // block: the CPUs dealt out in runs of equal length, a run a rank, whole cores where the ranks divide them (a
-    // rank's threads then share its run); the CPUs left over when the ranks do not divide them go to no rank.
+    // block: the CPUs dealt out in runs of equal length, a run a rank, whole cores where a run's length is a multiple
+    // of a core's threads (a rank's threads then share its run); the CPUs left over when the ranks do not divide them
+    // go to no rank.
     const std::size_t each =
         spec.bind == "core" ? 1 : std::max<std::size_t>(1, allowed.size() / static_cast<std::size_t>(spec.ranks));
     for (int r = 0; r < spec.ranks; ++r) {

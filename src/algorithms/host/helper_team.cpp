@@ -30,7 +30,8 @@ std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 
 // Spins until done() holds or `micros` pass; returns whether done() held. As transport::waitUntil spins: the clock
 // read every 64 tries, the core given away at each read after the first 5 us (a thread that holds the awaited piece
-// may be waiting for this CPU).
+// may be waiting for this CPU). Where ranks outnumber CPUs the calls' waits also yield at every try; the team only
+// has its spin capped.
 template <typename Done>
 bool spinFor(long micros, Done&& done) {
   using Clock = std::chrono::steady_clock;

@@ -62,9 +62,9 @@ class RoundSync {
     expectBytes_ = bytes <= kFetchedBytes ? bytes : 0;
     expectPeer_ = peer;
   }
-  /// Four lines. Fetched at every poll, eight (a 512-byte allreduce of 2 ranks) made the call slower on a Sapphire
-  /// Rapids VM where four made 64-256 bytes faster: the more lines the polls take, the more often the writer's stores
-  /// find theirs gone.
+  /// 256 bytes: four lines, five where a read starts mid-line. Eight lines at every poll made a 512-byte allreduce
+  /// of 2 ranks slower on the 2-core VM (runs not committed); the likely cause is the polls taking the lines the
+  /// writer is storing to.
   static constexpr std::size_t kFetchedBytes = 256;
   /// A peer's slot of the round last exchanged.
   const std::byte* slot(int peer) const { return fabric_.slot(peer, round_); }
