@@ -239,6 +239,28 @@ def in_turn(label_runs, sizes, peer="mpi", impl="braid", collective="allreduce")
     return table(header, rows)
 
 
+def gains_in_turn(pairs, sizes, impl="braid", collective="allreduce"):
+    """Per pass of two builds run in turn (pairs: [(before run, after run)]), the geometric mean over `sizes` of the
+    before run's time over the after run's (above 1x: after is faster)."""
+    return [geomean(time(b, impl, s, collective=collective) / time(a, impl, s, collective=collective) for s in sizes)
+            for b, a in pairs]
+
+
+def pass_pairs(pairs, control, changed, impl="braid", collective="allreduce"):
+    """Two builds run in turn, pass after pass (pairs: [(before run, after run)]): per pass, before's time over
+    after's as a geometric mean over the `control` sizes (which the change leaves alone: their ratio is how far the
+    two runs drifted apart) and over the `changed` sizes, and the second over the first (the change's gain with that
+    drift taken out). A last row gives each column's median."""
+    drift = gains_in_turn(pairs, control, impl, collective)
+    gain = gains_in_turn(pairs, changed, impl, collective)
+    net = [g / d for g, d in zip(gain, drift)]
+    span_of = lambda sizes: f"{size_text(parse_size(sizes[0]))} to {size_text(parse_size(sizes[-1]))}"
+    header = ["pass", f"before / after, {span_of(control)}", f"before / after, {span_of(changed)}", "the second / the first"]
+    rows = [[str(i + 1), x(d), x(g), x(n)] for i, (d, g, n) in enumerate(zip(drift, gain, net))]
+    rows.append(["median", x(median(drift)), x(median(gain)), x(median(net))])
+    return table(header, rows)
+
+
 def switches(label_runs, sizes, impl="braid"):
     """One implementation's time per call beside the involuntary context switches per call of its busiest rank, run
     by run (a comparison across runs: the text above the table names them): a slow row with switches had a rank off

@@ -128,6 +128,18 @@ class InTurn(unittest.TestCase):
             tables.in_turn([("before", one), ("after", one + one)], ["8"])
 
 
+class PassPairs(unittest.TestCase):
+    def test_the_control_sizes_take_the_drift_out(self):
+        def run(name, t8, t64):
+            return Run(name, META, [row("braid", 8, t8, 0), row("braid", 64, t64, 0)])
+        # Pass 1: the second run drifted 2x slower everywhere, yet 64 B gained; pass 2: no drift, 64 B 1.5x faster.
+        pairs = [(run("b1", 1.0, 2.0), run("a1", 2.0, 2.0)), (run("b2", 1.0, 3.0), run("a2", 1.0, 2.0))]
+        text = tables.pass_pairs(pairs, ["8"], ["64"])
+        self.assertIn("| 1 | 0.50x | 1.00x | 2.00x |", text)
+        self.assertIn("| 2 | 1.00x | 1.50x | 1.50x |", text)
+        self.assertIn("| median | 0.75x | 1.25x | 1.75x |", text)
+
+
 class Switches(unittest.TestCase):
     def test_each_cell_holds_the_time_and_the_involuntary_switches(self):
         slow = row("braid", 8, 10.0, 1)
