@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cfenv>
-#include <chrono>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -27,26 +26,6 @@ constexpr int kMostThreads = 256;
 std::uint32_t generationOf(std::uint32_t passes) { return passes & kGenerationMask; }
 
 std::size_t ceilDiv(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
-
-// Spins until done() holds or `micros` pass; returns whether done() held. As transport::waitUntil spins: the clock
-// read every 64 tries, the core given away at each read after the first 5 us (a thread that holds the awaited piece
-// may be waiting for this CPU). Where ranks outnumber CPUs the calls' waits also yield at every try; the team only
-// has its spin capped.
-template <typename Done>
-bool spinFor(long micros, Done&& done) {
-  using Clock = std::chrono::steady_clock;
-  Clock::time_point start{};
-  for (unsigned i = 1;; ++i) {
-    if (done()) return true;
-    transport::cpuRelax();
-    if (i % 64 == 0) {
-      const auto now = Clock::now();
-      if (start == Clock::time_point{}) start = now;
-      if (now - start >= std::chrono::microseconds(micros)) return done();
-      if (now - start >= std::chrono::microseconds(5)) transport::yieldCore();
-    }
-  }
-}
 
 // A thread's floating-point mode: on x86 its MXCSR less the sticky exception flags (rounding, flush-to-zero,
 // denormals-are-zero: the reduction kernels' SSE/AVX arithmetic follows it), elsewhere its rounding mode.
@@ -75,8 +54,12 @@ int cpusOfThisThread() {
 
 }  // namespace
 
-HelperTeam::HelperTeam(int threads, long spinMicros)
-    : threads_(std::clamp(threads, 1, kMostThreads)), spinMicros_(std::max(spinMicros, 0L)) {}
+HelperTeam::HelperTeam(int threads, long spinMicros) : threads_(std::clamp(threads, 1, kMostThreads)) {
+  // The waits of transport/wait.hpp, without a deadline: a helper waits for work as long as the team lives, and a
+  // caller for pieces that always end.
+  policy_.spinMicros = std::max(spinMicros, 0L);
+  policy_.deadline = &never_;
+}
 
 HelperTeam::~HelperTeam() {
   if (helpers_.empty()) return;
@@ -129,12 +112,8 @@ void HelperTeam::run(std::size_t total, std::size_t minGrain, std::size_t align,
   transport::post(generation_, passes_);
   takePieces(generation, 0);
   // The helpers' pieces: they run on this call's data, so the pass ends only once every one has.
-  const auto allRan = [&] { return completed_.value.load(std::memory_order_acquire) == pieces; };
-  if (!spinFor(spinMicros_, allRan)) {
-    for (std::uint32_t seen; (seen = completed_.value.load(std::memory_order_acquire)) != pieces;) {
-      transport::sleepWhileEqual(completed_, seen);
-    }
-  }
+  transport::waitUntil(
+      completed_, [pieces](std::uint32_t ran) { return ran == pieces; }, policy_);
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
@@ -164,14 +143,11 @@ void HelperTeam::takePieces(std::uint32_t generation, int worker) {
 void HelperTeam::helperLoop(int worker) {
   std::uint32_t seen = 0;
   while (true) {
-    std::uint32_t now = seen;
-    const auto announced = [&] { return (now = generation_.value.load(std::memory_order_acquire)) != seen; };
-    if (!spinFor(spinMicros_, announced)) {
-      while (!announced()) transport::sleepWhileEqual(generation_, seen);
-    }
+    transport::waitUntil(
+        generation_, [seen](std::uint32_t now) { return now != seen; }, policy_);
     if (stopping_.load(std::memory_order_acquire)) return;
-    seen = now;
-    takePieces(generationOf(now), worker);
+    seen = generation_.value.load(std::memory_order_acquire);
+    takePieces(generationOf(seen), worker);
   }
 }
 

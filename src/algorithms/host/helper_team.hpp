@@ -9,9 +9,11 @@
 #include <cstdint>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "base/deadline.hpp"
 #include "base/function_ref.hpp"
 #include "transport/wait.hpp"
 
@@ -47,7 +49,8 @@ class HelperTeam {
   void takePieces(std::uint32_t generation, int worker);
 
   const int threads_;
-  const long spinMicros_;
+  transport::WaitPolicy policy_;
+  std::optional<Deadline> never_ = Deadline::never();
   int running_ = 1;       // the caller and the helpers that started
   bool started_ = false;  // helpers are started once, at the first pass that is cut
   // The pass being run: its generation (24 bits), its number of pieces and the next piece to take (20 bits each),

@@ -81,12 +81,10 @@ class LocalCollectives {
   // dst = the reduction of size() sources of `count` elements; `stream`: dst written with non-temporal stores.
   void reduceInto(void* dst, const void* const* sources, std::size_t count, DataType type, ReduceOp op,
                   bool stream) const;
-  // Reduction of `count` elements at byte offset `offset` of every rank's current slot (or round payload) into dst;
-  // `own`, when given, stands for this rank's slot there (its input, read where it lies); `stream`: dst is written
-  // with non-temporal stores.
-  void reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                   const class RoundSync& sync, bool fromPayload = false, const void* own = nullptr,
-                   bool stream = false);
+  // Reduction of `count` elements at the start of every rank's current slot (or round payload) into dst; `stream`:
+  // dst is written with non-temporal stores.
+  void reduceSlots(void* dst, std::size_t count, DataType type, ReduceOp op, const class RoundSync& sync,
+                   bool fromPayload, bool stream);
   void allreduceDirect(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,
                        const OpEnv& env);
   void allreduceRsag(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root,

@@ -53,12 +53,11 @@ void LocalCollectives::reduceInto(void* dst, const void* const* sources, std::si
   }
 }
 
-void LocalCollectives::reduceSlots(void* dst, std::size_t offset, std::size_t count, DataType type, ReduceOp op,
-                                   const RoundSync& sync, bool fromPayload, const void* own, bool stream) {
-  sources_.resize(static_cast<std::size_t>(size()));
-  for (int r = 0; r < size(); ++r) sources_[r] = (fromPayload ? sync.payload(r) : sync.slot(r)) + offset;
-  if (own != nullptr) sources_[rank()] = own;
-  reduceInto(dst, sources_.data(), count, type, op, stream);
+void LocalCollectives::reduceSlots(void* dst, std::size_t count, DataType type, ReduceOp op, const RoundSync& sync,
+                                   bool fromPayload, bool stream) {
+  std::vector<const void*>& sources = pieceSources_[0];  // the calling thread's
+  for (int r = 0; r < size(); ++r) sources[static_cast<std::size_t>(r)] = fromPayload ? sync.payload(r) : sync.slot(r);
+  reduceInto(dst, sources.data(), count, type, op, stream);
 }
 
 void LocalCollectives::allreduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op,
@@ -95,7 +94,7 @@ void LocalCollectives::allreduceDirect(const void* send, void* recv, std::size_t
     const bool keeps = root < 0 || root == rank();
     if (keeps && !tiny) sync.expectRead(0, n * esz);
     sync.exchange();
-    if (keeps) reduceSlots(out + done * esz, 0, n, type, op, sync, tiny, nullptr, stream);
+    if (keeps) reduceSlots(out + done * esz, n, type, op, sync, tiny, stream);
     done += n;
   } while (done < count);
 }
