@@ -94,8 +94,8 @@ class LocalCollectives {
   const Options options_;
   HelperTeam team_;
   std::uint32_t round_ = 0;
-  std::vector<const void*> sources_;                    // reused per reduction: no allocation per call
-  std::vector<std::vector<const void*>> pieceSources_;  // the same, one per thread of team_
+  // A reduction's sources, one array per thread of team_ (0: the calling thread's): no allocation per call.
+  std::vector<std::vector<const void*>> pieceSources_;
 };
 
 }  // namespace braid::host
