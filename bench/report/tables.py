@@ -216,6 +216,26 @@ def setting_sweep(rows, base, settings, impl="braid"):
     return table(header, out)
 
 
+def setting_by_size(label_runs, base, setting, sizes=None, impl="braid"):
+    """A knob's two settings run in turn, pass after pass (label_runs: [(label, {setting: [run of each pass]})], a
+    label a rank count), size by size: the median over the passes of the base setting's time over the other's, each
+    ratio within one pass (above 1x: the setting is faster), and the range of the passes; a column per label."""
+    header = ["size"] + [f"{label}: time at {base} / time at {setting}, median of passes (range)"
+                         for label, _ in label_runs]
+    for label, runs in label_runs:
+        if len(runs[base]) != len(runs[setting]):
+            raise ReportError(f"{label}: {len(runs[base])} passes at {base} but {len(runs[setting])} at {setting}")
+    first = label_runs[0][1][base][0]
+    rows = []
+    for s in [parse_size(s) for s in sizes] if sizes else first.sizes(impl=impl):
+        cells = [size_text(s)]
+        for _, runs in label_runs:
+            ratios = [time(b, impl, s) / time(r, impl, s) for b, r in zip(runs[base], runs[setting])]
+            cells.append(f"{x(median(ratios))} ({span(ratios)})")
+        rows.append(cells)
+    return table(header, rows)
+
+
 def in_turn(label_runs, sizes, peer="mpi", impl="braid", collective="allreduce"):
     """Builds (or settings) run in turn, pass after pass, each run with the peer beside it (label_runs: [(label,
     [run of each pass])]): per size and label, the median over the passes of impl's time, and of its time over the

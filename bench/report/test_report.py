@@ -102,6 +102,22 @@ class SettingSweep(unittest.TestCase):
             tables.setting_sweep([("2", {"256K": one, "1M": one + one})], "256K", ["1M"])
 
 
+class SettingBySize(unittest.TestCase):
+    def test_each_size_is_the_median_of_its_passes_own_ratios(self):
+        def run(name, t8, t64):
+            return Run(name, META, [row("braid", 8, t8, 0), row("braid", 64, t64, 0)])
+        base = [run("a1", 10, 40), run("a2", 20, 80), run("a3", 30, 90)]
+        auto = [run("b1", 5, 40), run("b2", 5, 40), run("b3", 10, 30)]  # at 8 B 2x, 4x, 3x; at 64 B 1x, 2x, 3x
+        text = tables.setting_by_size([("2", {"1": base, "auto": auto})], "1", "auto")
+        self.assertIn("| 8 B | 3.00x (2.00-4.00x) |", text)
+        self.assertIn("| 64 B | 2.00x (1.00-3.00x) |", text)
+
+    def test_unequal_passes_are_refused(self):
+        one = [Run("a", META, [row("braid", 8, 1, 0)])]
+        with self.assertRaisesRegex(ReportError, "passes"):
+            tables.setting_by_size([("2", {"1": one, "auto": one + one})], "1", "auto")
+
+
 class Placement(unittest.TestCase):
     def test_the_meta_block_says_how_each_library_was_placed(self):
         meta = dict(META, bind={"braid": "core", "gloo": "none", "mpi": "core"})
