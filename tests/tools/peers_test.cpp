@@ -138,8 +138,8 @@ namespace braid::tools {
 namespace {
 
 // --bind auto, library by library: an explicit value holds for every library; auto binds braid's and Open MPI's ranks
-// a core each where they fit the usable CPUs, never Gloo's (a progress thread beside each rank), and nothing over TCP
-// or where the ranks outnumber the CPUs.
+// a core each where they fit the usable CPUs (a block each where braid's helper threads could have two or more),
+// never Gloo's (a progress thread beside each rank), and nothing over TCP or where the ranks outnumber the CPUs.
 TEST(ResolveBind, AutoBindsTheSpinningLibrariesWhereTheRanksFit) {
   for (const char* library : {"braid", "gloo", "mpi"}) {
     for (const char* bind : {"none", "core", "block", "numa"}) {
@@ -155,16 +155,26 @@ TEST(ResolveBind, AutoBindsTheSpinningLibrariesWhereTheRanksFit) {
   EXPECT_EQ(resolveBind("gloo", "auto", 1), "none");
   EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none");
   EXPECT_EQ(resolveBind("mpi", "auto", cpus + 1), "none");
-  // With helper threads a rank gets a block of CPUs, Open MPI's alike; Gloo's still float.
+  // With helper threads (the default) a rank that could have two CPUs or more gets a block of them, Open MPI's
+  // alike; Gloo's still float.
   const char* threads = std::getenv("BRAID_SHM_THREADS");
   const std::string savedThreads = threads ? threads : "";
-  ::setenv("BRAID_SHM_THREADS", "auto", 1);
-  EXPECT_EQ(resolveBind("braid", "auto", cpus), "block");
-  EXPECT_EQ(resolveBind("mpi", "auto", cpus), "block");
-  EXPECT_EQ(resolveBind("gloo", "auto", 1), "none");
-  EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none");
+  for (const char* helpers : {"auto", "", "unset"}) {
+    if (std::string(helpers) == "unset") {
+      ::unsetenv("BRAID_SHM_THREADS");
+    } else {
+      ::setenv("BRAID_SHM_THREADS", helpers, 1);
+    }
+    if (cpus >= 2) {
+      EXPECT_EQ(resolveBind("braid", "auto", cpus / 2), "block") << helpers;
+      EXPECT_EQ(resolveBind("mpi", "auto", cpus / 2), "block") << helpers;
+    }
+    EXPECT_EQ(resolveBind("braid", "auto", cpus), "core") << helpers;  // a CPU a rank: nothing for helpers
+    EXPECT_EQ(resolveBind("gloo", "auto", 1), "none") << helpers;
+    EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none") << helpers;
+  }
   ::setenv("BRAID_SHM_THREADS", "1", 1);
-  EXPECT_EQ(resolveBind("braid", "auto", cpus), "core");
+  if (cpus >= 2) EXPECT_EQ(resolveBind("braid", "auto", cpus / 2), "core");
   if (threads) {
     ::setenv("BRAID_SHM_THREADS", savedThreads.c_str(), 1);
   } else {

@@ -83,15 +83,15 @@ std::vector<std::int32_t> inputOf(int r, std::size_t n) {
 // Runs `body(rank, calls, seq)` on kRanks thread ranks, each with its engine wrapped in OnCopies.
 void onRanks(const std::function<void(int, OnCopies&, std::int64_t&)>& body) {
   const Settings s = testing::testSettings();
-  const auto layout = core::localFabricLayout(kRanks, s);
+  const core::HostLayout host{.ranks = kRanks, .cpus = 64};
+  const auto layout = core::localFabricLayout(kRanks, s, host);
   auto arena = std::make_shared<transport::MemoryArena>(kRanks, layout.regionBytes);
   std::vector<std::string> failures(kRanks);
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
       try {
-        auto engine = core::makeLocalEngine(kRanks, std::make_unique<transport::MemoryLocalGroup>(arena, r), s,
-                                            core::HostLayout{.ranks = kRanks, .cpus = 64});
+        auto engine = core::makeLocalEngine(kRanks, std::make_unique<transport::MemoryLocalGroup>(arena, r), s, host);
         OnCopies calls(*engine, kRanks);
         std::int64_t seq = 0;
         body(r, calls, seq);

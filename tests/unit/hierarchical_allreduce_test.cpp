@@ -69,11 +69,12 @@ class Arenas {
 
   std::unique_ptr<Engine> engineFor(const HierarchyLevel& level, const Settings& s) {
     std::shared_ptr<transport::MemoryArena>& arena = arenas_[static_cast<std::size_t>(level.ranks.front())];
-    const auto layout = core::localFabricLayout(level.size(), s);
+    const core::HostLayout host{.ranks = level.size(), .cpus = 64};
+    const auto layout = core::localFabricLayout(level.size(), s, host);
     std::call_once(made_[static_cast<std::size_t>(level.ranks.front())],
                    [&] { arena = std::make_shared<transport::MemoryArena>(level.size(), layout.regionBytes); });
     return core::makeLocalEngine(level.size(), std::make_unique<transport::MemoryLocalGroup>(arena, level.mine), s,
-                                 core::HostLayout{.ranks = level.size(), .cpus = 64});
+                                 host);
   }
 
  private:

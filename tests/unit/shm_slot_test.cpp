@@ -36,7 +36,11 @@ TEST(ShmSlot, GrowsWithTheThreadsOfARankUpToItsBound) {
 
 TEST(ShmSlot, TheThreadsKnob) {
   Settings s = Settings::fromEnvironment([](const std::string&) { return std::optional<std::string>(); });
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 1);  // the default: the caller alone
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 8);  // the default, auto
+  s.shmThreads = "";
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 8);  // set empty: the default
+  s.shmThreads = "1";
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 1);  // the caller alone
   s.shmThreads = "4";
   EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 4);
   EXPECT_EQ(core::localFabricLayout(2, s, {.ranks = 2, .cpus = 16}).slotBytes, 1024 * KiB);
@@ -66,13 +70,17 @@ TEST(ShmSlot, TheKnobWins) {
 
 TEST(ShmSlot, TheGroupsLayoutTakesIt) {
   Settings s = Settings::fromEnvironment([](const std::string&) { return std::optional<std::string>(); });
-  EXPECT_EQ(core::localFabricLayout(2, s).slotBytes, 256 * KiB);
-  EXPECT_EQ(core::localFabricLayout(8, s).slotBytes, 1024 * KiB);
-  const auto eight = core::localFabricLayout(8, s);
+  // Ranks bound a core each: one thread a rank (auto), so the slot is the rank count's.
+  const auto alone = [](int ranks) { return core::HostLayout{.ranks = ranks, .cpus = ranks}; };
+  EXPECT_EQ(core::localFabricLayout(2, s, alone(2)).slotBytes, 256 * KiB);
+  EXPECT_EQ(core::localFabricLayout(8, s, alone(8)).slotBytes, 1024 * KiB);
+  // Two CPUs a rank: two threads, twice the slot.
+  EXPECT_EQ(core::localFabricLayout(8, s, {.ranks = 8, .cpus = 16}).slotBytes, 2048 * KiB);
+  const auto eight = core::localFabricLayout(8, s, alone(8));
   EXPECT_EQ(eight.ringOffset, eight.slotOffset + 2 * eight.slotBytes);
   EXPECT_EQ(eight.regionBytes, eight.ringOffset + 8 * (256 * KiB));  // BRAID_SHM_P2P_BYTES' default
   s.shmSlotBytes = 96 * KiB;
-  EXPECT_EQ(core::localFabricLayout(8, s).slotBytes, 96 * KiB);
+  EXPECT_EQ(core::localFabricLayout(8, s, {.ranks = 8, .cpus = 16}).slotBytes, 96 * KiB);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "bench/bench_json.hpp"
 #include "bench/machine_info.hpp"
+#include "braid/knobs.hpp"
 #include "run/launcher.hpp"
 #include "run/rank_setup.hpp"
 
@@ -289,11 +290,15 @@ bool braidOverTcp() {
   return transport && std::string(transport) == "tcp";
 }
 
-// braid's ranks asked to run helper threads (BRAID_SHM_THREADS other than 1): a rank then needs CPUs of its own for
-// them, not the one a core binding gives it.
+// braid's ranks run helper threads unless BRAID_SHM_THREADS (as set, else its default) is 1: a rank then needs CPUs
+// of its own for them, not the one a core binding gives it.
 bool braidHelpers() {
-  const char* threads = std::getenv("BRAID_SHM_THREADS");
-  return threads && *threads && std::string(threads) != "1";
+  const char* set = std::getenv("BRAID_SHM_THREADS");
+  std::string threads = set ? set : "";
+  for (const KnobInfo& knob : allKnobs()) {
+    if (threads.empty() && knob.name == "BRAID_SHM_THREADS") threads = knob.defaultValue;
+  }
+  return !threads.empty() && threads != "1";
 }
 
 }  // namespace
@@ -304,13 +309,15 @@ bool braidHelpers() {
 // bound with it the two take turns on one CPU: Gloo (its progress thread; "Every library bound" there measured Gloo
 // slowed so), and braid over TCP (BRAID_TRANSPORT=tcp: its mesh's progress thread), where Open MPI floats as well, so
 // that both compare as before. Where the ranks outnumber the CPUs, binding would only fix which ranks share, so every
-// library floats. With helper threads (BRAID_SHM_THREADS) braid's ranks, and Open MPI's alike, get a block each: the
-// CPUs divided among the ranks.
+// library floats. Where each rank could have two CPUs or more and braid runs helper threads (BRAID_SHM_THREADS, auto by
+// default), braid's ranks, and Open MPI's alike, get a block each: the CPUs divided among the ranks. With one CPU a
+// rank a block is a core binding.
 std::string resolveBind(const std::string& library, const std::string& bind, int ranks) {
   if (bind != "auto") return bind;
   if (library == "gloo" || braidOverTcp()) return "none";
-  if (ranks > usableCores()) return "none";
-  return braidHelpers() ? "block" : "core";
+  const int cpus = usableCores();
+  if (ranks > cpus) return "none";
+  return braidHelpers() && 2 * ranks <= cpus ? "block" : "core";
 }
 
 PeerRun runPeer(const std::string& peer, const BenchOptions& options, int ranks) {
