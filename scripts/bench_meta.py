@@ -173,13 +173,29 @@ def mpi_version():
     return None
 
 
+# BRAID_* variables that say where the tools and sources are, not how braid runs.
+NOT_KNOBS = {"BRAID_BENCH_DIR", "BRAID_BUILD_DIR", "BRAID_CLI", "BRAID_COMMIT", "BRAID_SOURCE_COMMIT",
+             "BRAID_SOURCE_DIRTY_FILES"}
+
+
+def knobs(environ=None):
+    """The BRAID_* knobs set in the environment (as `braid bench` records them): what changes what braid runs beside
+    the command. Secrets (*TOKEN*) and the variables that only locate tools and sources are left out."""
+    environ = os.environ if environ is None else environ
+    return {k: v for k, v in sorted(environ.items())
+            if k.startswith("BRAID_") and "TOKEN" not in k and k not in NOT_KNOBS}
+
+
 def meta(command, link, peers, date=None, commit=None, gpus=None):
-    """A complete meta. `commit`: (commit, dirty_files), default source_commit() of this repository."""
+    """A complete meta. `commit`: (commit, dirty_files), default source_commit() of this repository. `knobs` where
+    the environment sets any."""
     commit, dirty = commit or source_commit()
     out = {"command": command, "commit": commit, "date": date or iso_now(), "machine": machine(link, gpus),
            "peers": dict(peers)}
     if dirty or commit.endswith("-dirty"):
         out["dirty_files"] = list(dirty)
+    if knobs():
+        out["knobs"] = knobs()
     return out
 
 
