@@ -192,11 +192,12 @@ const std::vector<KnobRow>& rows() {
         "calls over shared memory whose output is at least this many bytes write it with non-temporal stores: auto "
         "(the core's L2 cache, 1M when unknown), a byte count, or off"},
        &Settings::shmStreamBytes},
-      // auto: each rank takes its share of the CPUs its host's ranks may use, so ranks bound a core each run alone and
-      // ranks with CPUs to spare cut their large passes among them. One core moves a fraction of what the memory
-      // gives: on a 16-core VM, 2 ranks of 8 CPUs each ran 1-64 MiB allreduces 5-6x faster than on a core each, 4 of
-      // 4 1.6-2.4x, 8 of 2 1.3x (docs/BENCHMARKS.md, "Helper threads"). 1 keeps every CPU but the rank's own for the
-      // program (PyTorch's intra-op threads, data loaders).
+      // auto: each rank takes its share of the CPUs its host's ranks may use, so ranks bound a CPU each run alone and
+      // ranks with CPUs to spare cut their large passes among them. One core moves a fraction of what the caches and
+      // memory give: on the H100 machine's 16-core host, with the CPUs divided among the ranks, large allreduces ran
+      // several times faster than on a CPU a rank at 2 ranks, about twice at 4 and a third faster at 8
+      // (docs/BENCHMARKS.md, "helper threads"). 1 keeps every CPU but the rank's own for the program (PyTorch's
+      // intra-op threads, data loaders).
       {{"BRAID_SHM_THREADS", KnobType::kString, "auto",
         "threads each rank runs the copies and reductions of a large allreduce, reduce (rsag), reduce-scatter or "
         "allgather over shared memory on, itself included: a count from 1 to 256 (run on no more than the rank's "
