@@ -194,8 +194,9 @@ def meta(command, link, peers, date=None, commit=None, gpus=None):
            "peers": dict(peers)}
     if dirty or commit.endswith("-dirty"):
         out["dirty_files"] = list(dirty)
-    if knobs():
-        out["knobs"] = knobs()
+    set_knobs = knobs()
+    if set_knobs:
+        out["knobs"] = set_knobs
     return out
 
 

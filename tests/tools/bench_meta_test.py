@@ -166,13 +166,13 @@ class BraidBenchMeta(unittest.TestCase):
         self.assertFalse(os.path.exists(out))
 
 
-
 class Knobs(unittest.TestCase):
     def test_the_knobs_set_are_recorded_secrets_and_locations_left_out(self):
         env = {"BRAID_SHM_THREADS": "1", "BRAID_TOKEN": "secret", "BRAID_TOKEN_FILE": "/f", "BRAID_BENCH_DIR": "/b",
                "BRAID_SOURCE_COMMIT": "abc", "PATH": "/bin"}
         self.assertEqual(bench_meta.knobs(env), {"BRAID_SHM_THREADS": "1"})
         self.assertEqual(bench_meta.knobs({"PATH": "/bin"}), {})
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

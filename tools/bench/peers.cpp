@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -294,11 +295,11 @@ bool braidOverTcp() {
 // of its own for them, not the one a core binding gives it.
 bool braidHelpers() {
   const char* set = std::getenv("BRAID_SHM_THREADS");
-  std::string threads = set ? set : "";
-  for (const KnobInfo& knob : allKnobs()) {
-    if (threads.empty() && knob.name == "BRAID_SHM_THREADS") threads = knob.defaultValue;
-  }
-  return !threads.empty() && threads != "1";
+  if (set != nullptr && *set != '\0') return std::string(set) != "1";
+  const auto& knobs = allKnobs();
+  const auto knob =
+      std::find_if(knobs.begin(), knobs.end(), [](const KnobInfo& k) { return k.name == "BRAID_SHM_THREADS"; });
+  return knob != knobs.end() && knob->defaultValue != "1";
 }
 
 }  // namespace
