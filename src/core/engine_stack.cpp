@@ -12,6 +12,7 @@
 #include "algorithms/device/device_engine_factory.hpp"
 #include "algorithms/host/local_engine.hpp"
 #include "base/error.hpp"
+#include "base/logging.hpp"
 #include "core/engine_selectors.hpp"
 #include "core/this_host.hpp"
 #include "topology/topology.hpp"
@@ -24,6 +25,7 @@ namespace braid::core {
 HostLayout orThisProcess(HostLayout host, int size) {
   if (host.ranks <= 0) host.ranks = size;
   if (host.cpus <= 0) host.cpus = tuning::machineOf(thisHost(), size, tuning::Link::kShm).usableCpus;
+  if (host.shmBytes == 0) host.shmBytes = thisHost().shmBytes;
   return host;
 }
 
@@ -41,6 +43,31 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
   return *bytes;
 }
 
+namespace {
+
+transport::FabricLayout layoutFor(int size, const Settings& settings, int threads) {
+  return transport::FabricLayout::compute(size, tuning::shmSlotBytes(size, settings.shmSlotBytes, threads),
+                                          settings.shmP2pBytes);
+}
+
+// auto's threads, fewer where the group's regions, whose slots grow with them, would take more than half of the
+// host's /dev/shm: a container's default (Docker's 64 MiB) cannot hold 8 ranks of 8 threads (8 MiB slots), and the
+// program passes its own data through /dev/shm too (PyTorch's data loaders). Every rank of the group sees the same
+// /dev/shm and layout, so all of them arrive at the same count. Where even one thread's regions do not fit, creation
+// says so and names the fix (ShmSegment::create).
+int threadsTheRegionsFit(int threads, int size, const Settings& settings, std::uint64_t shmBytes) {
+  if (shmBytes == 0) return threads;
+  const auto groupBytes = [&](int t) {
+    return static_cast<std::uint64_t>(layoutFor(size, settings, t).regionBytes) * static_cast<std::uint64_t>(size);
+  };
+  while (threads > 1 && groupBytes(threads) > shmBytes / 2 && groupBytes(threads - 1) < groupBytes(threads)) {
+    --threads;
+  }
+  return threads;
+}
+
+}  // namespace
+
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size) {
   // auto stops at 8, a bound on the CPUs and slot memory it takes: the most threads a rank has been measured with.
   constexpr int kAutoMost = 8;
@@ -49,7 +76,8 @@ int sharedMemoryThreads(const Settings& settings, HostLayout host, int size) {
   if (v == "1") return 1;
   if (v.empty() || v == "auto") {
     host = orThisProcess(host, size);
-    return std::clamp(host.cpus / std::max(host.ranks, 1), 1, kAutoMost);
+    const int byCpus = std::clamp(host.cpus / std::max(host.ranks, 1), 1, kAutoMost);
+    return threadsTheRegionsFit(byCpus, size, settings, host.shmBytes);
   }
   int threads = 0;
   const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), threads);
@@ -61,14 +89,20 @@ int sharedMemoryThreads(const Settings& settings, HostLayout host, int size) {
 }
 
 transport::FabricLayout localFabricLayout(int size, const Settings& settings, HostLayout host) {
-  const int threads = sharedMemoryThreads(settings, host, size);
-  return transport::FabricLayout::compute(size, tuning::shmSlotBytes(size, settings.shmSlotBytes, threads),
-                                          settings.shmP2pBytes);
+  return layoutFor(size, settings, sharedMemoryThreads(settings, host, size));
 }
 
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                         const Settings& settings, HostLayout host) {
   const auto layout = localFabricLayout(size, settings, host);
+  const int threads = sharedMemoryThreads(settings, host, size);
+  if (logEnabled(LogLevel::kInfo)) {
+    const std::uint64_t shm = orThisProcess(host, size).shmBytes;
+    logLine(LogLevel::kInfo, group->rank(),
+            strCat("shared memory: ", size, " ranks, ", threads, " thread(s) a rank, slots of ", layout.slotBytes,
+                   " bytes, ", layout.regionBytes, " bytes a rank",
+                   shm > 0 ? strCat(" (/dev/shm holds ", shm, ")") : std::string(" (/dev/shm's size unknown)")));
+  }
   auto selector =
       std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size), settings));
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
@@ -76,7 +110,7 @@ std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::Loc
   };
   auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
   const host::LocalCollectives::Options options{.streamFromBytes = streamingFromBytes(settings, thisHost()),
-                                                .threads = sharedMemoryThreads(settings, host, size),
+                                                .threads = threads,
                                                 // as the calls' waits spin (CommunicatorImpl::makeEnv)
                                                 .spinMicros = outnumbersItsCpus(orThisProcess(host, size))
                                                                   ? std::min(settings.spinMicros, 5L)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,15 +19,17 @@
 namespace braid::core {
 
 /// The ranks of a host-engine group on this rank's host, the CPUs they may use together and the NUMA nodes they run
-/// on (Placement::localSize, localCpus and localNumaNodes, the same on each of them); zeros: every rank here, on the
-/// CPUs this process may use, NUMA nodes unknown.
+/// on (Placement::localSize, localCpus and localNumaNodes, the same on each of them), and the size of the /dev/shm
+/// they share; zeros: every rank here, on the CPUs this process may use, NUMA nodes unknown, this host's /dev/shm.
 struct HostLayout {
   int ranks = 0;
   int cpus = 0;
   int numaNodes = 0;
+  std::uint64_t shmBytes = 0;
 };
 
-/// `host`'s ranks and cpus made whole: where the placement did not say, every rank runs here on this process's CPUs.
+/// `host`'s ranks, cpus and shmBytes made whole: where the placement did not say, every rank runs here on this
+/// process's CPUs, beside this host's /dev/shm (0 where its size cannot be read).
 HostLayout orThisProcess(HostLayout host, int size);
 
 /// More ranks on the host than the CPUs they may use (ranks on other hosts take none): waits then spin briefly.
@@ -42,8 +45,9 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
 transport::FabricLayout localFabricLayout(int size, const Settings& settings, HostLayout host = {});
 
 /// The threads each rank of a shared-memory group of `size` runs its large passes on (BRAID_SHM_THREADS): the count
-/// given, or for auto (the default, also when set empty) `host`'s CPUs divided among its ranks, at most 8. The same on
-/// every rank of the group (the layout is the group's). InvalidArgument names a malformed value.
+/// given, or for auto (the default, also when set empty) `host`'s CPUs divided among its ranks, at most 8, and fewer
+/// where the group's regions would take more than half of `host`'s /dev/shm. The same on every rank of the group
+/// (the layout is the group's). InvalidArgument names a malformed value.
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size);
 
 /// Ranks of one host: a LocalEngine over `group` (regions of localFabricLayout), its algorithms chosen by the

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -15,6 +16,9 @@ namespace braid {
 namespace {
 
 constexpr std::size_t KiB = 1024;
+constexpr std::size_t MiB = 1024 * KiB;
+// A /dev/shm that holds any layout here, so that the tests do not depend on this machine's.
+constexpr std::uint64_t kRoomy = std::uint64_t{1} << 40;
 
 TEST(ShmSlot, GrowsWithTheRankCountBetweenItsBounds) {
   EXPECT_EQ(tuning::shmSlotBytes(1, 0), 256 * KiB);
@@ -63,6 +67,30 @@ TEST(ShmSlot, TheThreadsKnob) {
   }
 }
 
+TEST(ShmSlot, AutoLeavesHalfOfDevShm) {
+  Settings s = Settings::fromEnvironment([](const std::string&) { return std::optional<std::string>(); });
+  const auto on = [](int ranks, std::uint64_t shm) {
+    return core::HostLayout{.ranks = ranks, .cpus = 128, .shmBytes = shm};
+  };
+  // 2 ranks of 8 threads: two regions of 2 MiB slots and 256 KiB rings, about 9 MiB, fit in half of Docker's 64 MiB.
+  EXPECT_EQ(core::sharedMemoryThreads(s, on(2, 64 * MiB), 2), 8);
+  // 8 ranks of 8 threads take 8 x (2 x 8 MiB + 8 x 256 KiB) = 144 MiB: 1 GiB holds them, 256 MiB holds 6 threads'
+  // 112 MiB (7 threads' 128 MiB and the control pages pass the half), and 64 MiB not even one thread's 32 MiB.
+  EXPECT_EQ(core::sharedMemoryThreads(s, on(8, 1024 * MiB), 8), 8);
+  EXPECT_EQ(core::sharedMemoryThreads(s, on(8, 256 * MiB), 8), 6);
+  EXPECT_EQ(core::localFabricLayout(8, s, on(8, 256 * MiB)).slotBytes, 6 * MiB);
+  EXPECT_EQ(core::sharedMemoryThreads(s, on(8, 64 * MiB), 8), 1);
+  EXPECT_EQ(core::localFabricLayout(8, s, on(8, 64 * MiB)).slotBytes, 1 * MiB);
+  // A count given is taken as given: the region's creation names a /dev/shm too small for it.
+  s.shmThreads = "8";
+  EXPECT_EQ(core::sharedMemoryThreads(s, on(8, 64 * MiB), 8), 8);
+  // Slots of a size given do not shrink with fewer threads, so auto keeps them all.
+  s.shmThreads = "auto";
+  s.shmSlotBytes = 96 * KiB;
+  s.shmP2pBytes = 8 * MiB;
+  EXPECT_EQ(core::sharedMemoryThreads(s, on(8, 64 * MiB), 8), 8);
+}
+
 TEST(ShmSlot, TheKnobWins) {
   EXPECT_EQ(tuning::shmSlotBytes(16, 64 * KiB), 64 * KiB);
   EXPECT_EQ(tuning::shmSlotBytes(2, 4096 * KiB), 4096 * KiB);
@@ -75,7 +103,7 @@ TEST(ShmSlot, TheGroupsLayoutTakesIt) {
   EXPECT_EQ(core::localFabricLayout(2, s, alone(2)).slotBytes, 256 * KiB);
   EXPECT_EQ(core::localFabricLayout(8, s, alone(8)).slotBytes, 1024 * KiB);
   // Two CPUs a rank: two threads, twice the slot.
-  EXPECT_EQ(core::localFabricLayout(8, s, {.ranks = 8, .cpus = 16}).slotBytes, 2048 * KiB);
+  EXPECT_EQ(core::localFabricLayout(8, s, {.ranks = 8, .cpus = 16, .shmBytes = kRoomy}).slotBytes, 2048 * KiB);
   const auto eight = core::localFabricLayout(8, s, alone(8));
   EXPECT_EQ(eight.ringOffset, eight.slotOffset + 2 * eight.slotBytes);
   EXPECT_EQ(eight.regionBytes, eight.ringOffset + 8 * (256 * KiB));  // BRAID_SHM_P2P_BYTES' default
