@@ -33,5 +33,8 @@ std::string tuneFilePath();
 /// "BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"; empty if none. InvalidArgument for a
 /// malformed knob or tune file, as at a communicator's creation.
 std::string tunedKnobs();
+/// The text a communicator created now would take for the knob `name`: the environment's (set empty counts as set),
+/// else the tune file's, else the default. InvalidArgument for a name that is no knob.
+std::string knobValue(const std::string& name);
 
 }  // namespace braid

@@ -413,6 +413,18 @@ std::string tuneFilePath() {
 
 std::string tunedKnobs() { return Settings::fromEnvironment().tuned; }
 
+std::string knobValue(const std::string& name) {
+  const auto& all = rows();
+  const auto row = std::find_if(all.begin(), all.end(), [&](const auto& r) { return r.info.name == name; });
+  if (row == all.end()) fail(ErrorCode::kInvalidArgument, {}, name, " is not one of braid's knobs (braid env --knobs)");
+  if (const char* env = std::getenv(name.c_str())) return env;
+  if (const std::string path = tuneFilePath(); !path.empty()) {
+    const auto tuned = readTuneFile(path);
+    if (const auto it = tuned.find(name); it != tuned.end()) return it->second;
+  }
+  return row->info.defaultValue;
+}
+
 const std::vector<KnobInfo>& allKnobs() {
   static const std::vector<KnobInfo> kInfos = [] {
     std::vector<KnobInfo> out;

@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "base/config.hpp"
+#include "base/error.hpp"
+#include "braid/knobs.hpp"
 #include "tune_crossover.hpp"
 
 namespace braid::tools {
@@ -49,6 +51,45 @@ TEST(Tune, TheTuneFileFillsWhatTheEnvironmentLeavesUnset) {
   // A lookup without BRAID_TUNE_FILE reads no file at all (tests stay hermetic).
   const Settings plain = Settings::fromEnvironment([](const std::string&) { return std::nullopt; });
   EXPECT_TRUE(plain.tuned.empty());
+}
+
+// What braid bench reads to bind its ranks (BRAID_SHM_THREADS): the environment's value, else the tune file's, else
+// the default, as a communicator takes it.
+TEST(Tune, KnobValueIsWhatACommunicatorWouldTake) {
+  const auto restore = [](const char* name, const char* was) {
+    if (was != nullptr) {
+      ::setenv(name, was, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  };
+  const char* const name = "BRAID_SHM_THREADS";
+  const std::string threadsWas = std::getenv(name) ? std::getenv(name) : "";
+  const bool threadsSet = std::getenv(name) != nullptr;
+  const std::string fileWas = std::getenv("BRAID_TUNE_FILE") ? std::getenv("BRAID_TUNE_FILE") : "";
+  const bool fileSet = std::getenv("BRAID_TUNE_FILE") != nullptr;
+  const std::string path = std::filesystem::temp_directory_path() / ("braid-knob-" + std::to_string(::getpid()));
+  std::ofstream(path) << "BRAID_SHM_THREADS=1\n";
+  ::unsetenv(name);
+  ::setenv("BRAID_TUNE_FILE", "/nonexistent/braid-tune.env", 1);
+  EXPECT_EQ(knobValue(name), "auto");  // the default
+  ::setenv("BRAID_TUNE_FILE", path.c_str(), 1);
+  EXPECT_EQ(knobValue(name), "1");  // the tune file's
+  ::setenv(name, "4", 1);
+  EXPECT_EQ(knobValue(name), "4");  // the environment wins
+  ::setenv(name, "", 1);
+  EXPECT_EQ(knobValue(name), "");  // set empty is set
+  EXPECT_EQ(Settings::fromEnvironment().shmThreads, "");
+  try {
+    knobValue("BRAID_NO_SUCH_KNOB");
+    ADD_FAILURE() << "an unknown knob had a value";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("BRAID_NO_SUCH_KNOB"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(path);
+  restore(name, threadsSet ? threadsWas.c_str() : nullptr);
+  restore("BRAID_TUNE_FILE", fileSet ? fileWas.c_str() : nullptr);
 }
 
 }  // namespace

@@ -291,16 +291,9 @@ bool braidOverTcp() {
   return transport && std::string(transport) == "tcp";
 }
 
-// braid's ranks run helper threads unless BRAID_SHM_THREADS (as set, else its default) is 1: a rank then needs CPUs
-// of its own for them, not the one a core binding gives it.
-bool braidHelpers() {
-  const char* set = std::getenv("BRAID_SHM_THREADS");
-  if (set != nullptr && *set != '\0') return std::string(set) != "1";
-  const auto& knobs = allKnobs();
-  const auto knob =
-      std::find_if(knobs.begin(), knobs.end(), [](const KnobInfo& k) { return k.name == "BRAID_SHM_THREADS"; });
-  return knob != knobs.end() && knob->defaultValue != "1";
-}
+// braid's ranks run helper threads unless BRAID_SHM_THREADS (as a communicator would take it: set, else from the tune
+// file, else its default) is 1: a rank then needs CPUs of its own for them, not the one a core binding gives it.
+bool braidHelpers() { return knobValue("BRAID_SHM_THREADS") != "1"; }
 
 }  // namespace
 
