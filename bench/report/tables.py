@@ -236,6 +236,32 @@ def setting_by_size(label_runs, base, setting, sizes=None, impl="braid"):
     return table(header, rows)
 
 
+def ddp_steps(label_runs, base=("gloo", "")):
+    """bench/ddp_step.py's files (label_runs: [(label, run)]), a row per backend and setting: the median step, each
+    pass's median, and the step over the base's (impl, variant) pass by pass, the runs of a pass having run next to
+    each other, as the median of the passes (their range)."""
+    impl, variant = base
+    header = ["run", "backend, knobs", "median step (ms)", "each pass (ms)",
+              f"step / {PEER_NAMES.get(impl, impl)}{' ' + variant if variant else ''}'s, median of passes (range)"]
+    rows = []
+    for label, run in label_runs:
+        steps = run.select(collective="ddp_step")
+        found = [r for r in steps if r["impl"] == impl and (r.get("variant") or "") == variant]
+        if len(found) != 1:
+            raise ReportError(f"{run.file}: {len(found)} ddp_step rows for {impl} {variant!r} (want exactly one)")
+        ref = found[0]
+        for r in steps:
+            if r.get("wrong", 0) != 0:
+                raise ReportError(f"{run.file}: {r['impl']} {r.get('variant', '')}: {r['wrong']} parameters differ")
+            if len(r["passes_ms"]) != len(ref["passes_ms"]):
+                raise ReportError(f"{run.file}: unequal passes between {r['impl']} and {impl}")
+            ratios = [a / b for a, b in zip(r["passes_ms"], ref["passes_ms"])]
+            setting = r["impl"] + (f", {r['variant']}" if r.get("variant") else "")
+            rows.append([label, setting, f"{r['time_us'] / 1e3:.1f}", ", ".join(f"{v:.1f}" for v in r["passes_ms"]),
+                         "-" if r is ref else f"{x(median(ratios))} ({span(ratios)})"])
+    return table(header, rows, align=["---", "---"] + ["---:"] * 3)
+
+
 def in_turn(label_runs, sizes, peer="mpi", impl="braid", collective="allreduce"):
     """Builds (or settings) run in turn, pass after pass, each run with the peer beside it (label_runs: [(label,
     [run of each pass])]): per size and label, the median over the passes of impl's time, and of its time over the

@@ -4,6 +4,7 @@ what it judges (a bar's class rule, a shaped link's burst), and that the committ
 import copy
 import json
 import os
+import statistics
 import sys
 import tempfile
 import unittest
@@ -116,6 +117,28 @@ class SettingBySize(unittest.TestCase):
         one = [Run("a", META, [row("braid", 8, 1, 0)])]
         with self.assertRaisesRegex(ReportError, "passes"):
             tables.setting_by_size([("2", {"1": one, "auto": one + one})], "1", "auto")
+
+
+class DdpSteps(unittest.TestCase):
+    @staticmethod
+    def step(impl, variant, passes, wrong=0):
+        return dict(impl=impl, variant=variant, collective="ddp_step", dtype="float32", bytes=4096, count=1024,
+                    time_us=statistics.median(passes) * 1e3, passes_ms=passes, wrong=wrong)
+
+    def test_each_setting_against_the_base_pass_by_pass(self):
+        run = Run("d", META, [self.step("gloo", "", [100.0, 120.0]), self.step("braid", "", [50.0, 90.0]),
+                              self.step("braid", "BRAID_SHM_THREADS=1", [80.0, 60.0])])
+        text = tables.ddp_steps([("2 ranks", run)])
+        self.assertIn("| 2 ranks | gloo | 110.0 | 100.0, 120.0 | - |", text)
+        self.assertIn("| 2 ranks | braid | 70.0 | 50.0, 90.0 | 0.62x (0.50-0.75x) |", text)
+        self.assertIn("| 2 ranks | braid, BRAID_SHM_THREADS=1 | 70.0 | 80.0, 60.0 | 0.65x (0.50-0.80x) |", text)
+
+    def test_a_missing_base_or_differing_replicas_are_refused(self):
+        with self.assertRaisesRegex(ReportError, "0 ddp_step rows for gloo"):
+            tables.ddp_steps([("2", Run("d", META, [self.step("braid", "", [1.0])]))])
+        bad = Run("d", META, [self.step("gloo", "", [1.0]), self.step("braid", "", [1.0], wrong=3)])
+        with self.assertRaisesRegex(ReportError, "3 parameters differ"):
+            tables.ddp_steps([("2", bad)])
 
 
 class Placement(unittest.TestCase):
