@@ -31,6 +31,7 @@ import socket
 import statistics
 import sys
 import time
+from queue import Empty
 
 import torch
 import torch.distributed as dist
@@ -62,8 +63,14 @@ def variant_of(knobs):
     return ",".join(f"{k}={v}" for k, v in sorted(knobs.items()))
 
 
-def flat_parameters(model):
-    return torch.cat([p.detach().reshape(-1).to(torch.float64).cpu() for p in model.parameters()])
+def parameter_bits(model):
+    """Every parameter's bits as integers (float32 as int32), so that comparing them compares the bits: -0.0 against
+    0.0 differs, a NaN equals itself."""
+    views = []
+    for p in model.parameters():
+        flat = p.detach().cpu().contiguous().reshape(-1)
+        views.append(flat.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[flat.element_size()]).to(torch.int64))
+    return torch.cat(views)
 
 
 def rank_main(rank, size, port, args, backend, queue):
@@ -105,7 +112,7 @@ def rank_main(rank, size, port, args, backend, queue):
         if step >= args.warmup:
             steps_ms.append(took.item() * 1e3)
             losses.append(mean.item() / size)
-    params = flat_parameters(model)
+    params = parameter_bits(model)
     high, low = params.clone(), params.clone()
     dist.all_reduce(high, op=dist.ReduceOp.MAX, group=side)
     dist.all_reduce(low, op=dist.ReduceOp.MIN, group=side)
@@ -118,23 +125,49 @@ def rank_main(rank, size, port, args, backend, queue):
 
 
 def run_once(args, backend, knobs):
-    """One run's ranks, fresh processes with `knobs` in their environment; rank 0's report."""
+    """One run's ranks, fresh processes with `knobs` in their environment: (rank 0's report or None, what went
+    wrong or ""). The report is taken while the ranks run (a large one would fill the pipe before they could end);
+    a rank that fails, or a run past --run-timeout, ends the run without a report; a rank that fails after the report
+    came (a backend's teardown) is said, beside the report."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     saved = {k: os.environ.get(k) for k in knobs}
     os.environ.update(knobs)
     try:
-        queue = mp.get_context("spawn").SimpleQueue()
-        mp.start_processes(rank_main, args=(args.nranks, port, args, backend, queue), nprocs=args.nranks,
-                           start_method="spawn")
-        return queue.get()
+        queue = mp.get_context("spawn").Queue()
+        ranks = mp.start_processes(rank_main, args=(args.nranks, port, args, backend, queue), nprocs=args.nranks,
+                                   start_method="spawn", join=False)
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    deadline = time.monotonic() + args.run_timeout
+    report, failure = None, ""
+    while report is None and not failure:
+        try:
+            report = queue.get(timeout=1.0)
+        except Empty:
+            try:
+                if ranks.join(timeout=0):
+                    failure = "every rank ended without a report"
+            except Exception as e:  # a rank raised or died: ProcessRaisedException, ProcessExitedException
+                failure = f"a rank failed: {e}"
+            if not failure and time.monotonic() > deadline:
+                failure = f"no report within --run-timeout {args.run_timeout} s"
+    try:
+        while not ranks.join(timeout=max(deadline - time.monotonic(), 1.0)):
+            if time.monotonic() > deadline:
+                failure = failure or f"the ranks did not end within --run-timeout {args.run_timeout} s"
+                break
+    except Exception as e:
+        failure = failure or f"a rank failed as the run ended: {e}"
+    for p in ranks.processes:
+        if p.is_alive():
+            p.kill()
+    return report, failure
 
 
 def peer_versions(runs, device):
@@ -166,31 +199,52 @@ def main():
     p.add_argument("--dim", type=int, default=512)
     p.add_argument("--layers", type=int, default=4)
     p.add_argument("--vocab", type=int, default=8192)
+    p.add_argument("--run-timeout", type=float, default=600, help="seconds one run's ranks may take")
     p.add_argument("--json", default="")
     args = p.parse_args()
+    for flag in ("passes", "steps", "nranks"):
+        if getattr(args, flag) < 1:
+            p.error(f"--{flag} must be at least 1")
+    if args.warmup < 0:
+        p.error("--warmup must be at least 0")
     if args.torch_threads <= 0:
         args.torch_threads = max(bench_meta.usable_cores() // args.nranks, 1)
-    if args.device == "cuda" and torch.cuda.device_count() < 1:
-        sys.exit("ddp_step: --device cuda but torch sees no GPU")
+    if args.device == "cuda" and torch.cuda.device_count() < args.nranks:
+        sys.exit(f"ddp_step: --device cuda with {args.nranks} ranks but torch sees {torch.cuda.device_count()} GPUs "
+                 "(NCCL takes one GPU a rank)")
     if len({(b, variant_of(k)) for b, k in args.run}) != len(args.run):
         sys.exit("ddp_step: a --run is given twice")
 
     reports = {i: [] for i in range(len(args.run))}
+    problems, teardowns = [], {}
     for n in range(args.passes):
         order = list(range(len(args.run)))
         if n % 2 == 1:
             order.reverse()
         for i in order:
             backend, knobs = args.run[i]
-            r = run_once(args, backend, knobs)
+            r, failure = run_once(args, backend, knobs)
+            name = f"{backend} {variant_of(knobs)}".strip()
+            if r is None:
+                problems.append(f"{name}, pass {n + 1}: {failure}")
+                print(f"pass {n + 1} {backend:>5} {variant_of(knobs) or '-':<28} FAILED: {failure}", flush=True)
+                continue
+            if failure:
+                # Gloo's process group sometimes aborts as its process exits, after every step ran: the peer's
+                # teardown, not its training. braid's own teardown gets no such allowance.
+                teardowns.setdefault(i, []).append(f"pass {n + 1}: {failure}")
+                if backend == "braid":
+                    problems.append(f"{name}, pass {n + 1}: {failure}")
             reports[i].append(r)
             print(f"pass {n + 1} {backend:>5} {variant_of(knobs) or '-':<28} median step "
-                  f"{statistics.median(r['steps_ms']):8.2f} ms  last loss {r['losses'][-1]:.4f}  wrong {r['wrong']}",
-                  flush=True)
+                  f"{statistics.median(r['steps_ms']):8.2f} ms  last loss {r['losses'][-1]:.4f}  wrong {r['wrong']}"
+                  + (f"  ({failure})" if failure else ""), flush=True)
 
-    rows, problems = [], []
-    first_loss = reports[0][0]["losses"][-1]
-    for i, (backend, knobs) in enumerate(args.run):
+    rows = []
+    done = [i for i in range(len(args.run)) if len(reports[i]) == args.passes]
+    first_loss = reports[done[0]][0]["losses"][-1] if done else 0.0
+    for i in done:
+        backend, knobs = args.run[i]
         steps = [s for r in reports[i] for s in r["steps_ms"]]
         last_losses = [r["losses"][-1] for r in reports[i]]
         wrong = sum(r["wrong"] for r in reports[i])
@@ -202,12 +256,14 @@ def main():
             time_us=median_ms * 1e3, algbw_gbs=grad_bytes / (median_ms * 1e-3) / 1e9, busbw_gbs=-1, wrong=wrong,
             passes_ms=[statistics.median(r["steps_ms"]) for r in reports[i]], steps_ms=steps, last_loss=last_losses,
         ))
+        if i in teardowns:
+            rows[-1]["teardown"] = teardowns[i]
         if wrong:
             problems.append(f"{backend} {variant_of(knobs)}: {wrong} parameters differ between ranks")
         for loss in last_losses:
             if abs(loss - first_loss) > LOSS_TOLERANCE * abs(first_loss):
                 problems.append(f"{backend} {variant_of(knobs)}: last loss {loss} against the first run's {first_loss}")
-    if args.json:
+    if args.json and rows:
         ranks_on = f"{args.nranks} ranks on one host"
         link = (f"{ranks_on}, {bench_meta.gpu_link(args.nranks, torch.cuda.device_count())}" if args.device == "cuda"
                 else f"{ranks_on}; braid: its own choice (shared memory); gloo: TCP over loopback")
@@ -219,7 +275,8 @@ def main():
                        params=rows[0]["count"]),
             method=f"DDP training steps of examples/tiny_lm.py's model (AdamW): {args.warmup} untimed, then "
             f"{args.steps} timed a pass, {args.passes} passes in alternating orders, fresh processes a run; a step's "
-            "time is the slowest rank's, a row's the median of its steps; replicas compared bit for bit through Gloo",
+            "time is the slowest rank's, a row's the median of its steps; replicas compared bit for bit through Gloo; "
+            f"{args.torch_threads} torch intra-op threads a rank, beside any threads the backend runs",
         )
         with open(args.json, "w") as f:
             json.dump({"meta": meta, "results": rows}, f, indent=1, sort_keys=True)

@@ -186,9 +186,33 @@ def knobs(environ=None):
             if k.startswith("BRAID_") and "TOKEN" not in k and k not in NOT_KNOBS}
 
 
+def tuned(environ=None):
+    """What the tune file `braid tune` wrote gives the knobs the environment leaves unset, as `braid bench` records
+    it: "BRAID_DIRECT_MAX_BYTES=131072 from /root/.cache/braid/tune.env"; "" when nothing. The file is the one a
+    communicator reads: BRAID_TUNE_FILE, else ~/.cache/braid/tune.env."""
+    environ = os.environ if environ is None else environ
+    path = environ.get("BRAID_TUNE_FILE") or (os.path.join(environ["HOME"], ".cache/braid/tune.env")
+                                               if environ.get("HOME") else "")
+    if not path or not os.path.isfile(path):
+        return ""
+    taken = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("export "):
+                line = line[len("export "):]
+            name, eq, value = line.partition("=")
+            if line.startswith("#") or not eq or not name.startswith("BRAID_") or name in environ:
+                continue
+            if len(value) >= 2 and value[0] == value[-1] == "'":
+                value = value[1:-1]
+            taken.append(f"{name}={value.strip()}")
+    return f"{', '.join(taken)} from {path}" if taken else ""
+
+
 def meta(command, link, peers, date=None, commit=None, gpus=None):
     """A complete meta. `commit`: (commit, dirty_files), default source_commit() of this repository. `knobs` where
-    the environment sets any."""
+    the environment sets any, `tuned` where the tune file sets others."""
     commit, dirty = commit or source_commit()
     out = {"command": command, "commit": commit, "date": date or iso_now(), "machine": machine(link, gpus),
            "peers": dict(peers)}
@@ -197,6 +221,9 @@ def meta(command, link, peers, date=None, commit=None, gpus=None):
     set_knobs = knobs()
     if set_knobs:
         out["knobs"] = set_knobs
+    from_file = tuned()
+    if from_file:
+        out["tuned"] = from_file
     return out
 
 

@@ -201,8 +201,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SHM_THREADS", KnobType::kString, "auto",
         "threads each rank runs the copies and reductions of a large allreduce, reduce (rsag), reduce-scatter or "
         "allgather over shared memory on, itself included: a count from 1 to 256 (run on no more than the rank's "
-        "CPUs), or auto (the CPUs this host's ranks may use, divided among them, at most 8, fewer where their slots "
-        "would take more than half of /dev/shm)"},
+        "CPUs), or auto (the CPUs this host's ranks may use, divided among them, at most 8, fewer where a group's "
+        "slots would take more than half of /dev/shm)"},
        &Settings::shmThreads},
       // 100 us: several times the ~20 us a futex wake-up across cores costs, so a peer that is only a little late
       // is caught spinning, while a rank that waits longer stops burning its core.
@@ -417,10 +417,11 @@ std::string knobValue(const std::string& name) {
   const auto& all = rows();
   const auto row = std::find_if(all.begin(), all.end(), [&](const auto& r) { return r.info.name == name; });
   if (row == all.end()) fail(ErrorCode::kInvalidArgument, {}, name, " is not one of braid's knobs (braid env --knobs)");
-  if (const char* env = std::getenv(name.c_str())) return env;
+  // Trimmed, as Settings reads every value.
+  if (const char* env = std::getenv(name.c_str())) return trim(env);
   if (const std::string path = tuneFilePath(); !path.empty()) {
     const auto tuned = readTuneFile(path);
-    if (const auto it = tuned.find(name); it != tuned.end()) return it->second;
+    if (const auto it = tuned.find(name); it != tuned.end()) return trim(it->second);
   }
   return row->info.defaultValue;
 }

@@ -74,13 +74,16 @@ std::unique_ptr<transport::ShmLocalGroup> joinShmGroup(Store& store, int rank, i
       ErrorContext c = ctx;
       c.peer = r;
       fail(ErrorCode::kUnavailable, c, "rank ", r, " runs on another host (boot id ", info.bootId, " vs ", mine.bootId,
-           "); communicators across hosts need the TCP transport, which is not built yet");
+           "): shared memory joins the ranks of one host only; across hosts leave BRAID_TRANSPORT unset (auto) or set "
+           "tcp");
     }
     if (info.regionBytes != regionBytes) {
       ErrorContext c = ctx;
       c.peer = r;
       fail(ErrorCode::kInvalidArgument, c, "rank ", r, " uses a ", info.regionBytes, "-byte region but this rank ",
-           regionBytes, ": set BRAID_SHM_SLOT_BYTES, BRAID_SHM_P2P_BYTES and BRAID_SHM_THREADS alike on every rank");
+           regionBytes,
+           ": set BRAID_SHM_SLOT_BYTES, BRAID_SHM_P2P_BYTES and BRAID_SHM_THREADS alike on every rank (auto threads "
+           "follow the host's CPUs and the size of /dev/shm, which every rank must see alike)");
     }
     segments.push_back(r == rank ? std::move(own) : transport::ShmSegment::open(info.peer.segmentName, regionBytes));
     peers.push_back(info.peer);

@@ -54,7 +54,8 @@ transport::FabricLayout layoutFor(int size, const Settings& settings, int thread
 // host's /dev/shm: a container's default (Docker's 64 MiB) cannot hold 8 ranks of 8 threads (8 MiB slots), and the
 // program passes its own data through /dev/shm too (PyTorch's data loaders). Every rank of the group sees the same
 // /dev/shm and layout, so all of them arrive at the same count. Where even one thread's regions do not fit, creation
-// says so and names the fix (ShmSegment::create).
+// says so and names the fix (ShmSegment::create). Each group is weighed by itself: several groups (process groups,
+// splits) may each take up to half.
 int threadsTheRegionsFit(int threads, int size, const Settings& settings, std::uint64_t shmBytes) {
   if (shmBytes == 0) return threads;
   const auto groupBytes = [&](int t) {

@@ -173,6 +173,19 @@ class Knobs(unittest.TestCase):
         self.assertEqual(bench_meta.knobs(env), {"BRAID_SHM_THREADS": "1"})
         self.assertEqual(bench_meta.knobs({"PATH": "/bin"}), {})
 
+    def test_the_tune_files_knobs_are_recorded_where_the_environment_leaves_them(self):
+        with tempfile.TemporaryDirectory() as home:
+            os.makedirs(os.path.join(home, ".cache/braid"))
+            path = os.path.join(home, ".cache/braid/tune.env")
+            with open(path, "w") as f:
+                f.write("# braid tune\nBRAID_DIRECT_MAX_BYTES=131072\nexport BRAID_SPIN_US='7'\nPATH=/x\n")
+            self.assertEqual(bench_meta.tuned({"HOME": home}),
+                             f"BRAID_DIRECT_MAX_BYTES=131072, BRAID_SPIN_US=7 from {path}")
+            self.assertEqual(bench_meta.tuned({"HOME": home, "BRAID_SPIN_US": "0"}),
+                             f"BRAID_DIRECT_MAX_BYTES=131072 from {path}")
+            self.assertEqual(bench_meta.tuned({"HOME": home, "BRAID_TUNE_FILE": "/nonexistent"}), "")
+            self.assertEqual(bench_meta.tuned({}), "")
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

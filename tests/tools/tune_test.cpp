@@ -5,6 +5,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "base/config.hpp"
 #include "base/error.hpp"
@@ -53,31 +57,52 @@ TEST(Tune, TheTuneFileFillsWhatTheEnvironmentLeavesUnset) {
   EXPECT_TRUE(plain.tuned.empty());
 }
 
-// What braid bench reads to bind its ranks (BRAID_SHM_THREADS): the environment's value, else the tune file's, else
-// the default, as a communicator takes it.
-TEST(Tune, KnobValueIsWhatACommunicatorWouldTake) {
-  const auto restore = [](const char* name, const char* was) {
-    if (was != nullptr) {
-      ::setenv(name, was, 1);
-    } else {
-      ::unsetenv(name);
+// Sets environment variables for a scope and puts back what was there, whatever the test does in between.
+class ScopedEnv {
+ public:
+  ~ScopedEnv() {
+    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
+      if (it->second) {
+        ::setenv(it->first.c_str(), it->second->c_str(), 1);
+      } else {
+        ::unsetenv(it->first.c_str());
+      }
     }
-  };
+  }
+  void set(const std::string& name, const char* value) {
+    const char* was = std::getenv(name.c_str());
+    saved_.emplace_back(name, was ? std::optional<std::string>(was) : std::nullopt);
+    if (value) {
+      ::setenv(name.c_str(), value, 1);
+    } else {
+      ::unsetenv(name.c_str());
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// What braid bench reads to bind its ranks (BRAID_SHM_THREADS): the environment's value, else the tune file's, else
+// the default, trimmed as a communicator takes it.
+TEST(Tune, KnobValueIsWhatACommunicatorWouldTake) {
   const char* const name = "BRAID_SHM_THREADS";
-  const std::string threadsWas = std::getenv(name) ? std::getenv(name) : "";
-  const bool threadsSet = std::getenv(name) != nullptr;
-  const std::string fileWas = std::getenv("BRAID_TUNE_FILE") ? std::getenv("BRAID_TUNE_FILE") : "";
-  const bool fileSet = std::getenv("BRAID_TUNE_FILE") != nullptr;
   const std::string path = std::filesystem::temp_directory_path() / ("braid-knob-" + std::to_string(::getpid()));
-  std::ofstream(path) << "BRAID_SHM_THREADS=1\n";
-  ::unsetenv(name);
-  ::setenv("BRAID_TUNE_FILE", "/nonexistent/braid-tune.env", 1);
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove(path); }
+  } remove{path};
+  std::ofstream(path) << "BRAID_SHM_THREADS=1 \n";
+  ScopedEnv env;
+  env.set(name, nullptr);
+  env.set("BRAID_TUNE_FILE", "/nonexistent/braid-tune.env");
   EXPECT_EQ(knobValue(name), "auto");  // the default
-  ::setenv("BRAID_TUNE_FILE", path.c_str(), 1);
-  EXPECT_EQ(knobValue(name), "1");  // the tune file's
-  ::setenv(name, "4", 1);
+  env.set("BRAID_TUNE_FILE", path.c_str());
+  EXPECT_EQ(knobValue(name), "1");  // the tune file's, trimmed
+  env.set(name, " 4");
   EXPECT_EQ(knobValue(name), "4");  // the environment wins
-  ::setenv(name, "", 1);
+  EXPECT_EQ(Settings::fromEnvironment().shmThreads, "4");
+  env.set(name, "");
   EXPECT_EQ(knobValue(name), "");  // set empty is set
   EXPECT_EQ(Settings::fromEnvironment().shmThreads, "");
   try {
@@ -87,9 +112,6 @@ TEST(Tune, KnobValueIsWhatACommunicatorWouldTake) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("BRAID_NO_SUCH_KNOB"), std::string::npos) << e.what();
   }
-  std::filesystem::remove(path);
-  restore(name, threadsSet ? threadsWas.c_str() : nullptr);
-  restore("BRAID_TUNE_FILE", fileSet ? fileWas.c_str() : nullptr);
 }
 
 }  // namespace

@@ -83,7 +83,7 @@ std::vector<std::int32_t> inputOf(int r, std::size_t n) {
 // Runs `body(rank, calls, seq)` on kRanks thread ranks, each with its engine wrapped in OnCopies.
 void onRanks(const std::function<void(int, OnCopies&, std::int64_t&)>& body) {
   const Settings s = testing::testSettings();
-  const core::HostLayout host{.ranks = kRanks, .cpus = 64};
+  const core::HostLayout host{.ranks = kRanks, .cpus = 64, .shmBytes = std::uint64_t{1} << 40};
   const auto layout = core::localFabricLayout(kRanks, s, host);
   auto arena = std::make_shared<transport::MemoryArena>(kRanks, layout.regionBytes);
   std::vector<std::string> failures(kRanks);

@@ -69,7 +69,7 @@ class Arenas {
 
   std::unique_ptr<Engine> engineFor(const HierarchyLevel& level, const Settings& s) {
     std::shared_ptr<transport::MemoryArena>& arena = arenas_[static_cast<std::size_t>(level.ranks.front())];
-    const core::HostLayout host{.ranks = level.size(), .cpus = 64};
+    const core::HostLayout host{.ranks = level.size(), .cpus = 64, .shmBytes = std::uint64_t{1} << 40};
     const auto layout = core::localFabricLayout(level.size(), s, host);
     std::call_once(made_[static_cast<std::size_t>(level.ranks.front())],
                    [&] { arena = std::make_shared<transport::MemoryArena>(level.size(), layout.regionBytes); });

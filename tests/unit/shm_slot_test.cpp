@@ -40,24 +40,28 @@ TEST(ShmSlot, GrowsWithTheThreadsOfARankUpToItsBound) {
 
 TEST(ShmSlot, TheThreadsKnob) {
   Settings s = Settings::fromEnvironment([](const std::string&) { return std::optional<std::string>(); });
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 8);  // the default, auto
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}, 2), 8);  // the default, auto
   s.shmThreads = "";
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 8);  // set empty: the default
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}, 2),
+            8);  // set empty: the default
   s.shmThreads = "1";
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 1);  // the caller alone
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}, 2), 1);  // the caller alone
   s.shmThreads = "4";
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 4);
-  EXPECT_EQ(core::localFabricLayout(2, s, {.ranks = 2, .cpus = 16}).slotBytes, 1024 * KiB);
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}, 2), 4);
+  EXPECT_EQ(core::localFabricLayout(2, s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}).slotBytes, 1024 * KiB);
   s.shmThreads = "auto";
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2), 8);    // the host's CPUs by its ranks
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 4, .cpus = 10}, 4), 2);    // rounded down
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 16, .cpus = 16}, 16), 1);  // ranks bound a core each
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 8, .cpus = 2}, 8), 1);     // ranks outnumber the CPUs
-  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 1, .cpus = 128}, 1), 8);   // at most 8
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}, 2),
+            8);  // the host's CPUs by its ranks
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 4, .cpus = 10, .shmBytes = kRoomy}, 4), 2);  // rounded down
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 16, .cpus = 16, .shmBytes = kRoomy}, 16),
+            1);  // ranks bound a core each
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 8, .cpus = 2, .shmBytes = kRoomy}, 8),
+            1);  // ranks outnumber the CPUs
+  EXPECT_EQ(core::sharedMemoryThreads(s, {.ranks = 1, .cpus = 128, .shmBytes = kRoomy}, 1), 8);  // at most 8
   for (const char* bad : {"0", "-1", "two", "3x", "257"}) {
     s.shmThreads = bad;
     try {
-      core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16}, 2);
+      core::sharedMemoryThreads(s, {.ranks = 2, .cpus = 16, .shmBytes = kRoomy}, 2);
       ADD_FAILURE() << "BRAID_SHM_THREADS=" << bad << " was accepted";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);

@@ -51,8 +51,9 @@ ShmSegment ShmSegment::create(const std::string& name, std::size_t bytes) {
     if (err == ENOSPC || err == EFBIG) {
       fail(ErrorCode::kUnavailable, {}, "/dev/shm cannot hold ", bytes, " more bytes",
            known ? strCat(" (", static_cast<unsigned long long>(fs.f_bavail) * fs.f_frsize, " free)") : "",
-           "; in a container raise it (docker run --shm-size=1g), or shrink the slots: BRAID_SHM_THREADS=1 (the slots "
-           "grow with a rank's threads) or a lower BRAID_SHM_SLOT_BYTES");
+           "; in a container raise it (docker run --shm-size=1g), or shrink the regions: a lower BRAID_SHM_SLOT_BYTES "
+           "or BRAID_SHM_P2P_BYTES, or BRAID_SHM_THREADS=1 where it is set above 1 (the slots grow with a rank's "
+           "threads; auto already takes fewer where /dev/shm is small)");
     }
     failErrno("posix_fallocate(" + name + ")", err);
   }
