@@ -236,6 +236,23 @@ def setting_by_size(label_runs, base, setting, sizes=None, impl="braid"):
     return table(header, rows)
 
 
+def ddp_step_row(run, impl, variant=""):
+    """The one ddp_step row of bench/ddp_step.py's run for a backend and its knobs (variant)."""
+    found = [r for r in run.select(collective="ddp_step") if r["impl"] == impl and (r.get("variant") or "") == variant]
+    if len(found) != 1:
+        raise ReportError(f"{run.file}: {len(found)} ddp_step rows for {impl} {variant!r} (want exactly one)")
+    if found[0].get("wrong", 0) != 0:
+        raise ReportError(f"{run.file}: {impl} {variant}: {found[0]['wrong']} parameters differ")
+    return found[0]
+
+
+def ddp_pass_ratios(run, setting, base):
+    """Pass by pass, the median step of `setting` over that of `base` (each (impl, variant)), the two having run in
+    the same pass."""
+    a, b = ddp_step_row(run, *setting), ddp_step_row(run, *base)
+    return [p / q for p, q in zip(a["passes_ms"], b["passes_ms"])]
+
+
 def ddp_steps(label_runs, base=("gloo", "")):
     """bench/ddp_step.py's files (label_runs: [(label, run)]), a row per backend and setting: the median step, each
     pass's median, and the step over the base's (impl, variant) pass by pass, the runs of a pass having run next to
@@ -245,14 +262,9 @@ def ddp_steps(label_runs, base=("gloo", "")):
               f"step / {PEER_NAMES.get(impl, impl)}{' ' + variant if variant else ''}'s, median of passes (range)"]
     rows = []
     for label, run in label_runs:
-        steps = run.select(collective="ddp_step")
-        found = [r for r in steps if r["impl"] == impl and (r.get("variant") or "") == variant]
-        if len(found) != 1:
-            raise ReportError(f"{run.file}: {len(found)} ddp_step rows for {impl} {variant!r} (want exactly one)")
-        ref = found[0]
-        for r in steps:
-            if r.get("wrong", 0) != 0:
-                raise ReportError(f"{run.file}: {r['impl']} {r.get('variant', '')}: {r['wrong']} parameters differ")
+        ref = ddp_step_row(run, impl, variant)
+        for r in run.select(collective="ddp_step"):
+            ddp_step_row(run, r["impl"], r.get("variant") or "")  # one row each, every replica alike
             if len(r["passes_ms"]) != len(ref["passes_ms"]):
                 raise ReportError(f"{run.file}: unequal passes between {r['impl']} and {impl}")
             ratios = [a / b for a, b in zip(r["passes_ms"], ref["passes_ms"])]

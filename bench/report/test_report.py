@@ -133,6 +133,10 @@ class DdpSteps(unittest.TestCase):
         self.assertIn("| 2 ranks | braid | 70.0 | 50.0, 90.0 | 0.62x (0.50-0.75x) |", text)
         self.assertIn("| 2 ranks | braid, BRAID_SHM_THREADS=1 | 70.0 | 80.0, 60.0 | 0.65x (0.50-0.80x) |", text)
 
+    def test_pass_ratios_pair_the_runs_of_each_pass(self):
+        run = Run("d", META, [self.step("gloo", "", [100.0, 120.0]), self.step("braid", "X=1", [50.0, 90.0])])
+        self.assertEqual(tables.ddp_pass_ratios(run, ("braid", "X=1"), ("gloo", "")), [0.5, 0.75])
+
     def test_a_missing_base_or_differing_replicas_are_refused(self):
         with self.assertRaisesRegex(ReportError, "0 ddp_step rows for gloo"):
             tables.ddp_steps([("2", Run("d", META, [self.step("braid", "", [1.0])]))])
