@@ -41,6 +41,17 @@ RankInfo decode(const std::string& text, int rank) {
   return info;
 }
 
+// The segments' own errors say what failed but not where: this rank, and the peer whose segment it is.
+template <typename F>
+auto inContext(const ErrorContext& ctx, F&& f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    if (e.context().rank >= 0) throw;
+    throw Error(e.code(), e.message(), ctx);
+  }
+}
+
 }  // namespace
 
 std::string bootId() {
@@ -63,7 +74,8 @@ std::unique_ptr<transport::ShmLocalGroup> joinShmGroup(Store& store, int rank, i
   mine.peer.pidNamespace = transport::ShmLocalGroup::pidNamespace();
   mine.bootId = bootId();
   mine.regionBytes = regionBytes;
-  transport::ShmSegment own = transport::ShmSegment::create(mine.peer.segmentName, regionBytes);
+  transport::ShmSegment own =
+      inContext(ctx, [&] { return transport::ShmSegment::create(mine.peer.segmentName, regionBytes); });
 
   const auto all = allGather(store, "shm/info", rank, size, encode(mine), deadline);
   std::vector<transport::ShmPeerInfo> peers;
@@ -85,7 +97,13 @@ std::unique_ptr<transport::ShmLocalGroup> joinShmGroup(Store& store, int rank, i
            ": set BRAID_SHM_SLOT_BYTES, BRAID_SHM_P2P_BYTES and BRAID_SHM_THREADS alike on every rank (auto threads "
            "follow the host's CPUs and the size of /dev/shm, which every rank must see alike)");
     }
-    segments.push_back(r == rank ? std::move(own) : transport::ShmSegment::open(info.peer.segmentName, regionBytes));
+    if (r == rank) {
+      segments.push_back(std::move(own));
+    } else {
+      ErrorContext c = ctx;
+      c.peer = r;
+      segments.push_back(inContext(c, [&] { return transport::ShmSegment::open(info.peer.segmentName, regionBytes); }));
+    }
     peers.push_back(info.peer);
   }
   auto group = std::make_unique<transport::ShmLocalGroup>(rank, std::move(segments), peers);

@@ -173,7 +173,12 @@ int runAsRank(const BenchArgs& a, const std::string& collective) {
     }
     return 0;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "braid bench: rank %s: %s\n", rank >= 0 ? std::to_string(rank).c_str() : "?", e.what());
+    // Before the communicator exists this rank has no number yet; braid's error names it where it knows it.
+    if (rank >= 0) {
+      std::fprintf(stderr, "braid bench: rank %d: %s\n", rank, e.what());
+    } else {
+      std::fprintf(stderr, "braid bench: %s\n", e.what());
+    }
     return 1;
   }
 }
