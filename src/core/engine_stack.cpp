@@ -95,27 +95,26 @@ transport::FabricLayout localFabricLayout(int size, const Settings& settings, Ho
 
 std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::LocalGroup> group,
                                         const Settings& settings, HostLayout host) {
-  const auto layout = localFabricLayout(size, settings, host);
-  const int threads = sharedMemoryThreads(settings, host, size);
+  const HostLayout here = orThisProcess(host, size);
+  const int threads = sharedMemoryThreads(settings, here, size);
+  const auto layout = layoutFor(size, settings, threads);
   if (logEnabled(LogLevel::kInfo)) {
-    const std::uint64_t shm = orThisProcess(host, size).shmBytes;
     logLine(LogLevel::kInfo, group->rank(),
             strCat("shared memory: ", size, " ranks, ", threads, " thread(s) a rank, slots of ", layout.slotBytes,
                    " bytes, ", layout.regionBytes, " bytes a rank",
-                   shm > 0 ? strCat(" (/dev/shm holds ", shm, ")") : std::string(" (/dev/shm's size unknown)")));
+                   here.shmBytes > 0 ? strCat(" (/dev/shm holds ", here.shmBytes, ")")
+                                     : std::string(" (/dev/shm's size unknown)")));
   }
-  auto selector =
-      std::make_shared<const tuning::Selector>(sharedMemorySelector(size, orThisProcess(host, size), settings));
+  auto selector = std::make_shared<const tuning::Selector>(sharedMemorySelector(size, here, settings));
   auto choose = [selector](std::size_t bytes) -> const tuning::AlgorithmDescriptor& {
     return *selector->choose(bytes).algorithm;
   };
   auto explain = [selector](std::size_t bytes) { return selector->explain(bytes); };
-  const host::LocalCollectives::Options options{.streamFromBytes = streamingFromBytes(settings, thisHost()),
-                                                .threads = threads,
-                                                // as the calls' waits spin (CommunicatorImpl::makeEnv)
-                                                .spinMicros = outnumbersItsCpus(orThisProcess(host, size))
-                                                                  ? std::min(settings.spinMicros, 5L)
-                                                                  : settings.spinMicros};
+  const host::LocalCollectives::Options options{
+      .streamFromBytes = streamingFromBytes(settings, thisHost()),
+      .threads = threads,
+      // as the calls' waits spin (CommunicatorImpl::makeEnv)
+      .spinMicros = outnumbersItsCpus(here) ? std::min(settings.spinMicros, 5L) : settings.spinMicros};
   return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain, options,
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }

@@ -47,8 +47,8 @@ transport::FabricLayout localFabricLayout(int size, const Settings& settings, Ho
 /// The threads each rank of a shared-memory group of `size` runs its large passes on (BRAID_SHM_THREADS): the count
 /// given, or for auto (the default, also when set empty) `host`'s CPUs divided among its ranks, at most 8, and fewer
 /// where the group's regions would take more than half of `host`'s /dev/shm (each group by itself: a program of
-/// several groups has each take up to half). The same on every rank of the group
-/// (the layout is the group's). InvalidArgument names a malformed value.
+/// several groups has each take up to half). The same on every rank of the group (the layout is the group's).
+/// InvalidArgument names a malformed value.
 int sharedMemoryThreads(const Settings& settings, HostLayout host, int size);
 
 /// Ranks of one host: a LocalEngine over `group` (regions of localFabricLayout), its algorithms chosen by the
