@@ -152,13 +152,14 @@ class Bar:
         return run, "met" if met else "missed", "; ".join(parts)
 
 
-def _host_shm_bars():
-    """The host allreduce over shared memory on the H200 machine's 16 cores, one run per rank count: against Open MPI
-    as a class (the geometric mean meets the bar, no size falls below 0.95x), against Gloo at every size from 1 MiB."""
+def _host_shm_bars(host, machine):
+    """The host allreduce over shared memory on one kind of lent machine's 16 cores (`host`: the tag its files carry),
+    one run per rank count: against Open MPI as a class (the geometric mean meets the bar, no size falls below
+    0.95x), against Gloo at every size from 1 MiB."""
     bars = []
     for n in (2, 4, 8, 16):
-        runs = rf"shm-allreduce-{n}ranks-h200host-.*"
-        where = f"CPU, shared memory, {n} ranks, the H200 machine's host"
+        runs = rf"shm-allreduce-{n}ranks-{host}-.*"
+        where = f"CPU, shared memory, {n} ranks, {machine}"
         bars.append(Bar(where, "allreduce busbw 8 B .. 64 MiB: >= 1.0x Open MPI, no size below 0.95x", runs,
                         [Check("busbw", "8", "64M", ">=", 1.0, "mpi")], rule="class", floor=0.95))
         bars.append(Bar(where, "allreduce busbw 1 MiB .. 64 MiB: >= 3x Gloo", runs,
@@ -216,7 +217,8 @@ BARS = [
         r"cpu-2core-.*", [Check("busbw", "16M", "16M", ">=", 2.0, "gloo", collectives=("allgather", "reducescatter"))]),
     Bar("CPU, shared memory, 2 ranks, 2-core VM", "allreduce time at 8 bytes: <= 1.0x Open MPI (the small-size runs)",
         r"shm-allreduce-2ranks-small-2core-.*", [Check("time", "8", "8", "<=", 1.0, "mpi")]),
-    *_host_shm_bars(),
+    *_host_shm_bars("h200host", "the H200 machine's host"),
+    *_host_shm_bars("h100host", "an H100 machine's host"),
     *_gpu_bars(),
     Bar("PyTorch, 2xH200, vs backend nccl", "dist.all_reduce time <= 0.8x NCCL at 8 B .. 64 KiB", r"torch-cuda-.*",
         [Check("time", "8", "64K", "<=", 0.8, "nccl", dtypes=("float32", "bfloat16"))]),
