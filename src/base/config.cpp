@@ -196,8 +196,8 @@ const std::vector<KnobRow>& rows() {
       // ranks with CPUs to spare cut their large passes among them. One core moves a fraction of what the caches and
       // memory give: on the H100 machine's 16-core host, with the CPUs divided among the ranks, large allreduces ran
       // several times faster than on a CPU a rank at 2 ranks, about twice at 4 and a third faster at 8
-      // (docs/BENCHMARKS.md, "helper threads"). 1 keeps every CPU but the rank's own for the program (PyTorch's
-      // intra-op threads, data loaders).
+      // (docs/BENCHMARKS.md, "helper threads"). Beside a program's own work the helpers cost it while they run, not
+      // while idle: a 2-rank DDP step on CPU tensors was faster with 1, a 4-rank step with auto (same file, "DDP").
       {{"BRAID_SHM_THREADS", KnobType::kString, "auto",
         "threads each rank runs the copies and reductions of a large allreduce, reduce (rsag), reduce-scatter or "
         "allgather over shared memory on, itself included: a count from 1 to 256 (run on no more than the rank's "
