@@ -278,6 +278,34 @@ TEST(BenchCommand, BadArgumentsAreNamedAndFail) {
   EXPECT_NE(text.find("unknown peer 'nccl-ish'"), std::string::npos) << text;
 }
 
+// A peer's driver that cannot run (here one that fails at once, as a driver missing a shared library does) fails the
+// run with status 4, and the JSON says which peer, for which collective, and what it wrote: a reader of the file
+// alone sees why its rows are missing.
+TEST(BenchCommand, APeerThatCannotRunIsRecordedInTheFile) {
+  const std::string braid = braidBinary();
+  if (braid.empty() || std::system(("test -x " + braid).c_str()) != 0) GTEST_SKIP() << "braid not built";
+  const std::string dir = ::testing::TempDir() + "bench_failing_peer";
+  ASSERT_EQ(runShell("rm -rf " + dir + " && mkdir -p " + dir), 0);
+  {
+    std::ofstream driver(dir + "/braid-bench-gloo");
+    driver << "#!/bin/sh\necho 'braid-bench-gloo: cannot load libgloo.so.0' >&2\nexit 127\n";
+  }
+  ASSERT_EQ(runShell("chmod +x " + dir + "/braid-bench-gloo"), 0);
+  const std::string json = dir + "/out.json";
+  const std::string err = dir + "/err.txt";
+  EXPECT_EQ(runShell("BRAID_BENCH_DIR=" + dir + " " + braid + " bench allreduce -b 8 -e 8 -n 2 -w 1 --nranks 1 " +
+                     "--compare gloo --json " + json + " >/dev/null 2>" + err),
+            4)
+      << readFile(err);
+  const auto doc = nlohmann::json::parse(std::ifstream(json), nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << readFile(err);
+  const std::string why = doc["meta"]["failed"]["gloo"].value("allreduce", std::string());
+  EXPECT_NE(why.find("exit status 127"), std::string::npos) << doc["meta"].dump();
+  EXPECT_NE(why.find("cannot load libgloo.so.0"), std::string::npos) << doc["meta"].dump();
+  for (const auto& row : doc["results"]) EXPECT_EQ(row["impl"], "braid") << row.dump();
+  EXPECT_FALSE(doc["meta"]["peers"].contains("gloo")) << doc["meta"].dump();
+}
+
 // --bind core pins braid's ranks and the peers' alike (Gloo's processes through the launcher's plan, Open MPI's by
 // mpirun's --bind-to core); more ranks than cores share them, as braid run's do. Under another launcher it is refused:
 // that launcher places the ranks.

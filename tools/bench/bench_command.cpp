@@ -296,6 +296,8 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   std::vector<std::string> ran;
   std::map<std::string, std::string> versions;
   nlohmann::json binds = {{"braid", bind}};  // what each library's ranks got: the command line may not say
+  // Each peer that was asked for and could not run, per collective, and why: the file says where its rows went.
+  nlohmann::json failed = nlohmann::json::object();
   // The CPUs each library's ranks could use, per rank, as their kernel masks said (a peer's driver gathers its own).
   nlohmann::json cpus = ranksMeta.value("cpus", nlohmann::json::object());
   std::vector<std::string> links = {"braid: " + peerLink("braid", ranksMeta)};
@@ -315,6 +317,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
         rows.insert(rows.end(), run.rows.begin(), run.rows.end());
       } catch (const std::exception& e) {
         std::fprintf(stderr, "braid bench: --compare %s (%s): %s\n", p.c_str(), coll.c_str(), e.what());
+        failed[p][coll] = e.what();
         status = 4;  // a peer that could not run is an error, never a silent gap
       }
     }
@@ -326,6 +329,7 @@ int orchestrate(const BenchArgs& a, const std::string& collective) {
   nlohmann::json meta = braidMeta(commandOf(a), a.started, info, link, versions);
   meta["bind"] = binds;
   meta["cpus"] = cpus;
+  if (!failed.empty()) meta["failed"] = failed;
   const int checked =
       saveAndCheck(a, meta, rows,
                    "braid bench " + collective + ", " + std::to_string(ranks) + " ranks, " + machineDescription(info));
