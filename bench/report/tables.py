@@ -179,22 +179,26 @@ def sweep(run, peer, sizes=None, collective="allreduce", dtype=None, variant=Non
 def targets(label_runs, peer="mpi", floor=0.95, bulk_peer="gloo", bulk_from="1M"):
     """Runs of one collective at several rank counts against bars: per run, braid's busbw over `peer`'s as a
     geometric mean over every size and at the worst size, the sizes below `floor`, and braid over `bulk_peer` at
-    and above `bulk_from` (the worst such size). Each ratio is within one run."""
-    name, bulk_name = PEER_NAMES[peer], PEER_NAMES[bulk_peer]
-    header = ["ranks", f"geomean vs {name}", f"worst vs {name}", f"sizes below {floor:.2f}x",
-              f"worst vs {bulk_name}, >= {size_text(parse_size(bulk_from))}"]
+    and above `bulk_from` (the worst such size; no such column where bulk_peer is None). Each ratio is within one
+    run."""
+    name = PEER_NAMES[peer]
+    header = ["ranks", f"geomean vs {name}", f"worst vs {name}", f"sizes below {floor:.2f}x"]
+    if bulk_peer:
+        header.append(f"worst vs {PEER_NAMES[bulk_peer]}, >= {size_text(parse_size(bulk_from))}")
     rows = []
     for label, run in label_runs:
         sizes = run.sizes()
         ratio = {s: time(run, peer, s) / time(run, "braid", s) for s in sizes}
         worst = min(sizes, key=ratio.get)
         low = [size_text(s) for s in sizes if ratio[s] < floor]
-        bulk = [s for s in sizes if s >= parse_size(bulk_from)]
-        bulk_ratio = {s: time(run, bulk_peer, s) / time(run, "braid", s) for s in bulk}
-        bulk_worst = min(bulk, key=bulk_ratio.get)
-        rows.append([label, x(geomean(ratio.values())), f"{x(ratio[worst])} at {size_text(worst)}",
-                     ", ".join(low) or "none", f"{x(bulk_ratio[bulk_worst])} at {size_text(bulk_worst)}"])
-    return table(header, rows, ["---"] + ["---:"] * 4)
+        row = [label, x(geomean(ratio.values())), f"{x(ratio[worst])} at {size_text(worst)}", ", ".join(low) or "none"]
+        if bulk_peer:
+            bulk = [s for s in sizes if s >= parse_size(bulk_from)]
+            bulk_ratio = {s: time(run, bulk_peer, s) / time(run, "braid", s) for s in bulk}
+            bulk_worst = min(bulk, key=bulk_ratio.get)
+            row.append(f"{x(bulk_ratio[bulk_worst])} at {size_text(bulk_worst)}")
+        rows.append(row)
+    return table(header, rows, ["---"] + ["---:"] * (len(header) - 1))
 
 
 def setting_sweep(rows, base, settings, impl="braid"):

@@ -88,6 +88,26 @@ class Lookups(unittest.TestCase):
         self.assertEqual(tables.x(tables.speedup(run, "16M", "gloo")), "4.00x")
 
 
+class Targets(unittest.TestCase):
+    def run_of(self, gloo=True):
+        rows = [row("braid", 8, 1.0, 0), row("mpi", 8, 2.0, 0), row("braid", 1 << 20, 10.0, 0),
+                row("mpi", 1 << 20, 9.0, 0)]
+        if gloo:
+            rows += [row("gloo", 8, 50.0, 0), row("gloo", 1 << 20, 40.0, 0)]
+        return Run("x", META, rows)
+
+    def test_the_worst_sizes_against_each_peer(self):
+        text = tables.targets([("2", self.run_of())])
+        self.assertIn("| 2 | 1.34x | 0.90x at 1 MiB | 1 MiB | 4.00x at 1 MiB |", text)
+
+    def test_without_a_bulk_peer_its_column_is_left_out(self):
+        text = tables.targets([("2", self.run_of(gloo=False))], bulk_peer=None)
+        self.assertIn("| 2 | 1.34x | 0.90x at 1 MiB | 1 MiB |", text)
+        self.assertNotIn("Gloo", text)
+        with self.assertRaises(ReportError):
+            tables.targets([("2", self.run_of(gloo=False))])
+
+
 class SettingSweep(unittest.TestCase):
     def test_each_pass_pairs_its_own_runs_and_the_mean_spans_them(self):
         def run(name, t8, t64):
