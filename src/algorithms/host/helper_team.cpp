@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cfenv>
+#include <utility>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -145,8 +146,11 @@ void HelperTeam::helperLoop(int worker) {
   while (true) {
     transport::waitUntil(
         generation_, [seen](std::uint32_t now) { return now != seen; }, policy_);
-    if (stopping_.load(std::memory_order_acquire)) return;
+    // The word first, then the flag: the destructor sets the flag before it posts, so a helper that read that post
+    // sees the flag. Read the other way round, a helper could test the flag, then take the destructor's post as a
+    // pass (it finds no pieces) and sleep on a word nobody posts again, with the destructor joining it.
     seen = generation_.value.load(std::memory_order_acquire);
+    if (stopping_.load(std::memory_order_acquire)) return;
     takePieces(generationOf(seen), worker);
   }
 }
