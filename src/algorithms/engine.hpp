@@ -99,6 +99,11 @@ class EngineControl {
   virtual void abort() = 0;
   /// Why `peer` can no longer take part ("" while it can), as this rank knows now. For the thread running calls.
   virtual std::string peerFailure(int peer) = 0;
+  /// From any thread, without blocking, once: this rank's communicator broke in call `seq` (-1: a point-to-point
+  /// call) and it makes no more calls. Peers waiting for it, or starting a call with it, then fail with PeerLost at
+  /// once instead of timing out or finishing a call this rank failed. Transports that tell the peers of every failed
+  /// call themselves (TCP's failure notices) need nothing more.
+  virtual void tellPeersBroken(std::int64_t /*seq*/, ErrorCode /*code*/) {}
   /// From any thread, without blocking: env.feed of the running group has operations to take; a wait of that group
   /// asleep should wake and take them (the feed's first check between sleeps would, a slice later).
   virtual void wakePointToPoint() {}

@@ -1,5 +1,6 @@
 #include "core/arguments.hpp"
 
+#include <cstdint>
 #include <limits>
 
 #include "base/data_type.hpp"
@@ -45,6 +46,18 @@ std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<s
     if (displs[i] + counts[i] > extent) extent = displs[i] + counts[i];
   }
   return extent;
+}
+
+void checkOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, bool inPlace,
+                  const char* form, const ErrorContext& ctx) {
+  if (inPlace || send == nullptr || recv == nullptr || sendBytes == 0 || recvBytes == 0) return;
+  const auto s = reinterpret_cast<std::uintptr_t>(send);
+  const auto r = reinterpret_cast<std::uintptr_t>(recv);
+  if (s - r < recvBytes || r - s < sendBytes) {  // unsigned: each holds only where that start lies in the other
+    fail(ErrorCode::kInvalidArgument, ctx, "send buffer (", sendBytes, " bytes at ", send, ") overlaps recv buffer (",
+         recvBytes, " bytes at ", recv, ") without being in place (", form,
+         "): the call would read what it had already written");
+  }
 }
 
 std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx) {

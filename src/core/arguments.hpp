@@ -17,6 +17,11 @@ void checkPerRank(const std::vector<std::size_t>& values, int size, const char* 
 /// Largest displs[i] + counts[i]: the elements a buffer laid out this way spans (overflow-checked).
 std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
                      const ErrorContext& ctx);
+/// A call's send and receive ranges (bytes) must not overlap, unless send lies where the call's in-place form puts
+/// it (`inPlace`: the caller's verdict, `form` its rule for the message): any other overlap reads what the call
+/// has already written, so the result would depend on the algorithm chosen. Empty or null ranges never overlap.
+void checkOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, bool inPlace,
+                  const char* form, const ErrorContext& ctx);
 /// count * factor elements, overflow-checked.
 std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx);
 

@@ -1,6 +1,7 @@
 // braid::Communicator: the public face. Each collective is described once as a Call (its argument checks and
 // its body); the blocking form runs it, the async form queues it.
 #include <algorithm>
+#include <cstddef>
 
 #include "base/data_type.hpp"
 #include "base/error.hpp"
@@ -12,6 +13,7 @@
 namespace braid {
 
 using core::checkBuffer;
+using core::checkOverlap;
 using core::checkPerRank;
 using core::checkRank;
 using core::checkRoute;
@@ -49,6 +51,8 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkReduction(ctx, type, op);
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
+        const std::size_t bytes = count * dataTypeSize(type);
+        checkOverlap(send, bytes, recv, bytes, send == recv, "send == recv", ctx);
       },
       [=](const OpEnv& env) { c->allreduce(route, send, recv, count, type, op, env); }, true,
       {type, count, op.kind, -1});
@@ -64,7 +68,11 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         checkRank(root, c->size(), "root", ctx);
         checkReduction(ctx, type, op);
         checkBuffer(send, count, type, "send buffer", ctx);
-        if (c->rank() == root) checkBuffer(recv, count, type, "recv buffer", ctx);
+        if (c->rank() == root) {
+          checkBuffer(recv, count, type, "recv buffer", ctx);
+          const std::size_t bytes = count * dataTypeSize(type);
+          checkOverlap(send, bytes, recv, bytes, send == recv, "send == recv", ctx);
+        }
       },
       [=](const OpEnv& env) { c->engineFor(route, env).reduce(send, recv, count, type, op, root, env); }, true,
       {type, count, op.kind, root});
@@ -93,6 +101,10 @@ auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkType(type, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+        const std::size_t bytes = count * dataTypeSize(type);
+        const void* mine = static_cast<const std::byte*>(recv) + static_cast<std::size_t>(c->rank()) * bytes;
+        checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()), send == mine,
+                     "send == recv + rank * count", ctx);
       },
       [=](const OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); }, true,
       {type, count, ReduceKind::kSum, -1});
@@ -113,7 +125,11 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
                "] = ", recvCounts[c->rank()]);
         }
         checkBuffer(send, sendCount, type, "send buffer", ctx);
-        checkBuffer(recv, core::extentOf(recvCounts, displs, "displs", ctx), type, "recv buffer", ctx);
+        const std::size_t extent = core::extentOf(recvCounts, displs, "displs", ctx);
+        checkBuffer(recv, extent, type, "recv buffer", ctx);
+        const std::size_t size = dataTypeSize(type);
+        const void* mine = recv ? static_cast<const std::byte*>(recv) + displs[c->rank()] * size : nullptr;
+        checkOverlap(send, sendCount * size, recv, extent * size, send == mine, "send == recv + displs[rank]", ctx);
       },
       [=](const OpEnv& env) {
         c->engineFor(route, env).allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
@@ -130,6 +146,10 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
         checkReduction(ctx, type, op);
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
+        const std::size_t bytes = recvCount * dataTypeSize(type);
+        const void* mine = static_cast<const std::byte*>(send) + static_cast<std::size_t>(c->rank()) * bytes;
+        checkOverlap(send, bytes * static_cast<std::size_t>(c->size()), recv, bytes, recv == mine,
+                     "recv == send + rank * recvCount", ctx);
       },
       [=](const OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); }, true,
       {type, recvCount, op.kind, -1});
@@ -145,6 +165,8 @@ auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::
         const std::size_t total = times(count, c->size(), "buffers", ctx);
         checkBuffer(send, total, type, "send buffer", ctx);
         checkBuffer(recv, total, type, "recv buffer", ctx);
+        const std::size_t bytes = total * dataTypeSize(type);
+        checkOverlap(send, bytes, recv, bytes, send == recv, "send == recv", ctx);
       },
       [=](const OpEnv& env) { c->engineFor(route, env).alltoall(send, recv, count, type, env); }, true,
       {type, count, ReduceKind::kSum, -1});
@@ -162,8 +184,12 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
         checkPerRank(sendDispls, c->size(), "sendDispls", ctx);
         checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
         checkPerRank(recvDispls, c->size(), "recvDispls", ctx);
-        checkBuffer(send, core::extentOf(sendCounts, sendDispls, "sendDispls", ctx), type, "send buffer", ctx);
-        checkBuffer(recv, core::extentOf(recvCounts, recvDispls, "recvDispls", ctx), type, "recv buffer", ctx);
+        const std::size_t sendExtent = core::extentOf(sendCounts, sendDispls, "sendDispls", ctx);
+        const std::size_t recvExtent = core::extentOf(recvCounts, recvDispls, "recvDispls", ctx);
+        checkBuffer(send, sendExtent, type, "send buffer", ctx);
+        checkBuffer(recv, recvExtent, type, "recv buffer", ctx);
+        const std::size_t size = dataTypeSize(type);
+        checkOverlap(send, sendExtent * size, recv, recvExtent * size, send == recv, "send == recv", ctx);
         // In place works chunk by chunk only when both sides use one layout.
         if (send == recv && send != nullptr && (sendCounts != recvCounts || sendDispls != recvDispls)) {
           fail(ErrorCode::kInvalidArgument, ctx,
@@ -186,6 +212,10 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         checkBuffer(send, count, type, "send buffer", ctx);
         if (c->rank() == root) {
           checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+          const std::size_t bytes = count * dataTypeSize(type);
+          const void* mine = static_cast<const std::byte*>(recv) + static_cast<std::size_t>(root) * bytes;
+          checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()), send == mine,
+                       "send == recv + root * count", ctx);
         }
       },
       [=](const OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); }, true,
@@ -204,6 +234,12 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
           checkBuffer(send, times(count, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         }
         checkBuffer(recv, count, type, "recv buffer", ctx);
+        if (c->rank() == root) {
+          const std::size_t bytes = count * dataTypeSize(type);
+          const void* mine = static_cast<const std::byte*>(send) + static_cast<std::size_t>(root) * bytes;
+          checkOverlap(send, bytes * static_cast<std::size_t>(c->size()), recv, bytes, recv == mine,
+                       "recv == send + root * count", ctx);
+        }
       },
       [=](const OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); }, true,
       {type, count, ReduceKind::kSum, root});

@@ -257,7 +257,11 @@ void CommunicatorImpl::breakWith(const Error& e) {
       first = true;
     }
   }
-  if (first) dumpFlightRecord(e.what());
+  if (!first) return;
+  dumpFlightRecord(e.what());
+  // Over shared memory a peer that arrives late would otherwise finish the call this rank failed, or wait out its
+  // timeout for a rank that makes no more calls. (The device engine shares the host engine's fabric.)
+  engines_.tellPeersBroken(e.context().seq, e.code());
 }
 
 void CommunicatorImpl::rejectRound(const OpEnv& env) {
@@ -382,7 +386,11 @@ void CommunicatorImpl::noteDetachedFailure(const Error& e) {
       first = true;
     }
   }
-  if (first) dumpFlightRecord(e.what());
+  if (!first) return;
+  dumpFlightRecord(e.what());
+  // Over shared memory a peer that arrives late would otherwise finish the call this rank failed, or wait out its
+  // timeout for a rank that makes no more calls. (The device engine shares the host engine's fabric.)
+  engines_.tellPeersBroken(e.context().seq, e.code());
 }
 
 Error CommunicatorImpl::withPeerProgress(const Error& e) const {

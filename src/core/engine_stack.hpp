@@ -76,6 +76,8 @@ class EngineStack {
   Engine* device() const { return deviceView_.load(std::memory_order_acquire); }
   /// From any thread: both engines' abort.
   void abort();
+  /// From any thread, once: this rank's communicator broke in call `seq` (EngineControl::tellPeersBroken).
+  void tellPeersBroken(std::int64_t seq, ErrorCode code) { host_->tellPeersBroken(seq, code); }
   /// From any thread: the device engine's failure of work that ran after its call returned, if it was made.
   std::optional<Error> asyncError(const ErrorContext& ctx) const;
 

@@ -16,6 +16,12 @@ constexpr std::size_t kDoorbellOffset = 2 * sizeof(RoundLine);
 // The heartbeat shares the doorbell's line: it is written once a heartbeat interval, too rarely to disturb it.
 constexpr std::size_t kHeartbeatOffset = kDoorbellOffset + 32;
 constexpr std::size_t kAbortOffset = kDoorbellOffset + 40;
+// Beside it, for a rank whose communicator broke: the error code and the call it broke in, written before the flag.
+constexpr std::size_t kBrokenCodeOffset = kDoorbellOffset + 44;
+constexpr std::size_t kBrokenSeqOffset = kDoorbellOffset + 48;
+// The abort word's values: a rank that aborted, and one whose communicator broke in a call (it makes no more).
+constexpr std::uint32_t kAborted = 1;
+constexpr std::uint32_t kBroken = 2;
 constexpr std::size_t kHeadsOffset = kDoorbellOffset + kLine;
 
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
@@ -90,9 +96,31 @@ std::atomic<std::uint32_t>& LocalFabric::abortFlag(int peer) {
 }
 
 void LocalFabric::markAborted() {
-  abortFlag(rank_).store(1, std::memory_order_release);
+  abortFlag(rank_).store(kAborted, std::memory_order_release);
   // Peers asleep on their doorbells or round counters wake within a sleep slice (~20 ms) and look.
   for (int p = 0; p < size_; ++p) bump(doorbell(p));
+}
+
+void LocalFabric::markBroken(std::int64_t seq, ErrorCode code) {
+  std::byte* mine = regions_[rank_];
+  reinterpret_cast<std::atomic<std::uint32_t>*>(mine + kBrokenCodeOffset)
+      ->store(static_cast<std::uint32_t>(code), std::memory_order_relaxed);
+  reinterpret_cast<std::atomic<std::int64_t>*>(mine + kBrokenSeqOffset)->store(seq, std::memory_order_relaxed);
+  std::uint32_t none = 0;  // an abort said first stays what peers read
+  if (!abortFlag(rank_).compare_exchange_strong(none, kBroken, std::memory_order_release)) return;
+  for (int p = 0; p < size_; ++p) bump(doorbell(p));
+}
+
+std::string LocalFabric::peerBroke(int peer) {
+  if (peer == rank_ || abortFlag(peer).load(std::memory_order_acquire) != kBroken) return "";
+  const std::byte* theirs = regions_[peer];
+  const auto code =
+      reinterpret_cast<const std::atomic<std::uint32_t>*>(theirs + kBrokenCodeOffset)->load(std::memory_order_relaxed);
+  const std::int64_t seq =
+      reinterpret_cast<const std::atomic<std::int64_t>*>(theirs + kBrokenSeqOffset)->load(std::memory_order_relaxed);
+  std::string call = seq >= 0 ? strCat("collective #", seq) : std::string("a point-to-point call");
+  return strCat("peer ", peer, " failed ", call, " with ", errorCodeName(static_cast<ErrorCode>(code)),
+                " and can take part in no later call (its error says why)");
 }
 
 std::atomic<std::int64_t>& LocalFabric::progressWord(int peer) {
@@ -117,7 +145,9 @@ void LocalFabric::beat() { heartbeat(rank_).fetch_add(1, std::memory_order_relax
 
 std::string LocalFabric::peerFailure(int peer) {
   if (peer == rank_) return "";
-  if (abortFlag(peer).load(std::memory_order_acquire) != 0) return strCat("peer ", peer, " aborted its communicator");
+  if (abortFlag(peer).load(std::memory_order_acquire) == kAborted) {
+    return strCat("peer ", peer, " aborted its communicator");
+  }
   if (!group_->peerAlive(peer)) return strCat("peer ", peer, "'s process exited");
   if (heartbeatTimeout_ <= 0) return "";
   const std::lock_guard lock(seenMu_);

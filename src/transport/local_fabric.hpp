@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/error.hpp"
 #include "transport/call_descriptor.hpp"
 #include "transport/local_group.hpp"
 #include "transport/progress.hpp"
@@ -115,6 +116,12 @@ class LocalFabric {
   // --- liveness ---
   /// Tells every peer this rank aborted: their peerFailure(rank) says so from now on. Any thread, never blocks.
   void markAborted();
+  /// Tells every peer this rank's communicator broke in call `seq` (-1: outside a collective) with `code`: their
+  /// peerBroke(rank) says so from now on. Any thread, never blocks; an abort said first stays.
+  void markBroken(std::int64_t seq, ErrorCode code);
+  /// Why `peer` will take part in no call again though it lives ("" while it may): its communicator broke. Apart
+  /// from peerFailure, which says whether the peer lives. Any thread.
+  std::string peerBroke(int peer);
   /// Advances this rank's heartbeat counter (a background thread calls it every heartbeat interval).
   void beat();
   /// Peers whose counter stands still for longer than this are reported stopped (0: never).

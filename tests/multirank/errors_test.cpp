@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <functional>
+#include <thread>
 
 #include "support/collective_cases.hpp"
 #include "support/rank_runner.hpp"
@@ -139,6 +141,64 @@ TEST(Errors, BadArgumentsAreNamed) {
   EXPECT_EQ(failures(results), "");
 }
 
+// Send and receive ranges that overlap other than in the call's in-place form would read what the call already wrote
+// (on some algorithms and sizes only): every such call is refused on the rank that makes it, naming the form, and the
+// in-place forms themselves still run.
+TEST(Errors, OverlappingBuffersAreRefusedUnlessInPlace) {
+  auto results = runThreads(3, [](Communicator& comm) {
+    const auto n = static_cast<std::size_t>(comm.size());
+    const auto me = static_cast<std::size_t>(comm.rank());
+    constexpr std::size_t kCount = 8;
+    std::vector<float> buf(4 * n * kCount, 1.0f);
+    float* base = buf.data();
+    auto expectOverlap = [&](const char* what, const std::function<void()>& call, const std::string& form) {
+      try {
+        call();
+      } catch (const Error& e) {
+        require(e.code() == ErrorCode::kInvalidArgument, std::string(what) + ": expected InvalidArgument: " + e.what());
+        require(contains(e.what(), "overlaps") && contains(e.what(), form), std::string(what) + ": " + e.what());
+        return;
+      }
+      throw std::runtime_error(std::string(what) + ": an overlapping call was not refused");
+    };
+    const auto f32 = DataType::kFloat32;
+    expectOverlap(
+        "allreduce", [&] { comm.allreduce(base, base + 1, kCount, f32, ReduceKind::kSum); }, "send == recv");
+    expectOverlap(
+        "reduce", [&] { comm.reduce(base, base + 1, kCount, f32, ReduceKind::kSum, comm.rank()); }, "send == recv");
+    expectOverlap(
+        "allgather", [&] { comm.allgather(base + me * kCount + 1, base, kCount, f32); }, "send == recv + rank * count");
+    expectOverlap(
+        "reduce_scatter", [&] { comm.reduceScatter(base, base + me * kCount + 1, kCount, f32, ReduceKind::kSum); },
+        "recv == send + rank * recvCount");
+    expectOverlap(
+        "alltoall", [&] { comm.alltoall(base, base + 2, kCount, f32); }, "send == recv");
+    expectOverlap(
+        "gather", [&] { comm.gather(base + 1, base, kCount, f32, comm.rank()); }, "send == recv + root * count");
+    expectOverlap(
+        "scatter", [&] { comm.scatter(base, base + n * kCount - 1, kCount, f32, comm.rank()); },
+        "recv == send + root * count");
+    const std::vector<std::size_t> counts(n, kCount), displs = [&] {
+      std::vector<std::size_t> d(n);
+      for (std::size_t r = 0; r < n; ++r) d[r] = r * kCount;
+      return d;
+    }();
+    expectOverlap(
+        "allgatherv", [&] { comm.allgatherv(base + 3, kCount, base, counts, displs, f32); },
+        "send == recv + displs[rank]");
+
+    // The in-place forms run, and the communicator is whole after the refusals.
+    std::vector<float> all(n * kCount);
+    for (std::size_t i = 0; i < kCount; ++i) all[me * kCount + i] = static_cast<float>(me + 1);
+    comm.allgather(all.data() + me * kCount, all.data(), kCount, f32);
+    for (std::size_t r = 0; r < n; ++r) require(all[r * kCount] == static_cast<float>(r + 1), "in-place allgather");
+    std::vector<float> blocks(n * kCount, 1.0f);
+    comm.reduceScatter(blocks.data(), blocks.data() + me * kCount, kCount, f32, ReduceKind::kSum);
+    require(blocks[me * kCount] == static_cast<float>(n), "in-place reduce_scatter");
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
 TEST(Errors, AbsentPeerTimesOutNamingIt) {
   Settings s = testSettings();
   s.timeoutSeconds = 0.5;
@@ -163,6 +223,37 @@ TEST(Errors, AbsentPeerTimesOutNamingIt) {
       },
       s);
   EXPECT_EQ(failures(results), "");
+}
+
+// A rank that times out waiting for a late peer breaks its communicator. The late peer, arriving after that, must not
+// finish the call its peer failed (it found the peer's data already posted), nor wait out a timeout of its own: it
+// fails at once with PeerLost naming that peer, its output untouched. Small calls (one round) and large (many).
+TEST_P(ErrorsOver, ALatePeerFailsTheCallItsPeerFailed) {
+  for (const std::size_t count : {std::size_t{16}, std::size_t{1} << 20}) {
+    auto results = runThreads(
+        2,
+        [count](Communicator& comm) {
+          std::vector<float> in(count, 1.0f), out(count, -7.0f);
+          if (comm.rank() == 0) std::this_thread::sleep_for(1500ms);
+          const auto start = std::chrono::steady_clock::now();
+          try {
+            comm.allreduce(in.data(), out.data(), count, DataType::kFloat32, ReduceKind::kSum, CallOptions{300ms});
+          } catch (const Error& e) {
+            if (comm.rank() == 1) {
+              require(e.code() == ErrorCode::kTimeout, e.what());
+            } else {
+              require(e.code() == ErrorCode::kPeerLost && e.context().peer == 1, e.what());
+              require(std::chrono::steady_clock::now() - start < 250ms, std::string("slow to fail: ") + e.what());
+              require(out[0] == -7.0f && out[count - 1] == -7.0f, "the late rank's output was written");
+            }
+            return;
+          }
+          throw std::runtime_error("rank " + std::to_string(comm.rank()) + " finished an allreduce of " +
+                                   std::to_string(count) + " its peer failed");
+        },
+        settings());
+    EXPECT_EQ(failures(results), "") << count << " elements";
+  }
 }
 
 TEST(Errors, PerCallTimeoutOverridesTheDefault) {

@@ -31,7 +31,8 @@ bool sameCall(const transport::RoundDescriptor& a, const transport::RoundDescrip
 
 void RoundSync::checkWait() {
   checkCall(env_);
-  const std::string why = fabric_.peerFailure(waitingFor_);
+  std::string why = fabric_.peerFailure(waitingFor_);
+  if (why.empty()) why = fabric_.peerBroke(waitingFor_);
   if (!why.empty()) {
     ErrorContext ctx = env_.context;
     ctx.peer = waitingFor_;
@@ -64,6 +65,7 @@ void RoundSync::exchange() {
   fabric_.wakeArrivalSleepers(next);
   round_ = next;
   expectBytes_ = 0;
+  checkPeersWhole();
   if (!checked_) {
     checked_ = true;
     checkDescriptors();
@@ -93,6 +95,19 @@ void RoundSync::waitFor(int peer) {
         return transport::reached(v, target);
       },
       policy_);
+}
+
+void RoundSync::checkPeersWhole() {
+  // A peer may arrive and then fail the call (a timeout waiting for this rank) and break: this rank must not go on
+  // to finish the call that peer failed. Checked before this round's slots are read, so where the first round finds
+  // it this rank's output is left as it was.
+  for (int peer = 0; peer < fabric_.size(); ++peer) {
+    if (const std::string why = fabric_.peerBroke(peer); !why.empty()) {
+      ErrorContext ctx = env_.context;
+      ctx.peer = peer;
+      fail(ErrorCode::kPeerLost, ctx, why, " (found in round ", round_, " of this call)");
+    }
+  }
 }
 
 void RoundSync::checkDescriptors() {

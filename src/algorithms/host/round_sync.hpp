@@ -76,8 +76,9 @@ class RoundSync {
  private:
   void waitFor(int peer);
   void checkDescriptors();
-  void checkWait();     // between a wait's sleeps: the call aborted, the awaited peer lost
-  void failTimedOut();  // throws Timeout naming the awaited peer
+  void checkPeersWhole();  // after each exchange: no peer broke its communicator
+  void checkWait();        // between a wait's sleeps: the call aborted, the awaited peer lost
+  void failTimedOut();     // throws Timeout naming the awaited peer
 
   transport::LocalFabric& fabric_;
   std::uint32_t& round_;

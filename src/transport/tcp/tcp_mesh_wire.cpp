@@ -204,8 +204,15 @@ void TcpMesh::onPayloadDone(Stream& s) {
       from.lastFailure.assign(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size());
       from.lastSuspect = suspect;
     }
-    applyNotice(h.key, Notice{s.peer, suspect, static_cast<ErrorCode>(h.reason),
-                              std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())});
+    Notice notice{s.peer, suspect, static_cast<ErrorCode>(h.reason),
+                  std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())};
+    // A peer that failed the call waiting for this very rank (it timed out before this rank arrived): here that is
+    // the peer lost to the call, not a timeout on this rank itself. A mismatch stays one: every rank fails it alike.
+    if (suspect == rank_ && notice.code != ErrorCode::kMismatch) {
+      notice.suspect = s.peer;
+      notice.code = ErrorCode::kPeerLost;
+    }
+    applyNotice(h.key, notice);
     return;
   }
   const transport::PeerMatcher::Landing landing = s.landing;
