@@ -29,13 +29,43 @@ namespace braid {
 
 namespace {
 
+// Every rank counts itself here once its creation no longer needs the store; the rank that makes the count whole
+// sets kAllCreatedKey.
+constexpr const char* kCreatedKey = "created/count";
+constexpr const char* kAllCreatedKey = "created/all";
+// How long the rank that hosts the store waits, as its communicator goes, for peers still finishing their creation:
+// they are milliseconds behind it, unless one failed, which this wait must not turn into a hang.
+constexpr double kStoreLingerSeconds = 10;
+
 // What the bootstrap leaves behind that must live as long as the communicator.
 struct Rendezvous {
   std::unique_ptr<bootstrap::TcpStoreServer> server;  // rank 0 of an environment-started job
   std::shared_ptr<AbortHandle> abort;                 // may cancel the creation, and abort what it made
   std::shared_ptr<bootstrap::Store> store;            // a TcpStoreClient, or the caller's store (ExternalStore)
   std::shared_ptr<void> parent;                       // what the parent communicator keeps alive (split, subgroup)
+  bool created = false;                               // this rank's creation finished (countCreated)
+
+  Rendezvous() = default;
+  Rendezvous(const Rendezvous&) = delete;
+  Rendezvous& operator=(const Rendezvous&) = delete;
+  // A rank that hosts the store and returns from creation first may be destroyed at once (a program that only
+  // creates, or sends and leaves); its peers may still be reading the store for their own creation. So the server
+  // stops only once every rank counted itself created, or after kStoreLingerSeconds.
+  ~Rendezvous() {
+    if (!server || !store || !created) return;
+    try {
+      store->get(kAllCreatedKey,
+                 Deadline::after(kStoreLingerSeconds).cancellable(core::CommunicatorAccess::abortFlag(abort.get())));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a peer that failed its creation; the server stops regardless
+    }
+  }
 };
+
+// The last store traffic of a creation: this rank no longer needs the store (see ~Rendezvous).
+void countCreated(Rendezvous& rendezvous, int size) {
+  if (rendezvous.store->add(kCreatedKey, 1) == size) rendezvous.store->set(kAllCreatedKey, "1");
+  rendezvous.created = true;
+}
 
 void checkWorld(int rank, int size) {
   if (size < 1) fail(ErrorCode::kInvalidArgument, {}, "world size ", size, " must be at least 1");
@@ -146,6 +176,7 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   const int nicMbps = placement.hosts() > 1 ? placement.slowestNicMbps : 0;
   std::unique_ptr<Engine> engine = tcp ? core::joinTcpEngine(*store, rank, size, settings, nicMbps, deadline)
                                        : core::joinShmEngine(*store, rank, size, settings, hostLayout, deadline);
+  Rendezvous* const rendezvousOf = rendezvous.get();  // the communicator keeps it; countCreated marks it below
   auto impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous),
                                                        hostLayout);
   impl->attachStore(store);
@@ -154,6 +185,7 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   }
   impl->attachPlacement(std::move(placement));
   if (abort) impl->attachAbortHandle(abort);
+  countCreated(*rendezvousOf, size);
   return core::CommunicatorAccess::wrap(std::move(impl));
 }
 
