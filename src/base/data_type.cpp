@@ -109,9 +109,11 @@ std::optional<ReduceKind> parseReduceKind(std::string_view name) {
   return std::nullopt;
 }
 
-void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
-  // The context is made only for a failure: this check runs on every reducing call.
-  const auto context = [opName] { return ErrorContext{.op = std::string(opName)}; };
+namespace {
+
+// `context()` gives the failure's context: made only for a failure, since this check runs on every reducing call.
+template <typename Context>
+void checkReduce(DataType type, ReduceOp op, const Context& context) {
   if (!isValid(type)) fail(ErrorCode::kInvalidArgument, context(), "invalid data type value ", static_cast<int>(type));
   if (!isValid(op.kind)) {
     fail(ErrorCode::kInvalidArgument, context(), "invalid reduce op value ", static_cast<int>(op.kind));
@@ -133,6 +135,16 @@ void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
            " needs an integral scale, got ", op.scale);
     }
   }
+}
+
+}  // namespace
+
+void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
+  checkReduce(type, op, [opName] { return ErrorContext{.op = std::string(opName)}; });
+}
+
+void checkReduceSupported(DataType type, ReduceOp op, const ErrorContext& context) {
+  checkReduce(type, op, [&context]() -> const ErrorContext& { return context; });
 }
 
 }  // namespace braid

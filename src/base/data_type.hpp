@@ -15,5 +15,7 @@ bool isValid(ReduceKind kind) noexcept;
 /// Throws InvalidArgument when `kind` cannot apply to `type` (bitwise on floats, avg on bool, ...), or when a
 /// premul-sum scale cannot be represented (non-integral scale on an integer type, non-finite scale).
 void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName);
+/// The same, failing with the call's whole context (rank, op, sequence number).
+void checkReduceSupported(DataType type, ReduceOp op, const ErrorContext& context);
 
 }  // namespace braid

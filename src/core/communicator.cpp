@@ -38,7 +38,7 @@ core::CommunicatorImpl::CallOf<CheckFn, BodyFn> makeCall(const char* op, const c
 
 void checkReduction(const ErrorContext& ctx, DataType type, ReduceOp op) {
   checkType(type, ctx);
-  checkReduceSupported(type, op, ctx.op);
+  checkReduceSupported(type, op, ctx);
 }
 
 auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,

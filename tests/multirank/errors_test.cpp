@@ -132,6 +132,9 @@ TEST(Errors, BadArgumentsAreNamed) {
     float f = 0;
     expectInvalid([&] { comm.allreduce(nullptr, &f, 4, DataType::kFloat32, ReduceKind::kSum); }, "send buffer is null");
     expectInvalid([&] { comm.allreduce(&f, &f, 1, DataType::kFloat32, ReduceKind::kBxor); }, "bxor");
+    // A reduce op the type does not take is named with the call's whole context, as every other argument is.
+    expectInvalid([&] { comm.allreduce(&f, &f, 1, DataType::kFloat32, ReduceKind::kBxor); },
+                  "[rank " + std::to_string(comm.rank()) + ", allreduce #");
     expectInvalid([&] { comm.allreduce(&f, &f, 1, static_cast<DataType>(42), ReduceKind::kSum); }, "data type");
     expectInvalid([&] { comm.send(&f, 1, DataType::kFloat32, 5); }, "peer 5");
     expectInvalid([&] { comm.allreduce(&f, &f, SIZE_MAX / 2, DataType::kFloat32, ReduceKind::kSum); }, "overflows");
