@@ -52,8 +52,8 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
       const P2pOp& op = ops[i];
       if (op.peer == fabric_.rank() || state[i].complete) continue;
       if (op.kind == P2pOp::Kind::kRecv && fabric_.ringAvailable(op.peer) > 0) continue;
-      std::string why = fabric_.peerFailure(op.peer);
-      if (why.empty()) why = fabric_.peerBroke(op.peer);
+      // Liveness only, not peerBroke: the survivors of a failure shrink their communicator through these calls.
+      const std::string why = fabric_.peerFailure(op.peer);
       if (!why.empty()) {
         ErrorContext ctx = env.context;
         ctx.peer = op.peer;
