@@ -225,7 +225,8 @@ class Communicator {
   /// wrong. BRAID_FLIGHT_RECORDER=PREFIX also writes it to PREFIX.rankR.json when a failure breaks the communicator.
   std::string flightRecord() const;
 
-  // Collectives. `count` is in elements of `type`. send == recv (or recv == nullptr where noted) is in place.
+  // Collectives. `count` is in elements of `type`. send == recv (or recv == nullptr where noted) is in place; so are
+  // the forms noted at allgather and reduceScatter. Send and recv ranges that overlap otherwise: kInvalidArgument.
   // Every rank must call the same collective with the same type, op and counts; braid checks and raises
   // kMismatch naming both sides when they disagree.
 
@@ -240,7 +241,8 @@ class Communicator {
   /// Like allgather with per-rank counts; rank r's block lands at recv + displs[r] elements.
   void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
                   const std::vector<std::size_t>& displs, DataType type, CallOptions = {});
-  /// send holds size() blocks of recvCount elements; rank r receives block r reduced over ranks.
+  /// send holds size() blocks of recvCount elements; rank r receives block r reduced over ranks. In place when
+  /// recv == send + rank*recvCount.
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, CallOptions = {});
   /// send block j (count elements) goes to rank j; recv block j comes from rank j.
   void alltoall(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
