@@ -13,11 +13,15 @@ class Deadline {
   using Clock = std::chrono::steady_clock;
 
   static Deadline after(double seconds) {
+    // Past a century a deadline is never: the clock counts nanoseconds in 64 bits, and a count past its range (a
+    // BRAID_TIMEOUT of 1e20) would wrap to a deadline long gone, every wait failing at once.
+    if (!(seconds < kNeverSeconds)) return never();
     Deadline d;
     d.at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
     return d;
   }
   static Deadline never() { return Deadline{}; }
+  static constexpr double kNeverSeconds = 100.0 * 365 * 24 * 3600;
 
   /// The same deadline, also ending when `*flag` becomes true.
   Deadline cancellable(const std::atomic<bool>* flag) const {

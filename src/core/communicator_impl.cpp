@@ -257,7 +257,10 @@ void CommunicatorImpl::breakWith(const Error& e) {
       first = true;
     }
   }
-  if (!first) return;
+  if (first) announceBroken(e);
+}
+
+void CommunicatorImpl::announceBroken(const Error& e) {
   dumpFlightRecord(e.what());
   // Over shared memory a peer that arrives late would otherwise finish the call this rank failed, or wait out its
   // timeout for a rank that makes no more calls. (The device engine shares the host engine's fabric.)
@@ -386,11 +389,7 @@ void CommunicatorImpl::noteDetachedFailure(const Error& e) {
       first = true;
     }
   }
-  if (!first) return;
-  dumpFlightRecord(e.what());
-  // Over shared memory a peer that arrives late would otherwise finish the call this rank failed, or wait out its
-  // timeout for a rank that makes no more calls. (The device engine shares the host engine's fabric.)
-  engines_.tellPeersBroken(e.context().seq, e.code());
+  if (first) announceBroken(e);
 }
 
 Error CommunicatorImpl::withPeerProgress(const Error& e) const {

@@ -259,6 +259,7 @@ class CommunicatorImpl {
   void noteFailure(const Error& e);
   /// Makes later calls fail at once, naming `e`, whatever its code (the first such error is kept).
   void breakWith(const Error& e);
+  void announceBroken(const Error& e);  // the first failure that broke it: a flight record, and the peers told
   /// Ends an inline call: lets queued calls run.
   /// Takes the next sequence number (for a collective; -1 for other calls) and sets `flags` in one step, unless
   /// `ifIdle` and the communicator is busy or has queued tasks: then kQueueIt. Lock-free; setting kQueued needs mu_.

@@ -6,10 +6,12 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 
 #include "base/data_type.hpp"
+#include "base/deadline.hpp"
 
 namespace braid {
 namespace {
@@ -144,6 +146,18 @@ TEST(DataTypes, UnsupportedReductionsAreRefusedWithNames) {
     EXPECT_NE(std::string(e.what()).find("float16"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("bor"), std::string::npos) << e.what();
   }
+}
+
+// A timeout past the clock's range (BRAID_TIMEOUT=1e20) waits for ever; it must not wrap to a deadline gone already.
+TEST(Deadline, AHugeTimeoutIsNeverNotAlreadyPast) {
+  for (const double seconds : {1e20, 1e12, std::numeric_limits<double>::infinity()}) {
+    const Deadline d = Deadline::after(seconds);
+    EXPECT_TRUE(d.infinite()) << seconds;
+    EXPECT_FALSE(d.expired()) << seconds;
+  }
+  EXPECT_FALSE(Deadline::after(600).infinite());
+  EXPECT_FALSE(Deadline::after(600).expired());
+  EXPECT_TRUE(Deadline::after(-1).expired());
 }
 
 }  // namespace
