@@ -1,5 +1,6 @@
 #include "core/arguments.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 
@@ -58,6 +59,10 @@ void checkOverlap(const void* send, std::size_t sendBytes, const void* recv, std
          recvBytes, " bytes at ", recv, ") without being in place (", form,
          "): the call would read what it had already written");
   }
+}
+
+const void* blockAt(const void* buffer, std::size_t index, std::size_t blockBytes) {
+  return buffer == nullptr ? nullptr : static_cast<const std::byte*>(buffer) + index * blockBytes;
 }
 
 std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx) {

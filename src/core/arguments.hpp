@@ -22,6 +22,9 @@ std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<s
 /// has already written, so the result would depend on the algorithm chosen. Empty or null ranges never overlap.
 void checkOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, bool inPlace,
                   const char* form, const ErrorContext& ctx);
+/// Where block `index` of `blockBytes` each starts in `buffer` (null stays null): the address an in-place form
+/// gives the other side (allgather's send at recv's block `rank`, reduce_scatter's recv at send's).
+const void* blockAt(const void* buffer, std::size_t index, std::size_t blockBytes);
 /// count * factor elements, overflow-checked.
 std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx);
 

@@ -1,7 +1,6 @@
 // braid::Communicator: the public face. Each collective is described once as a Call (its argument checks and
 // its body); the blocking form runs it, the async form queues it.
 #include <algorithm>
-#include <cstddef>
 
 #include "base/data_type.hpp"
 #include "base/error.hpp"
@@ -12,6 +11,7 @@
 
 namespace braid {
 
+using core::blockAt;
 using core::checkBuffer;
 using core::checkOverlap;
 using core::checkPerRank;
@@ -102,9 +102,9 @@ auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
         const std::size_t bytes = count * dataTypeSize(type);
-        const void* mine = static_cast<const std::byte*>(recv) + static_cast<std::size_t>(c->rank()) * bytes;
-        checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()), send == mine,
-                     "send == recv + rank * count", ctx);
+        checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()),
+                     send == blockAt(recv, static_cast<std::size_t>(c->rank()), bytes), "send == recv + rank * count",
+                     ctx);
       },
       [=](const OpEnv& env) { c->engineFor(route, env).allgather(send, recv, count, type, env); }, true,
       {type, count, ReduceKind::kSum, -1});
@@ -128,8 +128,8 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         const std::size_t extent = core::extentOf(recvCounts, displs, "displs", ctx);
         checkBuffer(recv, extent, type, "recv buffer", ctx);
         const std::size_t size = dataTypeSize(type);
-        const void* mine = recv ? static_cast<const std::byte*>(recv) + displs[c->rank()] * size : nullptr;
-        checkOverlap(send, sendCount * size, recv, extent * size, send == mine, "send == recv + displs[rank]", ctx);
+        checkOverlap(send, sendCount * size, recv, extent * size, send == blockAt(recv, displs[c->rank()], size),
+                     "send == recv + displs[rank]", ctx);
       },
       [=](const OpEnv& env) {
         c->engineFor(route, env).allgatherv(send, sendCount, recv, recvCounts, displs, type, env);
@@ -147,8 +147,8 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
         const std::size_t bytes = recvCount * dataTypeSize(type);
-        const void* mine = static_cast<const std::byte*>(send) + static_cast<std::size_t>(c->rank()) * bytes;
-        checkOverlap(send, bytes * static_cast<std::size_t>(c->size()), recv, bytes, recv == mine,
+        checkOverlap(send, bytes * static_cast<std::size_t>(c->size()), recv, bytes,
+                     recv == blockAt(send, static_cast<std::size_t>(c->rank()), bytes),
                      "recv == send + rank * recvCount", ctx);
       },
       [=](const OpEnv& env) { c->engineFor(route, env).reduceScatter(send, recv, recvCount, type, op, env); }, true,
@@ -213,9 +213,9 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         if (c->rank() == root) {
           checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
           const std::size_t bytes = count * dataTypeSize(type);
-          const void* mine = static_cast<const std::byte*>(recv) + static_cast<std::size_t>(root) * bytes;
-          checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()), send == mine,
-                       "send == recv + root * count", ctx);
+          checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()),
+                       send == blockAt(recv, static_cast<std::size_t>(root), bytes), "send == recv + root * count",
+                       ctx);
         }
       },
       [=](const OpEnv& env) { c->engineFor(route, env).gather(send, recv, count, type, root, env); }, true,
@@ -236,9 +236,9 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
         checkBuffer(recv, count, type, "recv buffer", ctx);
         if (c->rank() == root) {
           const std::size_t bytes = count * dataTypeSize(type);
-          const void* mine = static_cast<const std::byte*>(send) + static_cast<std::size_t>(root) * bytes;
-          checkOverlap(send, bytes * static_cast<std::size_t>(c->size()), recv, bytes, recv == mine,
-                       "recv == send + root * count", ctx);
+          checkOverlap(send, bytes * static_cast<std::size_t>(c->size()), recv, bytes,
+                       recv == blockAt(send, static_cast<std::size_t>(root), bytes), "recv == send + root * count",
+                       ctx);
         }
       },
       [=](const OpEnv& env) { c->engineFor(route, env).scatter(send, recv, count, type, root, env); }, true,

@@ -43,7 +43,10 @@ struct Rendezvous {
   std::shared_ptr<AbortHandle> abort;                 // may cancel the creation, and abort what it made
   std::shared_ptr<bootstrap::Store> store;            // a TcpStoreClient, or the caller's store (ExternalStore)
   std::shared_ptr<void> parent;                       // what the parent communicator keeps alive (split, subgroup)
-  bool created = false;                               // this rank's creation finished (countCreated)
+  // The store is served from one of the job's ranks (an environment-started job): each rank counts itself created,
+  // and the serving rank's server waits for the count as it goes. Other stores outlive every rank's creation.
+  bool servedByARank = false;
+  bool created = false;  // this rank's creation finished (countCreated)
 
   Rendezvous() = default;
   Rendezvous(const Rendezvous&) = delete;
@@ -61,9 +64,11 @@ struct Rendezvous {
   }
 };
 
-// The last store traffic of a creation: this rank no longer needs the store (see ~Rendezvous).
+// After a creation's last store traffic: this rank no longer needs the store (see ~Rendezvous).
 void countCreated(Rendezvous& rendezvous, int size) {
-  if (rendezvous.store->add(kCreatedKey, 1) == size) rendezvous.store->set(kAllCreatedKey, "1");
+  if (rendezvous.servedByARank && rendezvous.store->add(kCreatedKey, 1) == size) {
+    rendezvous.store->set(kAllCreatedKey, "1");
+  }
   rendezvous.created = true;
 }
 
@@ -176,16 +181,15 @@ std::unique_ptr<Communicator> join(int rank, int size, std::shared_ptr<Rendezvou
   const int nicMbps = placement.hosts() > 1 ? placement.slowestNicMbps : 0;
   std::unique_ptr<Engine> engine = tcp ? core::joinTcpEngine(*store, rank, size, settings, nicMbps, deadline)
                                        : core::joinShmEngine(*store, rank, size, settings, hostLayout, deadline);
-  Rendezvous* const rendezvousOf = rendezvous.get();  // the communicator keeps it; countCreated marks it below
+  std::string sharedGpu =
+      tcp && placement.machineRunsSeveralRanks ? core::gpuSharedAcrossHosts(*store, rank, size, deadline) : "";
+  countCreated(*rendezvous, size);
   auto impl = std::make_unique<core::CommunicatorImpl>(rank, size, std::move(engine), settings, std::move(rendezvous),
                                                        hostLayout);
   impl->attachStore(store);
-  if (tcp && placement.machineRunsSeveralRanks) {
-    impl->attachSharedGpu(core::gpuSharedAcrossHosts(*store, rank, size, deadline));
-  }
+  impl->attachSharedGpu(std::move(sharedGpu));
   impl->attachPlacement(std::move(placement));
   if (abort) impl->attachAbortHandle(abort);
-  countCreated(*rendezvousOf, size);
   return core::CommunicatorAccess::wrap(std::move(impl));
 }
 
@@ -233,6 +237,7 @@ std::unique_ptr<Communicator> Communicator::fromEnvironment(std::shared_ptr<Abor
     rendezvous->server = std::move(job.server);
     rendezvous->store = std::move(job.client);
     rendezvous->abort = abort;
+    rendezvous->servedByARank = true;
     return join(job.identity.rank, job.identity.size, std::move(rendezvous), settings);
   });
 }
