@@ -104,6 +104,10 @@ class EngineControl {
   /// once instead of timing out or finishing a call this rank failed. Transports that tell the peers of every failed
   /// call themselves (TCP's failure notices) need nothing more.
   virtual void tellPeersBroken(std::int64_t /*seq*/, ErrorCode /*code*/) {}
+  /// Why `peer`, though it lives, takes part in no call again ("" while it may): it told its peers its communicator
+  /// broke (tellPeersBroken). Transports whose peers learn that from failure notices of their own (TCP) say "". Any
+  /// thread, never blocks.
+  virtual std::string peerBroke(int /*peer*/) { return ""; }
   /// From any thread, without blocking: env.feed of the running group has operations to take; a wait of that group
   /// asleep should wake and take them (the feed's first check between sleeps would, a slice later).
   virtual void wakePointToPoint() {}

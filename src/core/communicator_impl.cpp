@@ -216,7 +216,10 @@ OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOpti
 void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
   if (!brokenFlag_.load(std::memory_order_acquire)) return;  // the common case takes no lock
   std::lock_guard lock(mu_);
-  if (!broken_.empty()) fail(brokenCode_, ctx, "communicator is unusable after an earlier failure: ", broken_);
+  if (broken_.empty()) return;
+  ErrorContext named = ctx;  // its fields name the peer the earlier failure named, as its text does
+  if (named.peer < 0) named.peer = brokenPeer_;
+  fail(brokenCode_, named, "communicator is unusable after an earlier failure: ", broken_);
 }
 
 void CommunicatorImpl::attachAbortHandle(std::shared_ptr<AbortHandle> handle) {
@@ -230,6 +233,7 @@ void CommunicatorImpl::abort() {
     std::lock_guard lock(mu_);
     broken_ = "the communicator was aborted";
     brokenCode_ = ErrorCode::kAborted;
+    brokenPeer_ = -1;
     brokenFlag_.store(true, std::memory_order_release);
   }
   dumpFlightRecord("the communicator was aborted");
@@ -253,6 +257,7 @@ void CommunicatorImpl::breakWith(const Error& e) {
     if (broken_.empty()) {
       broken_ = e.what();
       brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
+      brokenPeer_ = e.context().peer;
       brokenFlag_.store(true, std::memory_order_release);
       first = true;
     }
@@ -385,6 +390,7 @@ void CommunicatorImpl::noteDetachedFailure(const Error& e) {
     if (broken_.empty()) {
       broken_ = strCat("a call that ran apart from its caller failed: ", e.what());
       brokenCode_ = e.code();
+      brokenPeer_ = e.context().peer;
       brokenFlag_.store(true, std::memory_order_release);
       first = true;
     }

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -300,6 +301,69 @@ TEST(DeviceSemantics, AKilledPeerOnTheSharedGpuPathIsPeerLostWithinSeconds) {
       60);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_EQ(results[0], "");
+}
+
+// Rank 0 waits 300 ms for a late rank 1, fails, and its communicator breaks; rank 1, arriving after that, must
+// fail with PeerLost naming rank 0 within a call or two, not wait out its own 60-s timeout for a peer that makes no
+// more calls. Rank 0 lives on meanwhile: its exit would tell rank 1 by other means.
+void aLateRankLearnsItsPeerBroke(const Settings& settings) {
+  const auto results = runOnGpus(
+      2, 1, settings,
+      [](Communicator& c, cudaStream_t s) {
+        const std::size_t n = 1 << 16;
+        DeviceBytes buf(n * 4);
+        cuda::checkCuda(cudaMemsetAsync(buf.get(), 0, n * 4, s), "memset");
+        c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+        cuda::checkCuda(cudaStreamSynchronize(s), "the first allreduce");
+        if (c.rank() == 0) {
+          bool failed = false;  // at the call, or (its kernels gave up after it returned) at the next one
+          for (int call = 0; call < 2 && !failed; ++call) {
+            try {
+              c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum,
+                          {.timeout = 300ms, .stream = s});
+              cuda::checkCuda(cudaStreamSynchronize(s), "rank 0's stream");
+            } catch (const Error&) {
+              failed = true;
+            }
+          }
+          require(failed, "rank 0 finished two allreduces its peer was 1.5 s late for");
+          std::this_thread::sleep_for(4s);
+          return;
+        }
+        std::this_thread::sleep_for(1500ms);
+        const auto start = std::chrono::steady_clock::now();
+        std::optional<Error> error;
+        for (int call = 0; call < 2 && !error; ++call) {
+          try {
+            c.allreduce(buf.get(), buf.get(), n, DataType::kFloat32, ReduceKind::kSum, {.stream = s});
+            cuda::checkCuda(cudaStreamSynchronize(s), "rank 1's stream");
+            error = c.asyncError();
+          } catch (const Error& e) {
+            error = e;
+          }
+        }
+        const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        require(error.has_value(), "rank 1 finished two allreduces with a peer whose communicator broke");
+        require(error->code() == ErrorCode::kPeerLost && error->context().peer == 0 &&
+                    std::string(error->what()).find("peer 0 failed") != std::string::npos,
+                std::string("expected PeerLost saying rank 0 failed: ") + error->what());
+        require(took < 3, "rank 1 failed only after " + std::to_string(took) + " s");
+        cuda::checkCuda(cudaStreamSynchronize(s), "rank 1's stream after the failure");
+      },
+      60);
+  EXPECT_EQ(testing::failures(results), "");
+}
+
+TEST(DeviceSemantics, ALateRanksKernelsGiveUpOnAPeerThatBroke) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  Settings settings = deviceSettings();
+  settings.cudaSharedGpu = "kernels";
+  aLateRankLearnsItsPeerBroke(settings);
+}
+
+TEST(DeviceSemantics, ALateRankOnTheSharedGpuPathFailsAtOnceWithAPeerThatBroke) {
+  BRAID_SKIP_WITHOUT_GPUS(1);
+  aLateRankLearnsItsPeerBroke(deviceSettings("shared"));
 }
 
 TEST(DeviceSemantics, WithoutAUsableChannelDeviceBuffersAreStagedThroughHostMemory) {

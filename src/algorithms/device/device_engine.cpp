@@ -283,8 +283,10 @@ void DeviceEngine::abort() {
   }
 }
 
-// Kernels cannot see a peer process die; the host can (its exit, its heartbeat, its abort). This thread looks
-// every 50 ms and makes the kernels give up at once when one is gone.
+// Kernels cannot see a peer process die; the host can (its exit, its heartbeat, its abort), and it can see a peer
+// whose communicator broke (its kernels gave up, it timed out) say that it makes no more calls. This thread looks
+// every 50 ms and makes the kernels give up at once when a peer is gone or said so: a late rank's kernels would
+// otherwise wait out their whole timeout for a peer that failed the call before they started.
 void DeviceEngine::watch() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
@@ -294,7 +296,9 @@ void DeviceEngine::watch() {
     std::string why;
     int lost = -1;
     for (int p = 0; p < size_ && why.empty(); ++p) {
-      if (p != rank_) why = host_.peerFailure(p);
+      if (p == rank_) continue;
+      why = host_.peerFailure(p);
+      if (why.empty()) why = host_.peerBroke(p);
       if (!why.empty()) lost = p;
     }
     lock.lock();
