@@ -102,6 +102,9 @@ struct Topology {
   bool allNvlink() const;
   /// Whether every pair of GPUs can reach each other's memory (true with fewer than two GPUs).
   bool allP2p() const;
+  /// The CPUs this process can keep busy at once: its affinity mask's (the online ones where unknown), at most its
+  /// cgroup's CPU quota rounded up. What the helper threads and the spinning policy are sized by.
+  int runnableCpus() const;
   /// The fastest NIC that is up and not loopback, or null.
   const Nic* fastestNic() const;
 };

@@ -201,8 +201,8 @@ const std::vector<KnobRow>& rows() {
       {{"BRAID_SHM_THREADS", KnobType::kString, "auto",
         "threads each rank runs the copies and reductions of a large allreduce, reduce (rsag), reduce-scatter or "
         "allgather over shared memory on, itself included: a count from 1 to 256 (run on no more than the rank's "
-        "CPUs), or auto (the CPUs this host's ranks may use, divided among them, at most 8, fewer where a group's "
-        "slots would take more than half of /dev/shm)"},
+        "CPUs), or auto (the CPUs this host's ranks may use, at most their cgroup's CPU quota, divided among them, at "
+        "most 8, fewer where a group's slots would take more than half of /dev/shm)"},
        &Settings::shmThreads},
       // 100 us: several times the ~20 us a futex wake-up across cores costs, so a peer that is only a little late
       // is caught spinning, while a rank that waits longer stops burning its core.

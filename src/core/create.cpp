@@ -146,6 +146,7 @@ core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Se
   }
   mine.numaNode = core::numaNodeOf(here, mine.cpus);
   mine.nicMbps = core::nicMbpsOf(here, bootstrap::meshInterfaceNames(settings.ifname));
+  if (here.cgroupCpus > 0) mine.cpuQuota = here.runnableCpus();
   std::vector<core::RankHost> hosts;
   for (const std::string& text :
        bootstrap::allGather(store, "host", rank, size, core::Placement::encode(mine), deadline)) {

@@ -89,9 +89,7 @@ std::string explainCall(const topology::Topology& t, const CallShape& call, cons
   if (!call.device) {
     out << "  transport: shared memory between the " << local << " local rank(s)\n";
     if (reduces(call.collective)) {
-      out << "  algorithm: "
-          << explainSharedMemoryAllreduce(call.bytes, local, t.usableCpus > 0 ? t.usableCpus : t.logicalCpus, settings)
-          << "\n";
+      out << "  algorithm: " << explainSharedMemoryAllreduce(call.bytes, local, t.runnableCpus(), settings) << "\n";
     } else {
       out << "  algorithm: every rank copies through the shared slots (one schedule for this collective)\n";
     }

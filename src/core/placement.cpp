@@ -25,7 +25,8 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
   }
   p.localSize = 0;
   std::set<int> cpus, nodes;
-  bool cpusKnown = true, nodesKnown = true;
+  bool cpusKnown = true, nodesKnown = true, allQuotas = true;
+  int largestQuota = 0;
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (p.hostOf[r] != p.hostOf[static_cast<std::size_t>(rank)]) continue;
     if (static_cast<int>(r) < rank) ++p.localRank;
@@ -33,9 +34,12 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
     cpusKnown = cpusKnown && !ranks[r].cpus.empty();
     cpus.insert(ranks[r].cpus.begin(), ranks[r].cpus.end());
     nodesKnown = nodesKnown && ranks[r].numaNode >= 0;
+    allQuotas = allQuotas && ranks[r].cpuQuota > 0;
+    largestQuota = std::max(largestQuota, ranks[r].cpuQuota);
     nodes.insert(ranks[r].numaNode);
   }
   p.localCpus = cpusKnown ? static_cast<int>(cpus.size()) : 0;
+  if (allQuotas && p.localCpus > largestQuota) p.localCpus = largestQuota;
   p.localNumaNodes = nodesKnown ? static_cast<int>(nodes.size()) : 0;
   const bool ratesKnown = std::all_of(ranks.begin(), ranks.end(), [](const RankHost& r) { return r.nicMbps > 0; });
   if (ratesKnown && !ranks.empty()) {
@@ -48,8 +52,8 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
 
 // The identity never holds a newline (a boot id and a namespace inode), a host name neither.
 std::string Placement::encode(const RankHost& host) {
-  return strCat(host.identity, "\n", host.name, "\n", formatCpuList(host.cpus), "\n", host.numaNode, "\n",
-                host.nicMbps);
+  return strCat(host.identity, "\n", host.name, "\n", formatCpuList(host.cpus), "\n", host.numaNode, "\n", host.nicMbps,
+                "\n", host.cpuQuota);
 }
 
 RankHost Placement::decode(const std::string& text) {
@@ -75,6 +79,7 @@ RankHost Placement::decode(const std::string& text) {
   if (lines.size() > 2) host.cpus = parseCpuList(lines[2]);
   host.numaNode = number(3, -1);
   host.nicMbps = std::max(number(4, 0), 0);
+  host.cpuQuota = std::max(number(5, 0), 0);
   return host;
 }
 

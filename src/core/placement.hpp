@@ -17,6 +17,7 @@ struct RankHost {
   std::vector<int> cpus;  ///< the CPUs the rank may run on (its affinity mask); empty: unknown
   int numaNode = -1;      ///< the NUMA node holding all of those CPUs; -1: several, or unknown
   int nicMbps = 0;        ///< the rate of the NICs its TCP traffic would take (its rails together); 0: unknown
+  int cpuQuota = 0;       ///< the CPUs its cgroup's quota keeps busy, rounded up; 0: no quota
 };
 
 struct Placement {
@@ -28,7 +29,8 @@ struct Placement {
   /// namespaces split one machine into several hosts, whose ranks may still share a GPU. The same on every rank.
   bool machineRunsSeveralRanks = false;
   /// The CPUs the ranks of this rank's host may run on together (the union of their masks), the same on each of
-  /// them, so that their selectors weigh one machine and choose alike; 0 where some rank's mask is unknown.
+  /// them, so that their selectors weigh one machine and choose alike; 0 where some rank's mask is unknown. Where
+  /// every one of them runs under a cgroup CPU quota, at most the largest: ranks of one container share its quota.
   int localCpus = 0;
   /// The NUMA nodes the ranks of this rank's host run on, the same on each of them; 0 where some rank's is unknown
   /// or spans several.

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 
 #include "base/error.hpp"
 #include "base/logging.hpp"
+#include "topology/cgroup_limits.hpp"
 #include "topology/hwloc_host.hpp"
 #include "topology/topology.hpp"
 
@@ -151,25 +153,11 @@ void readNuma(Topology& t, const std::string& root) {
 
 void readLimits(Topology& t, const std::string& root) {
   t.memoryBytes = meminfoBytes(root + "/proc/meminfo", "MemTotal");
-  // cgroup v2 first ("max 100000" or "200000 100000"), then v1.
-  const std::string cpuMax = readFile(root + "/sys/fs/cgroup/cpu.max");
-  if (!cpuMax.empty()) {
-    std::stringstream s(cpuMax);
-    std::string quota;
-    double period = 0;
-    s >> quota >> period;
-    if (quota != "max" && period > 0) t.cgroupCpus = std::atof(quota.c_str()) / period;
-  } else {
-    const long quota = readLong(root + "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", -1);
-    const long period = readLong(root + "/sys/fs/cgroup/cpu/cpu.cfs_period_us", -1);
-    if (quota > 0 && period > 0) t.cgroupCpus = static_cast<double>(quota) / static_cast<double>(period);
-  }
-  std::string memMax = readFile(root + "/sys/fs/cgroup/memory.max");
-  if (memMax.empty()) memMax = readFile(root + "/sys/fs/cgroup/memory/memory.limit_in_bytes");
-  if (!memMax.empty() && memMax != "max") {
-    const std::uint64_t limit = std::strtoull(memMax.c_str(), nullptr, 10);
-    // v1 reports "no limit" as a huge number (PAGE_COUNTER_MAX pages).
-    if (limit > 0 && (t.memoryBytes == 0 || limit < t.memoryBytes)) t.cgroupMemoryBytes = limit;
+  const CgroupLimits limits = readCgroupLimits(root);
+  t.cgroupCpus = limits.cpus;
+  // v1 reports "no limit" as a huge number (PAGE_COUNTER_MAX pages): a limit above the memory there is none.
+  if (limits.memoryBytes > 0 && (t.memoryBytes == 0 || limits.memoryBytes < t.memoryBytes)) {
+    t.cgroupMemoryBytes = limits.memoryBytes;
   }
   struct statvfs shm {};
   if (statvfs((root + "/dev/shm").c_str(), &shm) == 0) {
@@ -313,6 +301,14 @@ bool Topology::allP2p() const {
     }
   }
   return true;
+}
+
+int Topology::runnableCpus() const {
+  int cpus = usableCpus > 0 ? usableCpus : logicalCpus;
+  if (cgroupCpus <= 0) return cpus;
+  // 1.5 CPUs of quota keep two threads busy part of the time: round up.
+  const double quota = std::max(std::ceil(cgroupCpus - 1e-9), 1.0);
+  return cpus > 0 && cpus < quota ? cpus : static_cast<int>(std::min(quota, 1e6));
 }
 
 const Nic* Topology::fastestNic() const {

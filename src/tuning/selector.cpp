@@ -89,7 +89,7 @@ std::optional<std::size_t> measuredCrossoverFor(const std::string& table, int ra
 Machine machineOf(const topology::Topology& host, int ranks, Link link) {
   Machine m;
   m.ranks = ranks;
-  m.usableCpus = host.usableCpus > 0 ? host.usableCpus : host.logicalCpus;
+  m.usableCpus = host.runnableCpus();
   m.link = link;
   return m;
 }

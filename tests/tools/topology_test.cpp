@@ -15,6 +15,7 @@
 
 #include "base/error.hpp"
 #include "core/explain_call.hpp"
+#include "topology/cgroup_limits.hpp"
 #include "topology/detect_report.hpp"
 #include "topology/doctor_checks.hpp"
 #include "topology/env_advice.hpp"
@@ -215,6 +216,59 @@ TEST(Topology, HostDetectionReadsProcfsAndSysfs) {
       EXPECT_TRUE(!nic.up && nic.speedMbps == -1);
     }
   }
+}
+
+// A pod's quota sits above its container's cgroup: the tightest level of the process's path counts, in either
+// hierarchy. A v1 container mounts only its own cgroup, so the path's deeper levels are not there to read.
+TEST(Topology, TheTightestCgroupLimitOnTheProcessPathCounts) {
+  {
+    FakeRoot r;
+    r.write("proc/self/cgroup", "0::/kubepods/pod1/ctr\n");
+    r.write("sys/fs/cgroup/kubepods/cpu.max", "max 100000\n");
+    r.write("sys/fs/cgroup/kubepods/pod1/cpu.max", "400000 100000\n");
+    r.write("sys/fs/cgroup/kubepods/pod1/ctr/cpu.max", "max 100000\n");
+    r.write("sys/fs/cgroup/kubepods/pod1/memory.max", "2147483648\n");
+    r.write("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "1073741824\n");
+    const topology::CgroupLimits l = topology::readCgroupLimits(r.path());
+    EXPECT_DOUBLE_EQ(l.cpus, 4);
+    EXPECT_EQ(l.memoryBytes, 1073741824u);
+  }
+  {
+    FakeRoot r;
+    r.write("proc/self/cgroup", "5:memory:/docker/abc\n3:cpuacct,cpu:/docker/abc\n0::/\n");
+    r.write("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "250000\n");
+    r.write("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+    r.write("sys/fs/cgroup/memory/memory.limit_in_bytes", "536870912\n");
+    const topology::CgroupLimits l = topology::readCgroupLimits(r.path());
+    EXPECT_DOUBLE_EQ(l.cpus, 2.5);
+    EXPECT_EQ(l.memoryBytes, 536870912u);
+  }
+  {
+    FakeRoot r;
+    r.write("proc/self/cgroup", "1:cpu:/\n0::/user.slice\n");
+    r.write("sys/fs/cgroup/cpu/cpu.cfs_quota_us", "-1\n");
+    r.write("sys/fs/cgroup/cpu/cpu.cfs_period_us", "100000\n");
+    r.write("sys/fs/cgroup/user.slice/cpu.max", "max 100000\n");
+    const topology::CgroupLimits l = topology::readCgroupLimits(r.path());
+    EXPECT_EQ(l.cpus, 0);
+    EXPECT_EQ(l.memoryBytes, 0u);
+  }
+}
+
+TEST(Topology, TheCpusToKeepBusyAreTheMasksAtMostTheQuotaRoundedUp) {
+  topology::Topology t;
+  t.logicalCpus = 32;
+  EXPECT_EQ(t.runnableCpus(), 32);  // no mask read: the online CPUs
+  t.usableCpus = 16;
+  EXPECT_EQ(t.runnableCpus(), 16);
+  t.cgroupCpus = 1.5;
+  EXPECT_EQ(t.runnableCpus(), 2);
+  t.cgroupCpus = 0.2;
+  EXPECT_EQ(t.runnableCpus(), 1);
+  t.cgroupCpus = 4;
+  EXPECT_EQ(t.runnableCpus(), 4);
+  t.cgroupCpus = 64;
+  EXPECT_EQ(t.runnableCpus(), 16);
 }
 
 TEST(Topology, HostDetectionOfThisMachineFindsItsCpus) {

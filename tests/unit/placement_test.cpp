@@ -62,7 +62,7 @@ TEST(Placement, WhatRanksSendRoundTrips) {
 
 TEST(Placement, TheCpusOfARankTravelWithItsHost) {
   const RankHost host{"boot/net:[1]", "node", {0, 1, 2, 3, 8, 10, 11}};
-  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11\n-1\n0");
+  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11\n-1\n0\n0");
   const RankHost back = Placement::decode(Placement::encode(host));
   EXPECT_EQ(back.cpus, host.cpus);
   // What an older braid sends (no CPUs) still decodes: its CPUs are unknown.
@@ -90,6 +90,22 @@ TEST(Placement, TheRanksOfAHostCountTheCpusTheyMayUseTogether) {
   // Overlapping masks count each CPU once; one unknown mask on the host makes the count unknown.
   EXPECT_EQ(Placement::of({{"A", "a", {0, 1, 2}}, {"A", "a", {1, 2, 3}}}, 0).localCpus, 4);
   EXPECT_EQ(Placement::of({{"A", "a", {0, 1}}, {"A", "a", {}}}, 0).localCpus, 0);
+}
+
+TEST(Placement, RanksUnderACpuQuotaCountAtMostIt) {
+  // Two ranks of one container, 16 CPUs in their masks and a quota of 4: they keep 4 busy, not 16.
+  RankHost a{"A", "a", {0, 1, 2, 3, 4, 5, 6, 7}}, b{"A", "a", {8, 9, 10, 11, 12, 13, 14, 15}};
+  a.cpuQuota = b.cpuQuota = 4;
+  EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 4);
+  EXPECT_EQ(Placement::of({a, b}, 1).localCpus, 4);
+  // A rank without a quota runs elsewhere than the container: nothing caps the host's count.
+  b.cpuQuota = 0;
+  EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 16);
+  // A quota larger than the masks caps nothing; the quota travels with the host.
+  a.cpuQuota = b.cpuQuota = 64;
+  EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 16);
+  EXPECT_EQ(Placement::decode(Placement::encode(a)).cpuQuota, 64);
+  EXPECT_EQ(Placement::decode("A\na\n0-3\n0\n100").cpuQuota, 0);  // sent by a braid without quotas
 }
 
 TEST(Placement, EachHostsNumaNodesAndTheSlowestNicsAreTheSameOnEveryRank) {
