@@ -181,8 +181,8 @@ const std::vector<KnobRow>& rows() {
       // 0: by the rank count (tuning/shm_slot.cpp, and docs/BENCHMARKS.md's "Slot size by rank count"): 256 KiB for
       // 2 ranks, where 512 KiB and 1 MiB measured alike within the spread of two passes and 128 KiB slower.
       {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "0",
-        "bytes each local rank exposes per collective round (two such slots, double-buffered); 0: 128K per local "
-        "rank, at least 256K and at most 1M"},
+        "bytes each local rank exposes per collective round (two such slots, double-buffered), rounded up to whole "
+        "4K pages; 0: 128K per local rank, at least 256K and at most 1M"},
        &Settings::shmSlotBytes},
       // auto: the core's L2. An output larger than that leaves this core's cache anyway; written with ordinary stores
       // each of its lines is first read from memory, so streaming it costs one pass where it cost two. Measured on
