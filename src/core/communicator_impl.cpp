@@ -217,7 +217,7 @@ void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
   if (!brokenFlag_.load(std::memory_order_acquire)) return;  // the common case takes no lock
   std::lock_guard lock(mu_);
   if (broken_.empty()) return;
-  ErrorContext named = ctx;  // its fields name the peer the earlier failure named, as its text does
+  ErrorContext named = ctx;  // its fields name the peer an earlier PeerLost named, as its text does
   if (named.peer < 0) named.peer = brokenPeer_;
   fail(brokenCode_, named, "communicator is unusable after an earlier failure: ", broken_);
 }
@@ -257,7 +257,8 @@ void CommunicatorImpl::breakWith(const Error& e) {
     if (broken_.empty()) {
       broken_ = e.what();
       brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
-      brokenPeer_ = e.context().peer;
+      // Only a peer that is lost: later errors read PeerLost, and a peer that merely timed out may be alive.
+      brokenPeer_ = e.code() == ErrorCode::kPeerLost ? e.context().peer : -1;
       brokenFlag_.store(true, std::memory_order_release);
       first = true;
     }
@@ -390,7 +391,7 @@ void CommunicatorImpl::noteDetachedFailure(const Error& e) {
     if (broken_.empty()) {
       broken_ = strCat("a call that ran apart from its caller failed: ", e.what());
       brokenCode_ = e.code();
-      brokenPeer_ = e.context().peer;
+      brokenPeer_ = e.code() == ErrorCode::kPeerLost ? e.context().peer : -1;
       brokenFlag_.store(true, std::memory_order_release);
       first = true;
     }

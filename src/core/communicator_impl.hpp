@@ -310,7 +310,7 @@ class CommunicatorImpl {
   std::atomic<std::uint64_t> gate_{0};
   std::string broken_;  // set after an error that leaves the ranks out of step
   ErrorCode brokenCode_ = ErrorCode::kInternal;
-  int brokenPeer_ = -1;  // the peer the error that set broken_ named (-1: none)
+  int brokenPeer_ = -1;  // the peer the PeerLost that set broken_ named (-1: none, or another error)
   std::atomic<bool> brokenFlag_{false};
   std::atomic<bool> aborted_{false};       // broken_ is set: read without the lock on every call
   std::atomic<bool> groupRunning_{false};  // executeGroup is running: queued point-to-point calls may join it

@@ -23,6 +23,7 @@
 #include "core/communicator_impl.hpp"
 #include "core/engine_selectors.hpp"
 #include "core/this_host.hpp"
+#include "topology/cgroup_limits.hpp"
 #include "transport/host_identity.hpp"
 
 namespace braid {
@@ -146,7 +147,9 @@ core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Se
   }
   mine.numaNode = core::numaNodeOf(here, mine.cpus);
   mine.nicMbps = core::nicMbpsOf(here, bootstrap::meshInterfaceNames(settings.ifname));
-  if (here.cgroupCpus > 0) mine.cpuQuota = here.runnableCpus();
+  const topology::CgroupLimits limits = topology::readCgroupLimits("");
+  mine.cpuQuota = topology::wholeCpus(limits.cpus);
+  mine.cpuQuotaGroup = limits.cpusGroup;
   std::vector<core::RankHost> hosts;
   for (const std::string& text :
        bootstrap::allGather(store, "host", rank, size, core::Placement::encode(mine), deadline)) {

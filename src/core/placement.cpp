@@ -1,6 +1,7 @@
 #include "core/placement.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -26,7 +27,7 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
   p.localSize = 0;
   std::set<int> cpus, nodes;
   bool cpusKnown = true, nodesKnown = true, allQuotas = true;
-  int largestQuota = 0;
+  std::map<std::uint64_t, int> quotas;  // per cgroup, the CPUs its quota keeps busy
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     if (p.hostOf[r] != p.hostOf[static_cast<std::size_t>(rank)]) continue;
     if (static_cast<int>(r) < rank) ++p.localRank;
@@ -35,11 +36,16 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
     cpus.insert(ranks[r].cpus.begin(), ranks[r].cpus.end());
     nodesKnown = nodesKnown && ranks[r].numaNode >= 0;
     allQuotas = allQuotas && ranks[r].cpuQuota > 0;
-    largestQuota = std::max(largestQuota, ranks[r].cpuQuota);
+    int& quota = quotas[ranks[r].cpuQuotaGroup];
+    quota = std::max(quota, ranks[r].cpuQuota);
     nodes.insert(ranks[r].numaNode);
   }
   p.localCpus = cpusKnown ? static_cast<int>(cpus.size()) : 0;
-  if (allQuotas && p.localCpus > largestQuota) p.localCpus = largestQuota;
+  if (allQuotas) {
+    long total = 0;
+    for (const auto& [group, cpus] : quotas) total += cpus;
+    if (p.localCpus > total) p.localCpus = static_cast<int>(total);
+  }
   p.localNumaNodes = nodesKnown ? static_cast<int>(nodes.size()) : 0;
   const bool ratesKnown = std::all_of(ranks.begin(), ranks.end(), [](const RankHost& r) { return r.nicMbps > 0; });
   if (ratesKnown && !ranks.empty()) {
@@ -53,7 +59,7 @@ Placement Placement::of(const std::vector<RankHost>& ranks, int rank) {
 // The identity never holds a newline (a boot id and a namespace inode), a host name neither.
 std::string Placement::encode(const RankHost& host) {
   return strCat(host.identity, "\n", host.name, "\n", formatCpuList(host.cpus), "\n", host.numaNode, "\n", host.nicMbps,
-                "\n", host.cpuQuota);
+                "\n", host.cpuQuota, "\n", host.cpuQuotaGroup);
 }
 
 RankHost Placement::decode(const std::string& text) {
@@ -80,6 +86,13 @@ RankHost Placement::decode(const std::string& text) {
   host.numaNode = number(3, -1);
   host.nicMbps = std::max(number(4, 0), 0);
   host.cpuQuota = std::max(number(5, 0), 0);
+  if (lines.size() > 6) {
+    char* end = nullptr;
+    host.cpuQuotaGroup = std::strtoull(lines[6].c_str(), &end, 10);
+    if (lines[6].empty() || *end != '\0' || lines[6][0] == '-') {
+      fail(ErrorCode::kInvalidArgument, {}, "a rank's placement '", text, "': '", lines[6], "' is not a cgroup id");
+    }
+  }
   return host;
 }
 

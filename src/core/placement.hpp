@@ -4,6 +4,7 @@
 // data; core/create.cpp gathers it over the bootstrap store.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@ struct RankHost {
   int numaNode = -1;      ///< the NUMA node holding all of those CPUs; -1: several, or unknown
   int nicMbps = 0;        ///< the rate of the NICs its TCP traffic would take (its rails together); 0: unknown
   int cpuQuota = 0;       ///< the CPUs its cgroup's quota keeps busy, rounded up; 0: no quota
+  std::uint64_t cpuQuotaGroup = 0;  ///< the cgroup that quota is set on (topology::CgroupLimits::cpusGroup)
 };
 
 struct Placement {
@@ -30,7 +32,8 @@ struct Placement {
   bool machineRunsSeveralRanks = false;
   /// The CPUs the ranks of this rank's host may run on together (the union of their masks), the same on each of
   /// them, so that their selectors weigh one machine and choose alike; 0 where some rank's mask is unknown. Where
-  /// every one of them runs under a cgroup CPU quota, at most the largest: ranks of one container share its quota.
+  /// every one of them runs under a cgroup CPU quota, at most those quotas added up, each cgroup's once: the ranks
+  /// of one container share its quota.
   int localCpus = 0;
   /// The NUMA nodes the ranks of this rank's host run on, the same on each of them; 0 where some rank's is unknown
   /// or spans several.

@@ -1,5 +1,9 @@
 #include "topology/cgroup_limits.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -56,14 +60,23 @@ void eachLevel(const std::string& mount, std::string place, Visit visit) {
 
 }  // namespace
 
+int wholeCpus(double cpus) {
+  if (!(cpus > 0)) return 0;
+  // 1.5 CPUs of quota keep two threads busy part of the time: round up (past the float noise of quota / period).
+  return static_cast<int>(std::clamp(std::ceil(cpus - 1e-9), 1.0, 1e6));
+}
+
 CgroupLimits readCgroupLimits(const std::string& root) {
   const std::string self = readText(root + "/proc/self/cgroup");
   const std::string mount = root + "/sys/fs/cgroup";
   CgroupLimits limits;
-  const auto cpus = [&](double quota, double period) {
-    if (quota <= 0 || period <= 0) return;
+  const auto cpus = [&](const std::string& dir, double quota, double period) {
+    if (!(quota > 0 && period > 0)) return;
     const double c = quota / period;
-    if (limits.cpus == 0 || c < limits.cpus) limits.cpus = c;
+    if (limits.cpus != 0 && c >= limits.cpus) return;
+    limits.cpus = c;
+    struct stat st {};
+    limits.cpusGroup = ::stat(dir.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
   };
   const auto memory = [&](const std::string& text) {
     if (text.empty() || text.rfind("max", 0) == 0) return;
@@ -75,14 +88,14 @@ CgroupLimits readCgroupLimits(const std::string& root) {
     std::stringstream s(readText(dir + "/cpu.max"));
     std::string quota;
     double period = 0;
-    if (s >> quota >> period && quota != "max") cpus(std::atof(quota.c_str()), period);
+    if (s >> quota >> period && quota != "max") cpus(dir, std::atof(quota.c_str()), period);
     memory(readText(dir + "/memory.max"));
   });
   // v1: a quota of -1 is none.
   eachLevel(mount + "/cpu", placeOf(self, "cpu"), [&](const std::string& dir) {
     const std::string quota = readText(dir + "/cpu.cfs_quota_us");
     const std::string period = readText(dir + "/cpu.cfs_period_us");
-    if (!quota.empty() && !period.empty()) cpus(std::atof(quota.c_str()), std::atof(period.c_str()));
+    if (!quota.empty() && !period.empty()) cpus(dir, std::atof(quota.c_str()), std::atof(period.c_str()));
   });
   eachLevel(mount + "/memory", placeOf(self, "memory"),
             [&](const std::string& dir) { memory(readText(dir + "/memory.limit_in_bytes")); });

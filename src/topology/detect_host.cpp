@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -304,11 +303,9 @@ bool Topology::allP2p() const {
 }
 
 int Topology::runnableCpus() const {
-  int cpus = usableCpus > 0 ? usableCpus : logicalCpus;
-  if (cgroupCpus <= 0) return cpus;
-  // 1.5 CPUs of quota keep two threads busy part of the time: round up.
-  const double quota = std::max(std::ceil(cgroupCpus - 1e-9), 1.0);
-  return cpus > 0 && cpus < quota ? cpus : static_cast<int>(std::min(quota, 1e6));
+  const int cpus = usableCpus > 0 ? usableCpus : logicalCpus;
+  const int quota = wholeCpus(cgroupCpus);
+  return quota > 0 && (cpus <= 0 || quota < cpus) ? quota : cpus;
 }
 
 const Nic* Topology::fastestNic() const {

@@ -2,6 +2,7 @@
 // machine; `braid detect`'s report of each fixture matches its golden file; the derived answers (NVLink
 // everywhere, P2P everywhere, fastest NIC) hold on each.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -218,6 +219,11 @@ TEST(Topology, HostDetectionReadsProcfsAndSysfs) {
   }
 }
 
+std::uint64_t inodeOf(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+
 // A pod's quota sits above its container's cgroup: the tightest level of the process's path counts, in either
 // hierarchy. A v1 container mounts only its own cgroup, so the path's deeper levels are not there to read.
 TEST(Topology, TheTightestCgroupLimitOnTheProcessPathCounts) {
@@ -231,6 +237,8 @@ TEST(Topology, TheTightestCgroupLimitOnTheProcessPathCounts) {
     r.write("sys/fs/cgroup/kubepods/pod1/ctr/memory.max", "1073741824\n");
     const topology::CgroupLimits l = topology::readCgroupLimits(r.path());
     EXPECT_DOUBLE_EQ(l.cpus, 4);
+    EXPECT_EQ(l.cpusGroup, inodeOf(r.path() + "/sys/fs/cgroup/kubepods/pod1"));  // the level whose quota it is
+    EXPECT_NE(l.cpusGroup, 0u);
     EXPECT_EQ(l.memoryBytes, 1073741824u);
   }
   {
@@ -251,11 +259,17 @@ TEST(Topology, TheTightestCgroupLimitOnTheProcessPathCounts) {
     r.write("sys/fs/cgroup/user.slice/cpu.max", "max 100000\n");
     const topology::CgroupLimits l = topology::readCgroupLimits(r.path());
     EXPECT_EQ(l.cpus, 0);
+    EXPECT_EQ(l.cpusGroup, 0u);
     EXPECT_EQ(l.memoryBytes, 0u);
   }
 }
 
 TEST(Topology, TheCpusToKeepBusyAreTheMasksAtMostTheQuotaRoundedUp) {
+  EXPECT_EQ(topology::wholeCpus(0), 0);
+  EXPECT_EQ(topology::wholeCpus(0.01), 1);
+  EXPECT_EQ(topology::wholeCpus(2.0000000001), 2);  // quota / period's float noise
+  EXPECT_EQ(topology::wholeCpus(2.5), 3);
+  EXPECT_EQ(topology::wholeCpus(1e300), 1000000);
   topology::Topology t;
   t.logicalCpus = 32;
   EXPECT_EQ(t.runnableCpus(), 32);  // no mask read: the online CPUs
@@ -269,6 +283,8 @@ TEST(Topology, TheCpusToKeepBusyAreTheMasksAtMostTheQuotaRoundedUp) {
   EXPECT_EQ(t.runnableCpus(), 4);
   t.cgroupCpus = 64;
   EXPECT_EQ(t.runnableCpus(), 16);
+  t.usableCpus = 1;  // a rank bound to one CPU: its mask, not the container's quota
+  EXPECT_EQ(t.runnableCpus(), 1);
 }
 
 TEST(Topology, HostDetectionOfThisMachineFindsItsCpus) {

@@ -62,7 +62,7 @@ TEST(Placement, WhatRanksSendRoundTrips) {
 
 TEST(Placement, TheCpusOfARankTravelWithItsHost) {
   const RankHost host{"boot/net:[1]", "node", {0, 1, 2, 3, 8, 10, 11}};
-  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11\n-1\n0\n0");
+  EXPECT_EQ(Placement::encode(host), "boot/net:[1]\nnode\n0-3,8,10-11\n-1\n0\n0\n0");
   const RankHost back = Placement::decode(Placement::encode(host));
   EXPECT_EQ(back.cpus, host.cpus);
   // What an older braid sends (no CPUs) still decodes: its CPUs are unknown.
@@ -96,16 +96,26 @@ TEST(Placement, RanksUnderACpuQuotaCountAtMostIt) {
   // Two ranks of one container, 16 CPUs in their masks and a quota of 4: they keep 4 busy, not 16.
   RankHost a{"A", "a", {0, 1, 2, 3, 4, 5, 6, 7}}, b{"A", "a", {8, 9, 10, 11, 12, 13, 14, 15}};
   a.cpuQuota = b.cpuQuota = 4;
+  a.cpuQuotaGroup = b.cpuQuotaGroup = 77;
   EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 4);
   EXPECT_EQ(Placement::of({a, b}, 1).localCpus, 4);
-  // A rank without a quota runs elsewhere than the container: nothing caps the host's count.
+  // Two containers on one host (its network shared), 4 CPUs of quota each: 8 between them.
+  b.cpuQuotaGroup = 78;
+  EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 8);
+  EXPECT_EQ(Placement::of({a, b}, 1).localCpus, 8);
+  // A rank without a quota caps nothing.
   b.cpuQuota = 0;
   EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 16);
-  // A quota larger than the masks caps nothing; the quota travels with the host.
+  // A quota larger than the masks caps nothing; the quota and its cgroup travel with the host.
   a.cpuQuota = b.cpuQuota = 64;
   EXPECT_EQ(Placement::of({a, b}, 0).localCpus, 16);
-  EXPECT_EQ(Placement::decode(Placement::encode(a)).cpuQuota, 64);
+  a.cpuQuotaGroup = 18446744073709551615ull;
+  const RankHost back = Placement::decode(Placement::encode(a));
+  EXPECT_EQ(back.cpuQuota, 64);
+  EXPECT_EQ(back.cpuQuotaGroup, a.cpuQuotaGroup);
   EXPECT_EQ(Placement::decode("A\na\n0-3\n0\n100").cpuQuota, 0);  // sent by a braid without quotas
+  EXPECT_THROW(Placement::decode("A\na\n0-3\n0\n100\n4\n-1"), Error);
+  EXPECT_THROW(Placement::decode("A\na\n0-3\n0\n100\n4\nx"), Error);
 }
 
 TEST(Placement, EachHostsNumaNodesAndTheSlowestNicsAreTheSameOnEveryRank) {

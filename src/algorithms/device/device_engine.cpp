@@ -286,7 +286,9 @@ void DeviceEngine::abort() {
 // Kernels cannot see a peer process die; the host can (its exit, its heartbeat, its abort), and it can see a peer
 // whose communicator broke (its kernels gave up, it timed out) say that it makes no more calls. This thread looks
 // every 50 ms and makes the kernels give up at once when a peer is gone or said so: a late rank's kernels would
-// otherwise wait out their whole timeout for a peer that failed the call before they started.
+// otherwise wait out their whole timeout for a peer that failed the call before they started. The flag stops every
+// kernel of this rank still running, those of earlier calls the broken peer finished too: they report PeerLost, a
+// failure where the peer saw success, never a wrong result called done.
 void DeviceEngine::watch() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
