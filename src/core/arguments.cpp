@@ -14,10 +14,16 @@ void checkType(DataType type, const ErrorContext& ctx) {
   if (!isValid(type)) fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
 }
 
-void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
-  if (count > std::numeric_limits<std::size_t>::max() / dataTypeSize(type)) {
-    fail(ErrorCode::kInvalidArgument, ctx, name, ": count ", count, " of ", dataTypeName(type), " overflows");
+void checkCount(std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
+  // A negative int passed as a count reads as nearly 2^64: no buffer is that large, whatever the element's size.
+  if (count > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) / dataTypeSize(type)) {
+    fail(ErrorCode::kInvalidArgument, ctx, name, ": count ", count, " of ", dataTypeName(type),
+         " is larger than any buffer can be (a negative count?)");
   }
+}
+
+void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
+  checkCount(count, type, name, ctx);
   if (ptr == nullptr && count != 0) {
     fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
   }

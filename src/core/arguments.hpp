@@ -9,8 +9,11 @@
 namespace braid::core {
 
 void checkType(DataType type, const ErrorContext& ctx);
-/// Null pointer with a non-zero count, or count * element size overflowing.
+/// Null pointer with a non-zero count, or more elements than any buffer can hold (checkCount).
 void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* name, const ErrorContext& ctx);
+/// InvalidArgument unless `count` elements of `type` fit one object (PTRDIFF_MAX bytes, what no buffer can pass):
+/// checkBuffer's size half, for a buffer only another rank holds (the root's), so that every rank fails alike.
+void checkCount(std::size_t count, DataType type, const char* name, const ErrorContext& ctx);
 void checkRank(int value, int size, const char* name, const ErrorContext& ctx);
 /// `values` must have one entry per rank.
 void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const ErrorContext& ctx);

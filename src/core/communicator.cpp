@@ -13,6 +13,7 @@ namespace braid {
 
 using core::blockAt;
 using core::checkBuffer;
+using core::checkCount;
 using core::checkOverlap;
 using core::checkPerRank;
 using core::checkRank;
@@ -210,8 +211,10 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
         checkRank(root, c->size(), "root", ctx);
         checkType(type, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
+        const std::size_t total = times(count, c->size(), "recv buffer", ctx);
+        checkCount(total, type, "the root's recv buffer", ctx);
         if (c->rank() == root) {
-          checkBuffer(recv, times(count, c->size(), "recv buffer", ctx), type, "recv buffer", ctx);
+          checkBuffer(recv, total, type, "recv buffer", ctx);
           const std::size_t bytes = count * dataTypeSize(type);
           checkOverlap(send, bytes, recv, bytes * static_cast<std::size_t>(c->size()),
                        send == blockAt(recv, static_cast<std::size_t>(root), bytes), "send == recv + root * count",
@@ -230,9 +233,9 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkType(type, ctx);
-        if (c->rank() == root) {
-          checkBuffer(send, times(count, c->size(), "send buffer", ctx), type, "send buffer", ctx);
-        }
+        const std::size_t total = times(count, c->size(), "send buffer", ctx);
+        checkCount(total, type, "the root's send buffer", ctx);
+        if (c->rank() == root) checkBuffer(send, total, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
         if (c->rank() == root) {
           const std::size_t bytes = count * dataTypeSize(type);
@@ -288,7 +291,12 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
       "p2p", route,
       [c, ops, route](const ErrorContext& ctx) {
         checkRoute(route, ctx);
-        for (const auto& op : *ops) {
+        for (std::size_t i = 0; i < ops->size(); ++i) {
+          const P2pOp& op = (*ops)[i];
+          if (op.kind != P2pOp::Kind::kSend && op.kind != P2pOp::Kind::kRecv) {
+            fail(ErrorCode::kInvalidArgument, ctx, "operation ", i, " of ", ops->size(), ": kind ",
+                 static_cast<int>(op.kind), " is neither send nor recv");
+          }
           checkType(op.type, ctx);
           checkRank(op.peer, c->size(), "peer", ctx);
           checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);

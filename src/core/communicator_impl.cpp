@@ -496,7 +496,15 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
   return work;
 }
 
+namespace {
+// The communicator whose progress thread this is (null on every other thread).
+thread_local const CommunicatorImpl* progressOf = nullptr;
+}  // namespace
+
+bool CommunicatorImpl::onItsProgressThread() const { return progressOf == this; }
+
 void CommunicatorImpl::progressLoop() {
+  progressOf = this;
   std::unique_lock lock(mu_);
   while (true) {
     cv_.wait(lock,

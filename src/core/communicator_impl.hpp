@@ -94,6 +94,12 @@ class CommunicatorImpl {
     // Idle: this call takes the communicator and its number with one compare-and-swap, no lock.
     const std::int64_t seq = takeGate(call.collective, kBusy, true);
     if (seq == kQueueIt) {
+      if (onItsProgressThread()) {
+        // A completion callback's blocking call would be queued behind the call the callback runs in.
+        fail(ErrorCode::kInvalidArgument, ErrorContext{.rank = rank_, .peer = -1, .op = call.op, .seq = -1},
+             "a blocking call on this communicator's own progress thread (from a Work::onCompletion callback) would "
+             "wait for itself: make the Async form of the call there");
+      }
       Work(enqueue(Call{call.op, std::move(call.check), std::move(call.body), call.collective, call.info, call.p2p,
                         call.gpu},
                    opts, true))
@@ -187,6 +193,9 @@ class CommunicatorImpl {
   /// same, because these calls are made in the same order on every rank that makes them.
   std::int64_t nextSplitNumber() { return splits_++; }
   std::int64_t nextSubgroupNumber(const std::vector<int>& ranks) { return subgroups_[ranks]++; }
+  /// Fails as every call does once the communicator is broken or aborted: for what is made from it (split,
+  /// subgroup), which runs no call of its own first.
+  void requireUsable(const ErrorContext& ctx) const { throwIfBroken(ctx); }
   /// Where the ranks run (core/placement.hpp), learned at creation; communicators made without a store (thread
   /// ranks) are on one host.
   void attachPlacement(Placement placement);
@@ -272,6 +281,8 @@ class CommunicatorImpl {
   /// are done: nonblocking sends and receives progress together instead of in issue order.
   void executeGroup(Task& first);
   void progressLoop();
+  /// Whether the calling thread is this communicator's progress thread (Work::onCompletion callbacks run there).
+  bool onItsProgressThread() const;
   OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;
   void throwIfBroken(const ErrorContext& ctx) const;
 

@@ -27,11 +27,22 @@ const std::shared_ptr<bootstrap::Store>& storeOf(core::CommunicatorImpl& impl, c
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   core::CommunicatorImpl& parent = *impl_;
+  const ErrorContext ctx{.rank = rank(), .peer = -1, .op = "split", .seq = -1};
+  parent.requireUsable(ctx);
   const auto& store = storeOf(parent, "split");
-  // Every rank learns every rank's (color, key) through this communicator itself.
+  // Every rank learns every rank's (color, key) through this communicator itself: an allgather of two int64 per
+  // rank, which a peer sees as one (split is collective, called at the same point on every rank, as MPI's is).
   const std::int64_t mine[2] = {color, key};
   std::vector<std::int64_t> all(2 * static_cast<std::size_t>(size()));
-  allgather(mine, all.data(), 2, DataType::kInt64);
+  try {
+    allgather(mine, all.data(), 2, DataType::kInt64);
+  } catch (const Error& e) {
+    ErrorContext at = e.context();
+    at.op = "split";
+    throw Error(e.code(),
+                strCat("split's exchange of colors and keys (an allgather of 2 int64 a rank) failed: ", e.message()),
+                at);
+  }
   const std::int64_t number = parent.nextSplitNumber();
   if (color < 0) return nullptr;
   std::vector<std::pair<std::int64_t, int>> members;  // (key, parent rank), for ranks of my color
@@ -50,6 +61,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
 std::unique_ptr<Communicator> Communicator::subgroup(const std::vector<int>& ranks) {
   core::CommunicatorImpl& parent = *impl_;
   const ErrorContext ctx{.rank = rank(), .op = "subgroup"};
+  parent.requireUsable(ctx);
   if (ranks.empty()) fail(ErrorCode::kInvalidArgument, ctx, "subgroup of no ranks");
   std::set<int> seen;
   int newRank = -1;

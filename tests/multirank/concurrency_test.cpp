@@ -317,5 +317,45 @@ TEST(Concurrency, CompletionCallbacksRunOnceWithTheOutcomeAndMayQueueMoreCalls) 
   EXPECT_EQ(failures(results), "");
 }
 
+// A callback runs on the progress thread, in the call it completes: a blocking call there would queue behind that
+// call and wait for itself. It is refused by name, not a hang, and the communicator goes on.
+TEST(Concurrency, ABlockingCallFromACompletionCallbackIsRefusedNotAHang) {
+  auto results = runThreads(2, [](Communicator& comm) {
+    int value = comm.rank();
+    if (comm.rank() == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // rank 0's call completes after its callback is set
+      comm.broadcastAsync(&value, 1, DataType::kInt32, 1).wait();
+    } else {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::string what;
+      bool done = false;
+      Work w = comm.broadcastAsync(&value, 1, DataType::kInt32, 1);
+      w.onCompletion([&](std::exception_ptr) {
+        std::string got = "no error";
+        try {
+          comm.barrier();
+        } catch (const Error& e) {
+          got = e.what();
+        }
+        {
+          std::lock_guard lock(mu);
+          what = got;
+          done = true;
+        }
+        cv.notify_all();
+      });
+      std::unique_lock lock(mu);
+      require(cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; }), "the callback's blocking call hung");
+      require(what.find("InvalidArgument") != std::string::npos && what.find("onCompletion") != std::string::npos,
+              "expected InvalidArgument naming the callback: " + what);
+      w.wait();
+      require(value == 1, "the broadcast gave " + std::to_string(value));
+    }
+    comm.barrier();  // the communicator goes on
+  });
+  EXPECT_EQ(failures(results), "");
+}
+
 }  // namespace
 }  // namespace braid::testing

@@ -137,7 +137,22 @@ TEST(Errors, BadArgumentsAreNamed) {
                   "[rank " + std::to_string(comm.rank()) + ", allreduce #");
     expectInvalid([&] { comm.allreduce(&f, &f, 1, static_cast<DataType>(42), ReduceKind::kSum); }, "data type");
     expectInvalid([&] { comm.send(&f, 1, DataType::kFloat32, 5); }, "peer 5");
-    expectInvalid([&] { comm.allreduce(&f, &f, SIZE_MAX / 2, DataType::kFloat32, ReduceKind::kSum); }, "overflows");
+    expectInvalid([&] { comm.allreduce(&f, &f, SIZE_MAX / 2, DataType::kFloat32, ReduceKind::kSum); },
+                  "larger than any buffer");
+    // A negative count passed as size_t: on 1-byte types count * size does not overflow, but no buffer is that big.
+    std::int8_t b = 0;
+    const auto negative = static_cast<std::size_t>(-1);
+    expectInvalid([&] { comm.allreduce(&b, &b, negative, DataType::kInt8, ReduceKind::kSum); }, "larger than any");
+    expectInvalid([&] { comm.broadcast(&b, negative, DataType::kUint8, 0); }, "larger than any buffer");
+    expectInvalid([&] { comm.send(&b, negative, DataType::kBool, 1 - comm.rank()); }, "larger than any buffer");
+    // The root's buffer of a gather is too large on every rank, not only on the root that holds it.
+    expectInvalid([&] { comm.gather(&b, &b, std::size_t{1} << 62, DataType::kInt8, 0); }, "root's recv buffer");
+    expectInvalid([&] { comm.scatter(&b, &b, std::size_t{1} << 62, DataType::kInt8, 1); }, "root's send buffer");
+    expectInvalid(
+        [&] {
+          comm.group({P2pOp{static_cast<P2pOp::Kind>(7), 1 - comm.rank(), &f, 1, DataType::kFloat32}});
+        },
+        "neither send nor recv");
     std::vector<std::size_t> counts{1};
     expectInvalid([&] { comm.allgatherv(&f, 1, &f, counts, counts, DataType::kFloat32); }, "one per rank");
   });
@@ -259,6 +274,37 @@ TEST_P(ErrorsOver, ALatePeerFailsTheCallItsPeerFailed) {
         settings());
     EXPECT_EQ(failures(results), "") << count << " elements";
   }
+}
+
+// A mismatch every rank failed alike blames nobody afterwards: a peer that aborts later is the peer named, not the
+// rank the mismatch's notice pointed at.
+TEST_P(ErrorsOver, APeerThatAbortsAfterAMismatchIsTheOneNamed) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<float> v(2, 1.0f);
+        try {
+          comm.allreduce(v.data(), v.data(), 1 + static_cast<std::size_t>(comm.rank()), DataType::kFloat32,
+                         ReduceKind::kSum);
+          throw std::runtime_error("allreduces of 1 and 2 elements went through");
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kMismatch, e.what());
+        }
+        if (comm.rank() == 1) {
+          std::this_thread::sleep_for(100ms);  // rank 0 waits in its barrier by then
+          comm.abort();
+          return;
+        }
+        try {
+          comm.barrier();
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kPeerLost && e.context().peer == 1, e.what());
+          return;
+        }
+        throw std::runtime_error("a barrier with a peer that aborted went through");
+      },
+      settings());
+  EXPECT_EQ(failures(results), "");
 }
 
 TEST(Errors, PerCallTimeoutOverridesTheDefault) {

@@ -3,6 +3,7 @@
 // numbers, and works interleaved with its parent.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
 
 #include "core/communicator_impl.hpp"
@@ -125,6 +126,40 @@ TEST(Subgroup, BadListsAreNamed) {
                   expectInvalid({comm.rank(), comm.rank()}, "twice");
                   expectInvalid({comm.rank(), 9}, "rank 9");
                   expectInvalid({1 - comm.rank()}, "not in its list");
+                },
+                tcpSettings())),
+            "");
+}
+
+// A split that meets another call is named as a split; split and subgroup of an aborted communicator fail as every
+// call then does, instead of making a communicator the aborted rank takes part in.
+TEST(Split, AMismatchedOrAbortedParentIsNamed) {
+  EXPECT_EQ(failures(runThreads(
+                2,
+                [](Communicator& comm) {
+                  try {
+                    if (comm.rank() == 0) {
+                      comm.split(0, 0);
+                    } else {
+                      comm.barrier();
+                    }
+                    throw std::runtime_error("a split went through against a barrier");
+                  } catch (const Error& e) {
+                    require(e.code() == ErrorCode::kMismatch, e.what());
+                    if (comm.rank() == 0) require(contains(e.what(), "split"), e.what());
+                  }
+                  comm.abort();
+                  auto expectAborted = [&](const std::function<void()>& call, const char* what) {
+                    try {
+                      call();
+                    } catch (const Error& e) {
+                      require(e.code() == ErrorCode::kAborted && contains(e.what(), what), e.what());
+                      return;
+                    }
+                    throw std::runtime_error(std::string(what) + " of an aborted communicator went through");
+                  };
+                  expectAborted([&] { comm.split(0, 0); }, "split");
+                  expectAborted([&] { comm.subgroup({0, 1}); }, "subgroup");
                 },
                 tcpSettings())),
             "");

@@ -199,10 +199,12 @@ void TcpMesh::onPayloadDone(Stream& s) {
   if (h.kind == FrameKind::kNotice) {
     const int suspect =
         h.step > 0 && h.step <= static_cast<std::uint32_t>(size_) ? static_cast<int>(h.step) - 1 : s.peer;
-    if (h.key != kEveryCall) {
+    // What the peer leaves over: a failure that broke its communicator, not a mismatch, which every rank fails alike
+    // and goes on from. A failure blamed on this rank is named as the peer's own, as below.
+    if (h.key != kEveryCall && static_cast<ErrorCode>(h.reason) != ErrorCode::kMismatch) {
       Peer& from = peer(s.peer);
       from.lastFailure.assign(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size());
-      from.lastSuspect = suspect;
+      from.lastSuspect = suspect == rank_ ? s.peer : suspect;
     }
     Notice notice{s.peer, suspect, static_cast<ErrorCode>(h.reason),
                   std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())};
