@@ -19,9 +19,11 @@ constexpr std::size_t kAbortOffset = kDoorbellOffset + 40;
 // Beside it, for a rank whose communicator broke: the error code and the call it broke in, written before the flag.
 constexpr std::size_t kBrokenCodeOffset = kDoorbellOffset + 44;
 constexpr std::size_t kBrokenSeqOffset = kDoorbellOffset + 48;
-// The abort word's values: a rank that aborted, and one whose communicator broke in a call (it makes no more).
+// The abort word's values: a rank that aborted, one whose communicator broke in a call (it makes no more), and one
+// that destroyed its communicator.
 constexpr std::uint32_t kAborted = 1;
 constexpr std::uint32_t kBroken = 2;
+constexpr std::uint32_t kLeft = 3;
 constexpr std::size_t kHeadsOffset = kDoorbellOffset + kLine;
 
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
@@ -95,6 +97,15 @@ std::atomic<std::uint32_t>& LocalFabric::abortFlag(int peer) {
   return *reinterpret_cast<std::atomic<std::uint32_t>*>(regions_[peer] + kAbortOffset);
 }
 
+LocalFabric::~LocalFabric() {
+  // Whatever a peer still needs of this rank's finished calls is in place already: a peer waiting for more from it
+  // learns at once that nothing more comes, as TCP's goodbye tells it, instead of at its heartbeat timeout.
+  if (group_ == nullptr || regions_.empty()) return;
+  std::uint32_t none = 0;  // an abort or a break said first stays what peers read
+  if (!abortFlag(rank_).compare_exchange_strong(none, kLeft, std::memory_order_release)) return;
+  for (int p = 0; p < size_; ++p) bump(doorbell(p));
+}
+
 void LocalFabric::markAborted() {
   abortFlag(rank_).store(kAborted, std::memory_order_release);
   // Peers asleep on their doorbells or round counters wake within a sleep slice (~20 ms) and look.
@@ -145,9 +156,9 @@ void LocalFabric::beat() { heartbeat(rank_).fetch_add(1, std::memory_order_relax
 
 std::string LocalFabric::peerFailure(int peer) {
   if (peer == rank_) return "";
-  if (abortFlag(peer).load(std::memory_order_acquire) == kAborted) {
-    return strCat("peer ", peer, " aborted its communicator");
-  }
+  const std::uint32_t flag = abortFlag(peer).load(std::memory_order_acquire);
+  if (flag == kAborted) return strCat("peer ", peer, " aborted its communicator");
+  if (flag == kLeft) return strCat("peer ", peer, " destroyed its communicator");
   if (!group_->peerAlive(peer)) return strCat("peer ", peer, "'s process exited");
   if (heartbeatTimeout_ <= 0) return "";
   const std::lock_guard lock(seenMu_);

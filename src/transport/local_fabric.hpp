@@ -68,6 +68,11 @@ struct FabricLayout {
 class LocalFabric {
  public:
   LocalFabric(std::unique_ptr<LocalGroup> group, const FabricLayout& layout);
+  /// Tells the peers this rank takes part in nothing more: their peerFailure(rank) says it destroyed its
+  /// communicator (unless it aborted or broke first, which they read instead).
+  ~LocalFabric();
+  LocalFabric(LocalFabric&&) = delete;
+  LocalFabric& operator=(LocalFabric&&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -126,8 +131,9 @@ class LocalFabric {
   void beat();
   /// Peers whose counter stands still for longer than this are reported stopped (0: never).
   void setHeartbeatTimeout(double seconds) { heartbeatTimeout_ = seconds; }
-  /// Why `peer` can no longer take part ("" while it can): its process exited, or its heartbeat stopped for longer
-  /// than the heartbeat timeout (the process is stopped, frozen or swapped out). Any thread.
+  /// Why `peer` can no longer take part ("" while it can): it aborted or destroyed its communicator, its process
+  /// exited, or its heartbeat stopped for longer than the heartbeat timeout (the process is stopped, frozen or
+  /// swapped out). Any thread.
   std::string peerFailure(int peer);
 
   // --- progress (flight records) ---

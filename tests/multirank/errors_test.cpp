@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <thread>
 
 #include "support/collective_cases.hpp"
@@ -305,6 +306,36 @@ TEST_P(ErrorsOver, APeerThatAbortsAfterAMismatchIsTheOneNamed) {
       },
       settings());
   EXPECT_EQ(failures(results), "");
+}
+
+// A rank that destroys its communicator while it lives on: a peer waiting for it learns so at once, over shared memory
+// as over TCP, instead of at its heartbeat timeout (30 s) blaming a frozen process.
+TEST(Errors, APeerThatDestroysItsCommunicatorIsPeerLostAtOnce) {
+  for (const char* transport : {"shm", "tcp"}) {
+    auto results = runProcesses(
+        3,
+        [](Communicator& comm) {
+          std::unique_ptr<Communicator> child = comm.split(0, comm.rank());
+          child->barrier();
+          if (comm.rank() == 2) {
+            child.reset();
+            std::this_thread::sleep_for(3s);  // alive: its exit would tell the peers by other means
+            return;
+          }
+          const auto start = std::chrono::steady_clock::now();
+          try {
+            int x = 1;
+            child->allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
+          } catch (const Error& e) {
+            require(e.code() == ErrorCode::kPeerLost && contains(e.what(), "destroyed its communicator"), e.what());
+            require(std::chrono::steady_clock::now() - start < 2s, std::string("slow to fail: ") + e.what());
+            return;
+          }
+          throw std::runtime_error("an allreduce with a peer that destroyed its communicator went through");
+        },
+        60, transport);
+    EXPECT_EQ(failures(results), "") << transport;
+  }
 }
 
 TEST(Errors, PerCallTimeoutOverridesTheDefault) {
