@@ -1,5 +1,6 @@
 #include "core/arguments.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -53,6 +54,24 @@ std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<s
     if (displs[i] + counts[i] > extent) extent = displs[i] + counts[i];
   }
   return extent;
+}
+
+void checkDisjoint(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
+                   const ErrorContext& ctx) {
+  std::vector<std::size_t> order;  // the ranks with a block, by where it starts
+  order.reserve(counts.size());
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    if (counts[i] > 0) order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return displs[a] < displs[b]; });
+  for (std::size_t k = 1; k < order.size(); ++k) {
+    const std::size_t a = order[k - 1], b = order[k];
+    if (displs[a] + counts[a] > displs[b]) {  // extentOf checked that the sums do not overflow
+      fail(ErrorCode::kInvalidArgument, ctx, name, ": the blocks of ranks ", a, " and ", b, " overlap ([", displs[a],
+           ", ", displs[a] + counts[a], ") and [", displs[b], ", ", displs[b] + counts[b],
+           ")): each element may be written once");
+    }
+  }
 }
 
 void checkOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, bool inPlace,

@@ -15,6 +15,10 @@ void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* 
 /// checkBuffer's size half, for a buffer only another rank holds (the root's), so that every rank fails alike.
 void checkCount(std::size_t count, DataType type, const char* name, const ErrorContext& ctx);
 void checkRank(int value, int size, const char* name, const ErrorContext& ctx);
+/// InvalidArgument unless the blocks [displs[i], displs[i] + counts[i]) are disjoint (empty ones aside): each element
+/// of a receive buffer is written once (MPI calls other layouts erroneous; transports would differ in the result).
+void checkDisjoint(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
+                   const ErrorContext& ctx);
 /// `values` must have one entry per rank.
 void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const ErrorContext& ctx);
 /// Largest displs[i] + counts[i]: the elements a buffer laid out this way spans (overflow-checked).

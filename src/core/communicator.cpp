@@ -127,6 +127,7 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
         }
         checkBuffer(send, sendCount, type, "send buffer", ctx);
         const std::size_t extent = core::extentOf(recvCounts, displs, "displs", ctx);
+        core::checkDisjoint(recvCounts, displs, "displs", ctx);
         checkBuffer(recv, extent, type, "recv buffer", ctx);
         const std::size_t size = dataTypeSize(type);
         checkOverlap(send, sendCount * size, recv, extent * size, send == blockAt(recv, displs[c->rank()], size),
@@ -187,6 +188,7 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
         checkPerRank(recvDispls, c->size(), "recvDispls", ctx);
         const std::size_t sendExtent = core::extentOf(sendCounts, sendDispls, "sendDispls", ctx);
         const std::size_t recvExtent = core::extentOf(recvCounts, recvDispls, "recvDispls", ctx);
+        core::checkDisjoint(recvCounts, recvDispls, "recvDispls", ctx);
         checkBuffer(send, sendExtent, type, "send buffer", ctx);
         checkBuffer(recv, recvExtent, type, "recv buffer", ctx);
         const std::size_t size = dataTypeSize(type);

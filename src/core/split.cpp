@@ -87,8 +87,19 @@ std::unique_ptr<Communicator> core::makeSubgroup(CommunicatorImpl& parent, const
   for (int r : ranks) hash = (hash ^ static_cast<std::uint64_t>(r)) * 1099511628211ull;
   auto scoped = std::make_shared<bootstrap::PrefixStore>(
       store, strCat("group", ranks.size(), "-", std::hex, hash, std::dec, "/", parent.nextSubgroupNumber(ranks)));
-  return core::joinOverStore(std::move(scoped), parent.keepAlive(), newRank, static_cast<int>(ranks.size()),
-                             parent.settings());
+  try {
+    return core::joinOverStore(std::move(scoped), parent.keepAlive(), newRank, static_cast<int>(ranks.size()),
+                               parent.settings());
+  } catch (const Error& e) {
+    if (e.code() != ErrorCode::kTimeout) throw;
+    // The members meet under their list: a member that passed another list (or order) meets no one.
+    std::string list;
+    for (int r : ranks) list += strCat(list.empty() ? "" : ",", r);
+    throw Error(ErrorCode::kTimeout,
+                strCat("subgroup [", list, "]: its other members did not join (did every member pass this list, in ",
+                       "this order, and call subgroup as often? ranks below are places in the list): ", e.message()),
+                ErrorContext{.rank = parent.rank(), .peer = -1, .op = "subgroup", .seq = -1});
+  }
 }
 
 }  // namespace braid

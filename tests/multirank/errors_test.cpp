@@ -36,6 +36,7 @@ TEST_P(ErrorsOver, MismatchedCountsFailOnEveryRankNamingBothSides) {
         } catch (const Error& e) {
           require(e.code() == ErrorCode::kMismatch, std::string("expected Mismatch, got ") + e.what());
           require(contains(e.what(), "count 50") && contains(e.what(), "count 100"), e.what());
+          require(e.context().peer != comm.rank(), "a rank named itself its peer: " + std::string(e.what()));
           // The communicator stays usable after a mismatch.
           int x = 1;
           comm.allreduce(&x, &x, 1, DataType::kInt32, ReduceKind::kSum);
@@ -156,6 +157,17 @@ TEST(Errors, BadArgumentsAreNamed) {
         "neither send nor recv");
     std::vector<std::size_t> counts{1};
     expectInvalid([&] { comm.allgatherv(&f, 1, &f, counts, counts, DataType::kFloat32); }, "one per rank");
+    // Receive blocks that overlap: each element would be written twice, differently by each transport.
+    std::vector<float> all(4);
+    const std::vector<std::size_t> two{2, 2}, atZero{0, 1};
+    expectInvalid([&] { comm.allgatherv(all.data() + 2, 2, all.data(), two, atZero, DataType::kFloat32); },
+                  "blocks of ranks 0 and 1 overlap");
+    expectInvalid(
+        [&] {
+          comm.alltoallv(all.data(), two, std::vector<std::size_t>{0, 2}, all.data() + 4, two, atZero,
+                         DataType::kFloat32);
+        },
+        "recvDispls: the blocks of ranks 0 and 1 overlap");
   });
   EXPECT_EQ(failures(results), "");
 }
@@ -224,7 +236,10 @@ TEST(Errors, AbsentPeerTimesOutNamingIt) {
   auto results = runThreads(
       2,
       [](Communicator& comm) {
-        if (comm.rank() == 1) return;  // never joins the barrier
+        if (comm.rank() == 1) {  // never joins the barrier, nor leaves before rank 0 is done (that would tell it)
+          std::this_thread::sleep_for(2s);
+          return;
+        }
         try {
           comm.barrier();
         } catch (const Error& e) {
@@ -338,9 +353,35 @@ TEST(Errors, APeerThatDestroysItsCommunicatorIsPeerLostAtOnce) {
   }
 }
 
+// Per-rank counts that disagree between a sender and its receiver: every rank fails, none naming itself its peer.
+TEST_P(ErrorsOver, AlltoallvCountsThatDisagreeNameAnotherRank) {
+  auto results = runThreads(
+      2,
+      [](Communicator& comm) {
+        std::vector<float> in(8, 1.0f), out(8, 0.0f);
+        // Rank 0 sends 4 elements to rank 1, which expects 2 from it.
+        const std::vector<std::size_t> send{4, 4},
+            recv = comm.rank() == 1 ? std::vector<std::size_t>{2, 4} : std::vector<std::size_t>{4, 4};
+        const std::vector<std::size_t> displs{0, 4};
+        try {
+          comm.alltoallv(in.data(), send, displs, out.data(), recv, displs, DataType::kFloat32);
+        } catch (const Error& e) {
+          require(e.code() == ErrorCode::kMismatch && e.context().peer != comm.rank(), e.what());
+          return;
+        }
+        if (comm.rank() == 0) return;  // the sender may finish: what it sent was whole
+        throw std::runtime_error("rank 1 received 4 elements where it expected 2");
+      },
+      settings());
+  EXPECT_EQ(failures(results), "");
+}
+
 TEST(Errors, PerCallTimeoutOverridesTheDefault) {
   auto results = runThreads(2, [](Communicator& comm) {
-    if (comm.rank() == 1) return;
+    if (comm.rank() == 1) {  // absent, but alive
+      std::this_thread::sleep_for(1s);
+      return;
+    }
     const auto start = std::chrono::steady_clock::now();
     try {
       comm.barrier(CallOptions{200ms});

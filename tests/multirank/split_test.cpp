@@ -165,6 +165,28 @@ TEST(Split, AMismatchedOrAbortedParentIsNamed) {
             "");
 }
 
+// Members that pass different lists (here the same ranks in another order) meet no one: the timeout says so.
+TEST(Subgroup, MembersWithDifferentListsAreToldWhyTheyMetNoOne) {
+  Settings settings = tcpSettings();
+  settings.timeoutSeconds = 1;
+  EXPECT_EQ(failures(runThreads(
+                2,
+                [](Communicator& comm) {
+                  try {
+                    comm.subgroup(comm.rank() == 0 ? std::vector<int>{0, 1} : std::vector<int>{1, 0});
+                  } catch (const Error& e) {
+                    require(e.code() == ErrorCode::kTimeout && contains(e.what(), "this list") &&
+                                contains(e.what(), comm.rank() == 0 ? "[0,1]" : "[1,0]") &&
+                                e.context().rank == comm.rank() && e.context().op == "subgroup",
+                            e.what());
+                    return;
+                  }
+                  throw std::runtime_error("subgroups of different lists met");
+                },
+                settings)),
+            "");
+}
+
 TEST(Split, ThreadRanksWithoutAStoreSayWhy) {
   EXPECT_EQ(failures(runThreads(2,
                                 [](Communicator& comm) {

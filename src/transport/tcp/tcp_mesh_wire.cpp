@@ -209,10 +209,11 @@ void TcpMesh::onPayloadDone(Stream& s) {
     Notice notice{s.peer, suspect, static_cast<ErrorCode>(h.reason),
                   std::string(reinterpret_cast<const char*>(s.noticeText.data()), s.noticeText.size())};
     // A peer that failed the call waiting for this very rank (it timed out before this rank arrived): here that is
-    // the peer lost to the call, not a timeout on this rank itself. A mismatch stays one: every rank fails it alike.
-    if (suspect == rank_ && notice.code != ErrorCode::kMismatch) {
+    // the peer lost to the call, not a timeout on this rank itself. A mismatch stays one (every rank fails it alike),
+    // named for the peer that saw it: this rank is no peer of its own.
+    if (suspect == rank_) {
       notice.suspect = s.peer;
-      notice.code = ErrorCode::kPeerLost;
+      if (notice.code != ErrorCode::kMismatch) notice.code = ErrorCode::kPeerLost;
     }
     applyNotice(h.key, notice);
     return;
