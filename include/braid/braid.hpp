@@ -81,7 +81,8 @@ class Work {
   /// Runs `callback` once the operation finished: with null on success, else with its braid::Error. It runs on the
   /// thread that finishes the operation (the communicator's progress thread), or at once on this thread when the
   /// operation already finished. It must not wait for calls of the same communicator (they are queued behind the
-  /// one it is called from); it may queue them. Any exception it throws is swallowed.
+  /// one it is called from: a blocking call there fails with InvalidArgument); it may queue them. Any exception it
+  /// throws is swallowed.
   void onCompletion(std::function<void(std::exception_ptr)> callback) const;
   bool valid() const { return state_ != nullptr; }
 
@@ -238,7 +239,8 @@ class Communicator {
   void reduce(const void* send, void* recv, std::size_t count, DataType type, ReduceOp op, int root, CallOptions = {});
   /// recv = concatenation of every rank's send (count elements each); in place when send == recv + rank*count.
   void allgather(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
-  /// Like allgather with per-rank counts; rank r's block lands at recv + displs[r] elements.
+  /// Like allgather with per-rank counts; rank r's block lands at recv + displs[r] elements. The blocks must not
+  /// overlap (InvalidArgument): each element is written once.
   void allgatherv(const void* send, std::size_t sendCount, void* recv, const std::vector<std::size_t>& recvCounts,
                   const std::vector<std::size_t>& displs, DataType type, CallOptions = {});
   /// send holds size() blocks of recvCount elements; rank r receives block r reduced over ranks. In place when
@@ -246,7 +248,7 @@ class Communicator {
   void reduceScatter(const void* send, void* recv, std::size_t recvCount, DataType type, ReduceOp op, CallOptions = {});
   /// send block j (count elements) goes to rank j; recv block j comes from rank j.
   void alltoall(const void* send, void* recv, std::size_t count, DataType type, CallOptions = {});
-  /// Per-peer counts and displacements (elements).
+  /// Per-peer counts and displacements (elements). The receive blocks must not overlap (InvalidArgument).
   void alltoallv(const void* send, const std::vector<std::size_t>& sendCounts,
                  const std::vector<std::size_t>& sendDispls, void* recv, const std::vector<std::size_t>& recvCounts,
                  const std::vector<std::size_t>& recvDispls, DataType type, CallOptions = {});
@@ -317,7 +319,8 @@ class Communicator {
   /// A negative color: the rank takes part in split() but joins no new communicator.
   static constexpr int kNoColor = -1;
   /// Collective over this communicator (MPI_Comm_split, ncclCommSplit): ranks passing the same color form a new
-  /// communicator, ranked by (key, rank here); with kNoColor the rank gets nullptr.
+  /// communicator, ranked by (key, rank here); with kNoColor the rank gets nullptr. Every rank calls it at the same
+  /// point of its calls: it exchanges colors and keys as an allgather of 2 int64 a rank (its errors name split).
   std::unique_ptr<Communicator> split(int color, int key);
   /// After a peer was lost (kPeerLost), every surviving rank calls shrink() (MPIX_Comm_shrink, ncclCommShrink): the
   /// survivors agree on who is gone and form a new communicator of themselves, ranked in their old order, which
@@ -325,7 +328,8 @@ class Communicator {
   std::unique_ptr<Communicator> shrink();
   /// Only the listed ranks call it, each with the same list, whose order gives the new ranks (MPI_Comm_create_group);
   /// the other ranks go on. Members must make their subgroup calls in the same order. InvalidArgument when the list
-  /// is empty, repeats a rank, names one out of range, or leaves out the caller.
+  /// is empty, repeats a rank, names one out of range, or leaves out the caller; Timeout, saying so, when members
+  /// passed different lists (they meet no one).
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& ranks);
 
  private:
