@@ -108,6 +108,9 @@ class EngineControl {
   /// broke (tellPeersBroken). Transports whose peers learn that from failure notices of their own (TCP) say "". Any
   /// thread, never blocks.
   virtual std::string peerBroke(int /*peer*/) { return ""; }
+  /// Whether `peer` destroyed its communicator, which peerFailure also says. A peer that leaves after its last call
+  /// is no failure of the calls still finishing here: only a wait for that very peer should fail on it. Any thread.
+  virtual bool peerLeft(int /*peer*/) { return false; }
   /// From any thread, without blocking: env.feed of the running group has operations to take; a wait of that group
   /// asleep should wake and take them (the feed's first check between sleeps would, a slice later).
   virtual void wakePointToPoint() {}

@@ -122,6 +122,10 @@ void LocalFabric::markBroken(std::int64_t seq, ErrorCode code) {
   for (int p = 0; p < size_; ++p) bump(doorbell(p));
 }
 
+bool LocalFabric::peerLeft(int peer) {
+  return peer != rank_ && abortFlag(peer).load(std::memory_order_acquire) == kLeft;
+}
+
 std::string LocalFabric::peerBroke(int peer) {
   if (peer == rank_ || abortFlag(peer).load(std::memory_order_acquire) != kBroken) return "";
   const std::byte* theirs = regions_[peer];

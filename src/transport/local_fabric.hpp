@@ -124,6 +124,8 @@ class LocalFabric {
   /// Tells every peer this rank's communicator broke in call `seq` (-1: outside a collective) with `code`: their
   /// peerBroke(rank) says so from now on. Any thread, never blocks; an abort said first stays.
   void markBroken(std::int64_t seq, ErrorCode code);
+  /// Whether `peer` destroyed its communicator (after finishing its calls, if the program is right). Any thread.
+  bool peerLeft(int peer);
   /// Why `peer` will take part in no call again though it lives ("" while it may): its communicator broke. Apart
   /// from peerFailure, which says whether the peer lives. Any thread.
   std::string peerBroke(int peer);

@@ -298,7 +298,9 @@ void DeviceEngine::watch() {
     std::string why;
     int lost = -1;
     for (int p = 0; p < size_ && why.empty(); ++p) {
-      if (p == rank_) continue;
+      // A peer that left has finished its calls (its own kernels did before it went): this rank's kernels may still
+      // be waiting on others, so its leaving alone stops nothing.
+      if (p == rank_ || host_.peerLeft(p)) continue;
       why = host_.peerFailure(p);
       if (why.empty()) why = host_.peerBroke(p);
       if (!why.empty()) lost = p;

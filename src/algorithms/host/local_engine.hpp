@@ -36,6 +36,7 @@ class LocalEngine final : public Engine {
   std::string peerFailure(int peer) override { return fabric_.peerFailure(peer); }
   void tellPeersBroken(std::int64_t seq, ErrorCode code) override { fabric_.markBroken(seq, code); }
   std::string peerBroke(int peer) override { return fabric_.peerBroke(peer); }
+  bool peerLeft(int peer) override { return fabric_.peerLeft(peer); }
   void publishProgress(const transport::Progress& mine) override { fabric_.publishProgress(mine); }
   std::vector<transport::PeerProgress> peerProgress() override { return fabric_.peerProgress(); }
 
