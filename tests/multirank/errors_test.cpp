@@ -325,7 +325,7 @@ TEST_P(ErrorsOver, APeerThatAbortsAfterAMismatchIsTheOneNamed) {
 
 // A rank that destroys its communicator while it lives on: a peer waiting for it learns so at once, over shared memory
 // as over TCP, instead of at its heartbeat timeout (30 s) blaming a frozen process.
-TEST(Errors, APeerThatDestroysItsCommunicatorIsPeerLostAtOnce) {
+TEST(Errors, APeerProcessThatDestroysItsCommunicatorIsPeerLostAtOnce) {
   for (const char* transport : {"shm", "tcp"}) {
     auto results = runProcesses(
         3,
