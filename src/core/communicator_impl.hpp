@@ -193,9 +193,9 @@ class CommunicatorImpl {
   /// same, because these calls are made in the same order on every rank that makes them.
   std::int64_t nextSplitNumber() { return splits_++; }
   std::int64_t nextSubgroupNumber(const std::vector<int>& ranks) { return subgroups_[ranks]++; }
-  /// Fails as every call does once the communicator is broken or aborted: for what is made from it (split,
-  /// subgroup), which runs no call of its own first.
-  void requireUsable(const ErrorContext& ctx) const { throwIfBroken(ctx); }
+  /// Fails as every call does once the communicator is broken or aborted (also for what is made from it: split,
+  /// subgroup).
+  void throwIfBroken(const ErrorContext& ctx) const;
   /// Where the ranks run (core/placement.hpp), learned at creation; communicators made without a store (thread
   /// ranks) are on one host.
   void attachPlacement(Placement placement);
@@ -284,7 +284,6 @@ class CommunicatorImpl {
   /// Whether the calling thread is this communicator's progress thread (Work::onCompletion callbacks run there).
   bool onItsProgressThread() const;
   OpEnv makeEnv(const char* op, std::int64_t seq, const CallOptions& opts) const;
-  void throwIfBroken(const ErrorContext& ctx) const;
 
   const int rank_;
   const int size_;

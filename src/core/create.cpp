@@ -147,7 +147,7 @@ core::Placement placeRanks(bootstrap::Store& store, int rank, int size, const Se
   }
   mine.numaNode = core::numaNodeOf(here, mine.cpus);
   mine.nicMbps = core::nicMbpsOf(here, bootstrap::meshInterfaceNames(settings.ifname));
-  const topology::CgroupLimits limits = topology::readCgroupLimits("");
+  static const topology::CgroupLimits limits = topology::readCgroupLimits("");  // once a process, as thisHost()
   mine.cpuQuota = topology::wholeCpus(limits.cpus);
   mine.cpuQuotaGroup = limits.cpusGroup;
   std::vector<core::RankHost> hosts;

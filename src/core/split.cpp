@@ -28,7 +28,7 @@ const std::shared_ptr<bootstrap::Store>& storeOf(core::CommunicatorImpl& impl, c
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   core::CommunicatorImpl& parent = *impl_;
   const ErrorContext ctx{.rank = rank(), .peer = -1, .op = "split", .seq = -1};
-  parent.requireUsable(ctx);
+  parent.throwIfBroken(ctx);
   const auto& store = storeOf(parent, "split");
   // Every rank learns every rank's (color, key) through this communicator itself: an allgather of two int64 per
   // rank, which a peer sees as one (split is collective, called at the same point on every rank, as MPI's is).
@@ -61,7 +61,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
 std::unique_ptr<Communicator> Communicator::subgroup(const std::vector<int>& ranks) {
   core::CommunicatorImpl& parent = *impl_;
   const ErrorContext ctx{.rank = rank(), .op = "subgroup"};
-  parent.requireUsable(ctx);
+  parent.throwIfBroken(ctx);
   if (ranks.empty()) fail(ErrorCode::kInvalidArgument, ctx, "subgroup of no ranks");
   std::set<int> seen;
   int newRank = -1;

@@ -53,7 +53,6 @@ class DeviceEngine final : public Engine {
   void deregisterBuffer(std::uint64_t id, const OpEnv& env) override;
   void abort() override;
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
-  std::string peerBroke(int peer) override { return host_.peerBroke(peer); }
 
   std::optional<bool> holdsCaller(const char* op, std::size_t bytes) const override;
 

@@ -33,7 +33,6 @@ class StagingEngine final : public Engine {
   void run(const CallArgs& call, const OpEnv& env) override;
   void abort() override { host_.abort(); }
   std::string peerFailure(int peer) override { return host_.peerFailure(peer); }
-  std::string peerBroke(int peer) override { return host_.peerBroke(peer); }
 
   /// Small results go back to device memory by the stream's value writes (cuda/runtime/stream_writes.hpp), not by
   /// copies: for processes that share a GPU, where a small copy waits for the GPU to switch contexts.
