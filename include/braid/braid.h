@@ -102,7 +102,8 @@ braid_result_t braid_comm_init(braid_comm_t* comm, const braid_unique_id_t* id, 
 /// Joins the communicator the launcher describes: BRAID_RANK, BRAID_WORLD_SIZE, BRAID_ROOT_ADDR=HOST:PORT (rank 0
 /// listens there), optional BRAID_LOCAL_RANK and BRAID_TOKEN. On failure *comm is set to NULL.
 braid_result_t braid_comm_init_env(braid_comm_t* comm);
-/// Frees a communicator; NULL is accepted and does nothing. No call on it may be running.
+/// Frees a communicator; NULL is accepted and does nothing. No call on it may be running. The handle stays
+/// invalid: a later call with it, a second destroy included, fails with BRAID_ERR_INVALID_ARGUMENT.
 braid_result_t braid_comm_destroy(braid_comm_t comm);
 braid_result_t braid_comm_rank(braid_comm_t comm, int* rank);
 braid_result_t braid_comm_size(braid_comm_t comm, int* size);

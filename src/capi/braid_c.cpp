@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
 #include <string>
 #include <string_view>
@@ -116,8 +117,22 @@ braid::CallOptions opts(braid_comm_t comm) {
   return o;
 }
 
+// A destroyed handle's few bytes, kept for the life of the process with its communicator gone: a call or a second
+// braid_comm_destroy on it then reads valid memory that says "destroyed", and fails by name instead of reading
+// freed memory. The handles are never reused, so a stale one cannot reach a later communicator.
+std::mutex retiredMutex;
+std::vector<std::unique_ptr<braid_comm>> retired;
+
+void retire(braid_comm_t comm) {
+  const std::lock_guard<std::mutex> lock(retiredMutex);
+  retired.emplace_back(comm);
+}
+
+constexpr const char* kDestroyed = "comm was destroyed (braid_comm_destroy); a destroyed handle takes no calls";
+
 braid::Communicator& need(braid_comm_t comm, const char* fn) {
-  if (comm == nullptr || comm->impl == nullptr) invalid(fn, "comm is NULL");
+  if (comm == nullptr) invalid(fn, "comm is NULL");
+  if (comm->impl == nullptr) invalid(fn, kDestroyed);
   return *comm->impl;
 }
 
@@ -283,7 +298,14 @@ braid_result_t braid_comm_init_env(braid_comm_t* comm) {
 }
 
 braid_result_t braid_comm_destroy(braid_comm_t comm) {
-  return guarded([&] { delete comm; });
+  return guarded([&] {
+    if (comm == nullptr) return;
+    need(comm, "braid_comm_destroy");
+    // The shell is retired before the communicator goes, so that no failure between the two can leave a handle
+    // that is neither live nor marked destroyed.
+    retire(comm);
+    comm->impl.reset();
+  });
 }
 
 braid_result_t braid_comm_split(braid_comm_t comm, int color, int key, braid_comm_t* newcomm) {

@@ -124,6 +124,28 @@ TEST(CAbi, InitRefusesBadArgumentsAndClearsTheHandle) {
   EXPECT_EQ(braid_get_unique_id(nullptr), BRAID_ERR_INVALID_ARGUMENT);
 }
 
+TEST(CAbi, ADestroyedHandleIsRefusedByNameNotRead) {
+  braid_unique_id_t id{};
+  ASSERT_EQ(braid_get_unique_id(&id), BRAID_SUCCESS) << braid_last_error();
+  braid_comm_t comm = nullptr;
+  ASSERT_EQ(braid_comm_init(&comm, &id, 0, 1), BRAID_SUCCESS) << braid_last_error();
+  ASSERT_EQ(braid_comm_destroy(comm), BRAID_SUCCESS) << braid_last_error();
+  releaseId(id);
+
+  // Each use of the stale handle fails by name (under the sanitizers, a read of freed memory would fail the run).
+  int value = 1;
+  EXPECT_EQ(braid_allreduce(&value, &value, 1, BRAID_INT32, BRAID_SUM, comm), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(braid_last_error(), "destroyed"), nullptr) << braid_last_error();
+  EXPECT_NE(std::strstr(braid_last_error(), "braid_allreduce"), nullptr) << braid_last_error();
+  int rank = -1;
+  EXPECT_EQ(braid_comm_rank(comm, &rank), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(rank, -1);
+  EXPECT_EQ(braid_comm_abort(comm), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(braid_comm_destroy(comm), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(braid_last_error(), "braid_comm_destroy"), nullptr) << braid_last_error();
+  EXPECT_NE(std::strstr(braid_last_error(), "destroyed"), nullptr) << braid_last_error();
+}
+
 TEST(CAbi, InitFromEnvironment) {
   // Without the launcher's variables: refused, naming the variable.
   EXPECT_EQ(inChild([](std::string& failures) {
