@@ -130,6 +130,40 @@ def test_uneven_all_to_all_and_point_to_point():
     run_ranks(uneven_all_to_all_and_p2p, size=3)
 
 
+def refused_layouts(rank, size, gloo):
+    # Each layout torch's own backends refuse is refused before anything moves; the bytes around the tensors stay
+    # as they were (a split past a tensor's end used to read or write outside it).
+    backing = torch.full((16,), -1.0)
+    out = backing[:4]
+    x = torch.arange(4.0) + 10 * rank
+    cases = [
+        ("output split sizes add up to more", lambda: dist.all_to_all_single(out, x, [4, 4], [2, 2])),
+        ("input split sizes add up to more", lambda: dist.all_to_all_single(out, x[:2], [2, 2], [2, 2])),
+        ("1 input split sizes for 2 ranks", lambda: dist.all_to_all_single(out, x, [2, 2], [4])),
+        ("split size -1 for rank 0 is negative", lambda: dist.all_to_all_single(out, x, [2, 2], [-1, 5])),
+        ("add up to 3, not the 4 rows", lambda: dist.all_to_all_single(out, x, [1, 2], [2, 2])),
+        ("3 rows do not divide evenly over 2 ranks",
+         lambda: dist.all_to_all_single(torch.empty(3, 2), torch.arange(6.0).reshape(3, 2))),
+        ("no dimension to split", lambda: dist.all_to_all_single(torch.zeros(()), torch.zeros(()))),
+        ("allgather_into_tensor: the output is Double and the input Float",
+         lambda: dist.all_gather_into_tensor(torch.empty(4, dtype=torch.float64), x[:2])),
+        ("reduce_scatter_tensor: the output is Double and the input Float",
+         lambda: dist.reduce_scatter_tensor(torch.empty(2, dtype=torch.float64), x)),
+    ]
+    for message, call in cases:
+        with pytest.raises(RuntimeError, match=message):
+            call()
+    same(backing, torch.full((16,), -1.0), "the bytes around a refused all_to_all_single's output")
+    # The communicator still works after the refusals.
+    a = torch.empty(4)
+    dist.all_to_all_single(a, x, [2, 2], [2, 2])
+    same(a, torch.tensor([0.0, 1.0, 10.0, 11.0]) + 2 * rank, "all_to_all_single after refusals")
+
+
+def test_splits_and_types_that_do_not_fit_the_tensors_are_refused():
+    run_ranks(refused_layouts, size=2)
+
+
 def special_cases(rank, size, gloo):
     # Non-contiguous: a transposed view is reduced in place.
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4) + rank

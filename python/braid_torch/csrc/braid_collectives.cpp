@@ -78,6 +78,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce(std::vector<at::Tensor>& ten
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                              const c10d::AllgatherOptions& opts) {
+  requireSameType(output, input, "allgather_into_tensor");
   TORCH_CHECK(output.numel() == input.numel() * size_, "braid: allgather_into_tensor: output has ", output.numel(),
               " elements, expected ", input.numel(), " x ", size_, " ranks");
   auto in = std::make_shared<Dense>(input);
@@ -150,6 +151,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::allgather_into_tensor_coalesced(std
   TORCH_CHECK(outputs.size() == inputs.size() && !inputs.empty(),
               "braid: allgather_into_tensor_coalesced: ", outputs.size(), " outputs for ", inputs.size(), " inputs");
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    requireSameType(outputs[i], inputs[i], "allgather_into_tensor_coalesced");
     TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * size_, "braid: allgather_into_tensor_coalesced: output ", i,
                 " has ", outputs[i].numel(), " elements, expected ", inputs[i].numel(), " x ", size_, " ranks");
   }
@@ -222,6 +224,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::scatter(std::vector<at::Tensor>& ou
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                   const c10d::ReduceScatterOptions& opts) {
+  requireSameType(output, input, "reduce_scatter_tensor");
   TORCH_CHECK(input.numel() == output.numel() * size_, "braid: reduce_scatter_tensor: input has ", input.numel(),
               " elements, expected ", output.numel(), " x ", size_, " ranks");
   auto in = std::make_shared<Dense>(input);
@@ -259,6 +262,7 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter_tensor_coalesced(std
   TORCH_CHECK(outputs.size() == inputs.size() && !inputs.empty(),
               "braid: reduce_scatter_tensor_coalesced: ", outputs.size(), " outputs for ", inputs.size(), " inputs");
   for (std::size_t i = 0; i < inputs.size(); ++i) {
+    requireSameType(outputs[i], inputs[i], "reduce_scatter_tensor_coalesced");
     TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * size_, "braid: reduce_scatter_tensor_coalesced: input ", i,
                 " has ", inputs[i].numel(), " elements, expected ", outputs[i].numel(), " x ", size_, " ranks");
   }
@@ -276,10 +280,35 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::reduce_scatter_tensor_coalesced(std
 
 namespace {
 
-// all_to_all_single's splits count rows of the first dimension; braid counts elements.
+// all_to_all_single's splits count rows of the first dimension, as torch's own backends check them: none (the rows
+// divide evenly over the ranks) or one per rank, none negative, summing to the rows. braid counts elements, and
+// takes the counts as given: a split past the tensor's end would read or write outside it.
+void checkSplits(const std::vector<int64_t>& splits, const at::Tensor& t, int size, const char* which) {
+  TORCH_CHECK(t.dim() > 0, "braid: all_to_all_single: the ", which, " tensor has no dimension to split (0-dim)");
+  const std::int64_t rows = t.size(0);
+  if (splits.empty()) {
+    TORCH_CHECK(rows % size == 0, "braid: all_to_all_single: the ", which, " tensor's ", rows,
+                " rows do not divide evenly over ", size, " ranks (pass split sizes)");
+    return;
+  }
+  TORCH_CHECK(splits.size() == static_cast<std::size_t>(size), "braid: all_to_all_single: ", splits.size(), " ", which,
+              " split sizes for ", size, " ranks");
+  std::int64_t sum = 0;
+  for (std::size_t r = 0; r < splits.size(); ++r) {
+    TORCH_CHECK(splits[r] >= 0, "braid: all_to_all_single: ", which, " split size ", splits[r], " for rank ", r,
+                " is negative");
+    sum += splits[r];
+    TORCH_CHECK(sum <= rows, "braid: all_to_all_single: the ", which, " split sizes add up to more than the ", rows,
+                " rows of the ", which, " tensor");
+  }
+  TORCH_CHECK(sum == rows, "braid: all_to_all_single: the ", which, " split sizes add up to ", sum, ", not the ", rows,
+              " rows of the ", which, " tensor");
+}
+
+// The splits (checked above) as element counts and offsets.
 void splitCounts(const std::vector<int64_t>& splits, const at::Tensor& t, int size, std::vector<std::size_t>& counts,
                  std::vector<std::size_t>& displs) {
-  const std::int64_t rows = t.dim() > 0 ? t.size(0) : 1;
+  const std::int64_t rows = t.size(0);
   const std::size_t perRow = rows > 0 ? static_cast<std::size_t>(t.numel() / rows) : 0;
   counts.assign(static_cast<std::size_t>(size), 0);
   displs.assign(static_cast<std::size_t>(size), 0);
@@ -299,15 +328,17 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall_base(at::Tensor& output, a
                                                            std::vector<int64_t>& outputSplits,
                                                            std::vector<int64_t>& inputSplits,
                                                            const c10d::AllToAllOptions& opts) {
+  requireSameType(output, input, "all_to_all_single");
+  checkSplits(inputSplits, input, size_, "input");
+  checkSplits(outputSplits, output, size_, "output");
   auto in = std::make_shared<Dense>(input);
   auto out = std::make_shared<Dense>(output);
   std::vector<at::Tensor> keep = in->tensors();
   for (auto& k : out->tensors()) keep.push_back(k);
   const bool even = outputSplits.empty() && inputSplits.empty();
   if (even) {
-    TORCH_CHECK(input.numel() == output.numel() && input.numel() % size_ == 0,
-                "braid: all_to_all_single: ", input.numel(), " input and ", output.numel(),
-                " output elements do not split evenly over ", size_, " ranks");
+    TORCH_CHECK(input.numel() == output.numel(), "braid: all_to_all_single: ", input.numel(), " input and ",
+                output.numel(), " output elements, where even splits need as many of each");
   }
   std::vector<std::size_t> sc, sd, rc, rd;
   if (!even) {
@@ -334,6 +365,8 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::alltoall(std::vector<at::Tensor>& o
                                                       const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(outputs.size() == static_cast<std::size_t>(size_) && inputs.size() == static_cast<std::size_t>(size_),
               "braid: all_to_all needs ", size_, " input and output tensors");
+  for (const auto& t : inputs) requireSameType(t, inputs[0], "all_to_all (every input)");
+  for (const auto& t : outputs) requireSameType(t, inputs[0], "all_to_all (every output, against the inputs)");
   std::vector<at::Tensor> rows;
   std::vector<std::size_t> sc, sd, rc, rd;
   std::size_t at = 0;

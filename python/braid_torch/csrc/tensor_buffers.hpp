@@ -101,6 +101,13 @@ inline void requireOne(const std::vector<at::Tensor>& tensors, const char* op) {
   TORCH_CHECK(tensors.size() == 1, "braid: ", op, " takes one tensor per rank, got ", tensors.size());
 }
 
+// An output read as the input's type: braid takes one type a call, so a float64 output of a float32 input would be
+// written with float32 values and read past the input's end.
+inline void requireSameType(const at::Tensor& output, const at::Tensor& input, const char* op) {
+  TORCH_CHECK(output.scalar_type() == input.scalar_type(), "braid: ", op, ": the output is ", output.scalar_type(),
+              " and the input ", input.scalar_type(), "; they must be of one type");
+}
+
 inline void requireSameShape(const std::vector<at::Tensor>& list, const at::Tensor& like, const char* op) {
   for (const auto& t : list) {
     TORCH_CHECK(t.numel() == like.numel() && t.scalar_type() == like.scalar_type(), "braid: ", op,
