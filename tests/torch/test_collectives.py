@@ -164,6 +164,37 @@ def test_splits_and_types_that_do_not_fit_the_tensors_are_refused():
     run_ranks(refused_layouts, size=2)
 
 
+def split_groups(rank, size, gloo):
+    # split_group keeps each split's order: global rank 2 is rank 0 of the first split.
+    first = dist.split_group(split_ranks=[[2, 0], [1]])
+    assert first is not None
+    expected_rank = {0: 1, 1: 0, 2: 0}[rank]
+    assert dist.get_rank(first) == expected_rank, f"rank {rank} is {dist.get_rank(first)} in its split"
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t, group=first)
+    same(t, torch.tensor([4.0 if rank in (0, 2) else 2.0]), "all_reduce in a split")
+    b = torch.tensor([float(rank)])
+    dist.broadcast(b, group_src=0, group=first)
+    same(b, torch.tensor([2.0 if rank in (0, 2) else 1.0]), "broadcast from a split's rank 0")
+    # A rank in no split gets no group, and the others' group works beside the parent.
+    second = dist.split_group(split_ranks=[[0, 1]])
+    if rank == 2:
+        assert second is None or second == dist.GroupMember.NON_GROUP_MEMBER
+    else:
+        u = torch.tensor([float(rank + 1)])
+        dist.all_reduce(u, group=second)
+        same(u, torch.tensor([3.0]), "all_reduce in a split of two")
+    w = torch.tensor([1.0])
+    dist.all_reduce(w)
+    same(w, torch.tensor([float(size)]), "all_reduce on the parent after its splits")
+
+
+@pytest.mark.skipif(tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2]) < (2, 15),
+                    reason="braid's split_group builds against torch 2.15 and later")
+def test_split_group_gives_each_split_a_braid_group_in_its_order():
+    run_ranks(split_groups, size=3)
+
+
 def special_cases(rank, size, gloo):
     # Non-contiguous: a transposed view is reduced in place.
     base = torch.arange(12, dtype=torch.float32).reshape(3, 4) + rank

@@ -9,6 +9,8 @@
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+
 #include "braid_work.hpp"
 #include "tensor_buffers.hpp"
 #include "torch_store.hpp"
@@ -55,6 +57,21 @@ c10::intrusive_ptr<c10d::Backend> BraidBackend::create(const c10::intrusive_ptr<
   return c10::make_intrusive<BraidBackend>(store, rank, size,
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
+
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15)
+c10::intrusive_ptr<c10d::Backend> BraidBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                      const std::vector<int>& ranks,
+                                                      const c10::intrusive_ptr<Options>& opts) {
+  const auto me = std::find(ranks.begin(), ranks.end(), rank_);
+  if (me == ranks.end()) return nullptr;
+  for (const int r : ranks) {
+    TORCH_CHECK(r >= 0 && r < size_, "braid: split_group: rank ", r, " is not a rank of the parent group of ", size_);
+  }
+  const std::chrono::milliseconds timeout = opts ? opts->timeout : timeout_;
+  return c10::make_intrusive<BraidBackend>(store, static_cast<int>(me - ranks.begin()), static_cast<int>(ranks.size()),
+                                           timeout);
+}
+#endif
 
 struct BraidBackend::Coalesced {
   std::vector<braid::P2pOp> ops;

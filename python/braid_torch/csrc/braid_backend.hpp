@@ -7,6 +7,8 @@
 // Point-to-point ops finish before they return.
 #pragma once
 
+#include <torch/version.h>
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -101,6 +103,16 @@ class BraidBackend final : public c10d::Backend {
   bool supportsCoalescing() const { return true; }  // NOLINT(modernize-use-override)
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15)
+  // dist.split_group (c10d::Backend::split with this signature: the torch releases this is built and tested with).
+  bool supportsSplitting() const override { return true; }
+  /// What torch copies into a split's options: the backend's name and its timeout.
+  c10::intrusive_ptr<Options> getBackendOptions() override { return c10::make_intrusive<Options>("braid", timeout_); }
+  /// The backend of this rank's split: its members meet through `store`, which torch namespaced for that split, as
+  /// Gloo's split does; a rank in none of the splits gets none.
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+#endif
   /// braid's count of this communicator's collectives (the same on every rank while they agree).
   uint64_t getSequenceNumberForGroup() override;
   void setSequenceNumberForGroup() override {}
