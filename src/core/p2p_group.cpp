@@ -8,7 +8,15 @@
 // sleeps, and the engine's is lifted: the first call's deadline must not end a call that joined much later.
 // A failure ends the whole group: every call in it fails with the error (over TCP the ranks' streams are out of
 // step after one anyway).
+//
+// Calls that cannot meet: a collective queued behind the group waits for it, so when a peer the group still waits
+// for has begun that collective, the peer ran every call it posted before the collective, and what the group
+// waits for from it comes after: neither rank can move (irecv, allreduce, send on both ranks). The group fails
+// with Mismatch once that has held for a grace period (data already on its way is taken first) instead of waiting
+// out the timeout, and the communicator breaks, since the pair's messages may have moved in part.
+#include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,8 +26,17 @@
 #include "base/error.hpp"
 #include "core/communicator_impl.hpp"
 #include "core/work_state.hpp"
+#include "transport/progress.hpp"
 
 namespace braid::core {
+
+namespace {
+
+// How long a peer must stay in the collective queued behind the group while the group waits for it: far longer
+// than any message already on its way takes to arrive (a socket's or ring's worth), far shorter than a timeout.
+constexpr std::chrono::milliseconds kCannotMeetAfter{2000};
+
+}  // namespace
 
 class CommunicatorImpl::GroupFeed final : public P2pFeed {
  public:
@@ -37,6 +54,10 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
       return;
     }
     if (ops) ops->insert(ops->end(), task.p2p->begin(), task.p2p->end());
+    for (std::size_t i = 0; i < n; ++i) {
+      const P2pOp& op = (*task.p2p)[i];
+      if (op.peer != c_.rank_) waitingOn_.emplace(next_ + i, op);
+    }
     const Deadline deadline = Deadline::after(c_.makeEnv(task.op, -1, task.opts).timeoutSeconds);
     members_.emplace(next_, Member{std::move(task), n, deadline});
     next_ += n;
@@ -76,6 +97,7 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
   }
 
   void completed(std::size_t index) override {
+    waitingOn_.erase(index);
     auto it = members_.upper_bound(index);
     if (it == members_.begin()) return;  // not a member's: cannot happen, and must not crash
     --it;
@@ -86,7 +108,17 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     task.work->finish(nullptr);
   }
 
-  /// The group's env.check: Timeout for the first member past its own deadline, once members joined.
+  /// The group's env.check, between the engine's sleeps.
+  void check() {
+    checkDeadlines();
+    checkCanMeet();
+  }
+
+  /// Whether the group failed because its calls and a peer's could not meet (the communicator must break).
+  bool cannotMeet() const { return cannotMeet_; }
+
+ private:
+  /// Timeout for the first member past its own deadline, once members joined.
   void checkDeadlines() const {
     if (!joined_) return;
     for (const auto& [first, member] : members_) {
@@ -106,6 +138,77 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     }
   }
 
+  /// Mismatch when a peer this group waits for has begun the collective queued behind it, or waits for it behind
+  /// point-to-point calls of its own (the file's comment), for kCannotMeetAfter. Publishes the second state for the
+  /// peers.
+  void checkCanMeet() {
+    std::int64_t seq = -1;
+    const char* op = nullptr;
+    std::vector<transport::PeerProgress> peers;
+    if (!waitingOn_.empty() && (c_.gate_.load(std::memory_order_acquire) & CommunicatorImpl::kQueued) != 0) {
+      {
+        std::lock_guard lock(c_.mu_);
+        if (!c_.queue_.empty() && !c_.queue_.front().p2p) {
+          seq = c_.queue_.front().seq;
+          op = c_.queue_.front().op;
+        }
+      }
+      if (seq >= 0) {
+        // Every collective before it has ended on this rank: calls run in issue order.
+        if (publishedBehind_ != seq) {
+          c_.engines_.host().publishProgress(transport::Progress{seq - 1, false, true});
+          publishedBehind_ = seq;
+        }
+        peers = c_.engines_.host().peerProgress();
+      }
+    }
+    int peer = -1;
+    const P2pOp* waiting = nullptr;
+    bool sure = false;  // no grace needed
+    for (const transport::PeerProgress& p : peers) {
+      const transport::Progress& at = p.progress;
+      const bool inIt = at.seq == seq && at.running;
+      const bool behindToo = at.seq == seq - 1 && at.behindPointToPoint;
+      const bool seen = stuckSince_ && stuckPeer_ == p.peer && stuckSeq_ == seq && at.seq <= seq;
+      // Such a peer that broke (its own check fired first) makes no more calls: no need to wait out the grace, and
+      // the answer must come before its leaving reads as PeerLost.
+      const bool broke = (inIt || behindToo || seen) && !c_.engines_.host().peerBroke(p.peer).empty();
+      if (!inIt && !behindToo && !broke) continue;
+      for (const auto& [index, pending] : waitingOn_) {
+        if (pending.peer == p.peer) {
+          peer = p.peer;
+          waiting = &pending;
+          sure = broke;
+          break;
+        }
+      }
+      if (peer >= 0) break;
+    }
+    if (peer < 0) {
+      stuckSince_.reset();
+      return;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (!stuckSince_ || stuckPeer_ != peer || stuckSeq_ != seq) {
+      stuckSince_ = now;
+      stuckPeer_ = peer;
+      stuckSeq_ = seq;
+      return;
+    }
+    if (!sure && now - *stuckSince_ < kCannotMeetAfter) return;
+    cannotMeet_ = true;
+    ErrorContext ctx = env_.context;
+    ctx.peer = peer;
+    fail(ErrorCode::kMismatch, ctx, "this rank's ", waiting->kind == P2pOp::Kind::kSend ? "send to" : "receive from",
+         " peer ", peer, " (tag ", waiting->tag, ", ", waiting->count * dataTypeSize(waiting->type),
+         " bytes) cannot complete: collective #", seq, " (", op, "), posted after it here, waits for it, and peer ",
+         peer, " has ", "reached that collective with its matching call not posted before it, so that call comes ",
+         "after the collective. A collective waits for the point-to-point calls posted before it on its ",
+         "communicator: post the matching calls before the collective on both ranks, or give point-to-point traffic ",
+         "a communicator of its own (torch: dist.new_group)");
+  }
+
+ public:
   /// The group failed: every member still running fails with `error`.
   void failAll(const Error& error) {
     const std::exception_ptr thrown = std::make_exception_ptr(error);
@@ -134,9 +237,16 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
 
   CommunicatorImpl& c_;
   OpEnv& env_;
-  std::map<std::size_t, Member> members_;  // by the index of their first operation
-  std::size_t next_ = 0;                   // the index the next member's first operation takes
-  bool joined_ = false;                    // a call joined the first
+  std::map<std::size_t, Member> members_;   // by the index of their first operation
+  std::map<std::size_t, P2pOp> waitingOn_;  // the operations with a peer not yet completed, by index
+  std::size_t next_ = 0;                    // the index the next member's first operation takes
+  bool joined_ = false;                     // a call joined the first
+  // checkCanMeet: since when, which peer and which queued collective have looked stuck.
+  std::optional<std::chrono::steady_clock::time_point> stuckSince_;
+  int stuckPeer_ = -1;
+  std::int64_t stuckSeq_ = -1;
+  std::int64_t publishedBehind_ = -1;  // the collective this rank last told its peers it waits for behind the group
+  bool cannotMeet_ = false;
 };
 
 void CommunicatorImpl::executeGroup(Task& first) {
@@ -150,7 +260,7 @@ void CommunicatorImpl::executeGroup(Task& first) {
   }
   GroupFeed feed(*this, env);
   env.feed = &feed;
-  env.check = [&feed] { feed.checkDeadlines(); };
+  env.check = [&feed] { feed.check(); };
   const std::shared_ptr<const std::vector<P2pOp>> ops = first.p2p;
   feed.admit(std::move(first), nullptr);
   groupRunning_.store(true, std::memory_order_seq_cst);
@@ -164,6 +274,7 @@ void CommunicatorImpl::executeGroup(Task& first) {
     // The communicator is marked broken before the waiters wake (as execute does), so that their next call sees it.
     const Error told = withPeerProgress(e);
     noteFailure(told);
+    if (feed.cannotMeet()) breakWith(told);
     feed.failAll(told);
     return;
   } catch (...) {

@@ -157,6 +157,88 @@ TEST_P(P2pAsync, ACollectiveBehindAGroupKeepsItsPlace) {
             "");
 }
 
+// Calls that cannot meet fail in seconds, not at the timeout: each rank posts a receive, then a collective, then
+// the send the other's receive waits for. The collective waits for the receive, the receive for a send posted after
+// the peer's collective: the group fails with Mismatch naming the peer and the collective, and the collective with it.
+TEST_P(P2pAsync, CallsThatCannotMeetFailInSecondsNamingTheCollective) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           const int peer = 1 - comm.rank();
+                           std::vector<std::uint32_t> got(1 << 16, 0), mine = pattern(got.size(), comm.rank());
+                           std::uint64_t sum = 1;
+                           const auto start = std::chrono::steady_clock::now();
+                           Work received = comm.recvAsync(got.data(), got.size(), DataType::kUint32, peer, 5);
+                           std::string wrong;
+                           try {
+                             comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
+                             comm.send(mine.data(), mine.size(), DataType::kUint32, peer, 5);
+                             wrong += "the allreduce behind the receive completed; ";
+                           } catch (const Error&) {
+                           }
+                           try {
+                             received.wait();
+                             wrong += "the receive completed; ";
+                           } catch (const Error& e) {
+                             const std::string text = e.what();
+                             if (e.code() != ErrorCode::kMismatch || e.context().peer != peer ||
+                                 text.find("receive from peer " + std::to_string(peer)) == std::string::npos ||
+                                 text.find("collective #0 (allreduce)") == std::string::npos) {
+                               wrong += std::string("the receive failed otherwise: ") + e.what();
+                             }
+                           }
+                           const double took =
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                           if (took > 10) wrong += "failed after " + std::to_string(took) + " s";
+                           // Stay a moment: over TCP the peer may learn this rank's state from a heartbeat after
+                           // this rank's own check fired, and leaving at once would end its receive with PeerLost.
+                           std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                           if (!wrong.empty()) throw std::runtime_error(wrong);
+                         })),
+            "");
+}
+
+// The same when only one rank queued its collective behind the receive and the peer is already in it: the peer's
+// send comes after the allreduce, which waits for rank 0, whose allreduce waits for the receive.
+TEST_P(P2pAsync, AReceiveBehindWhichAPeerAlreadyRunsTheCollectiveFails) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           std::vector<std::uint32_t> got(1 << 16, 0), mine = pattern(got.size(), 3);
+                           std::uint64_t sum = 1;
+                           const auto start = std::chrono::steady_clock::now();
+                           std::string wrong;
+                           if (comm.rank() == 0) {
+                             Work received = comm.recvAsync(got.data(), got.size(), DataType::kUint32, 1, 5);
+                             try {
+                               comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
+                               wrong += "the allreduce behind the receive completed; ";
+                             } catch (const Error&) {
+                             }
+                             try {
+                               received.wait();
+                               wrong += "the receive completed; ";
+                             } catch (const Error& e) {
+                               if (e.code() != ErrorCode::kMismatch ||
+                                   std::string(e.what()).find("collective #0 (allreduce)") == std::string::npos) {
+                                 wrong += std::string("the receive failed otherwise: ") + e.what();
+                               }
+                             }
+                           } else {
+                             try {
+                               comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
+                               comm.send(mine.data(), mine.size(), DataType::kUint32, 0, 5);
+                               wrong += "the allreduce completed; ";
+                             } catch (const Error&) {
+                             }
+                           }
+                           const double took =
+                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                           if (took > 10) wrong += "failed after " + std::to_string(took) + " s";
+                           std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // as above
+                           if (!wrong.empty()) throw std::runtime_error(wrong);
+                         })),
+            "");
+}
+
 // A call that never completes keeps its own deadline inside a group whose other calls progress: it fails with
 // Timeout naming its operation, in about its timeout, while the calls that joined it completed.
 TEST_P(P2pAsync, AStuckCallTimesOutOnItsOwnDeadline) {

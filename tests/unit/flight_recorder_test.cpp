@@ -118,8 +118,9 @@ TEST(FlightRecorder, NamesWhereEachPeerWas) {
 TEST(Progress, RoundTripsThroughItsWord) {
   using transport::Progress;
   EXPECT_EQ(Progress::fromWord(0), Progress{});
-  for (const Progress p : {Progress{0, true}, Progress{0, false}, Progress{123456789012, true}, Progress{-1, false}}) {
-    EXPECT_EQ(Progress::fromWord(p.word()), p) << p.seq << " " << p.running;
+  for (const Progress p : {Progress{0, true}, Progress{0, false}, Progress{123456789012, true}, Progress{-1, false},
+                           Progress{7, false, true}, Progress{-1, false, true}}) {
+    EXPECT_EQ(Progress::fromWord(p.word()), p) << p.seq << " " << p.running << " " << p.behindPointToPoint;
   }
 }
 
