@@ -256,7 +256,10 @@ void CommunicatorImpl::breakWith(const Error& e) {
     std::lock_guard lock(mu_);
     if (broken_.empty()) {
       broken_ = e.what();
-      brokenCode_ = e.code() == ErrorCode::kAborted ? ErrorCode::kAborted : ErrorCode::kPeerLost;
+      // Aborted and Mismatch (calls that could not meet) read as what they were; a timeout or an internal error
+      // leaves the ranks apart, as a lost peer does.
+      brokenCode_ =
+          e.code() == ErrorCode::kAborted || e.code() == ErrorCode::kMismatch ? e.code() : ErrorCode::kPeerLost;
       // Only a peer that is lost: later errors read PeerLost, and a peer that merely timed out may be alive.
       brokenPeer_ = e.code() == ErrorCode::kPeerLost ? e.context().peer : -1;
       brokenFlag_.store(true, std::memory_order_release);
