@@ -23,6 +23,9 @@ class P2pFeed {
   /// Operation `index` of the group's list (the first call's operations, then what take() appended) is done: its
   /// buffer is the caller's again. Each index once.
   virtual void completed(std::size_t index) = 0;
+  /// The group moved bytes (a receive placed some, a send handed some over): its peers are there. Cheap; the
+  /// engine's thread.
+  virtual void moved() {}
 };
 
 }  // namespace braid

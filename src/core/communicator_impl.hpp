@@ -260,7 +260,11 @@ class CommunicatorImpl {
     publishRunning(seq, false);
   }
   void publishRunning(std::int64_t seq, bool running) {
-    if (seq >= 0) engines_.host().publishProgress(transport::Progress{seq, running});
+    // A broken communicator's calls fail without meeting anyone: its peers keep seeing where it was when it broke
+    // (a peer's group that waits for it goes by that, core/p2p_group.cpp).
+    if (seq >= 0 && !brokenFlag_.load(std::memory_order_acquire)) {
+      engines_.host().publishProgress(transport::Progress{seq, running});
+    }
   }
   /// One round that tells the peers this rank rejected its arguments (they fail with Mismatch).
   void rejectRound(const OpEnv& env);

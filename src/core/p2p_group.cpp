@@ -65,6 +65,8 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
 
   bool posted() const override { return c_.p2pQueued_.load(std::memory_order_acquire); }
 
+  void moved() override { moved_ = true; }
+
   bool take(std::vector<P2pOp>& ops) override {
     if (!posted()) return false;
     std::vector<Task> joining;
@@ -184,9 +186,11 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
       }
       if (peer >= 0) break;
     }
-    if (peer < 0) {
+    // Bytes that moved since the last look: the peers are there, so start over (a large message flowing between two
+    // ranks that both queued the collective behind it takes as long as it takes).
+    if (peer < 0 || std::exchange(moved_, false)) {
       stuckSince_.reset();
-      return;
+      if (peer < 0) return;
     }
     const auto now = std::chrono::steady_clock::now();
     if (!stuckSince_ || stuckPeer_ != peer || stuckSeq_ != seq) {
@@ -245,7 +249,9 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
   std::optional<std::chrono::steady_clock::time_point> stuckSince_;
   int stuckPeer_ = -1;
   std::int64_t stuckSeq_ = -1;
-  std::int64_t publishedBehind_ = -1;  // the collective this rank last told its peers it waits for behind the group
+  std::int64_t publishedBehind_ = -1;
+  bool moved_ = false;  // the engine moved bytes since checkCanMeet last looked (moved(); the engine's thread)  // the
+                        // collective this rank last told its peers it waits for behind the group
   bool cannotMeet_ = false;
 };
 

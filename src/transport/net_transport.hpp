@@ -116,6 +116,9 @@ class NetTransport {
   virtual void publishProgress(const Progress& mine) = 0;
   /// Every peer's progress as it last told it; any thread.
   virtual std::vector<PeerProgress> peerProgress() const = 0;
+  /// Point-to-point payload bytes written and read so far, a count that only grows; any thread. A group of
+  /// point-to-point calls that sees it move knows its peers are there (core/p2p_group.cpp).
+  virtual std::uint64_t pointToPointBytesMoved() const = 0;
 
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered once.
   virtual const Region* registerRegion(const void* base, std::size_t bytes, RegionMemory memory) = 0;

@@ -241,6 +241,25 @@ TEST_P(P2pAsync, AReceiveBehindWhichAPeerAlreadyRunsTheCollectiveFails) {
             "");
 }
 
+// A large message flowing between two ranks that both queued a collective behind it is no pair of calls that cannot
+// meet, however long it takes (each rank's group sees its bytes move).
+TEST_P(P2pAsync, ALargeMessageFlowingAheadOfACollectiveIsNoDeadlock) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           const int peer = 1 - comm.rank();
+                           std::vector<std::uint32_t> got(16 << 20, 0), mine = pattern(got.size(), comm.rank());
+                           std::uint64_t sum = 1;
+                           Work r = comm.recvAsync(got.data(), got.size(), DataType::kUint32, peer, 5);
+                           Work s = comm.sendAsync(mine.data(), mine.size(), DataType::kUint32, peer, 5);
+                           comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
+                           r.wait();
+                           s.wait();
+                           expectPattern(got, static_cast<std::uint32_t>(peer), "the message");
+                           if (sum != 2) throw std::runtime_error("allreduce gave " + std::to_string(sum));
+                         })),
+            "");
+}
+
 // A call that never completes keeps its own deadline inside a group whose other calls progress: it fails with
 // Timeout naming its operation, in about its timeout, while the calls that joined it completed.
 TEST_P(P2pAsync, AStuckCallTimesOutOnItsOwnDeadline) {

@@ -86,6 +86,7 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
     if (joined) admit(before);
     const bool sent = progressSends(ops, state, env);
     const bool received = progressReceives(ops, state, env);
+    if ((sent || received) && env.feed != nullptr) env.feed->moved();
     bool all = true;
     std::size_t firstPending = ops.size();
     for (std::size_t i = 0; i < ops.size(); ++i) {

@@ -115,6 +115,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   }
   /// Every peer's progress as its last heartbeat or collective frame told it; any thread, takes no lock.
   std::vector<transport::PeerProgress> peerProgress() const override;
+  std::uint64_t pointToPointBytesMoved() const override { return p2pMoved_.load(std::memory_order_relaxed); }
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered
   /// once. TCP needs no registration, so it only records the range (and NetOp::region then names it).
   const transport::Region* registerRegion(const void* base, std::size_t bytes,
@@ -209,6 +210,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   std::unique_ptr<transport::Ticker> heartbeat_;
   transport::RegionTable regions_;           // the calls' thread only
   std::atomic<std::int64_t> myProgress_{0};  // this rank's Progress::word()
+  std::atomic<std::uint64_t> p2pMoved_{0};   // pointToPointBytesMoved
   std::atomic<std::uint64_t> postedBytes_{0};
   std::atomic<std::uint64_t> postedRegisteredBytes_{0};
 };

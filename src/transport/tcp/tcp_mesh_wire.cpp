@@ -64,6 +64,9 @@ bool TcpMesh::flush(Stream& s) {
       return false;
     }
     s.sent += static_cast<std::size_t>(wrote);
+    if (f.op && f.op->kind == transport::MessageKind::kPointToPoint) {
+      p2pMoved_.fetch_add(static_cast<std::uint64_t>(wrote), std::memory_order_relaxed);
+    }
     peer(s.peer).lastSent = std::chrono::steady_clock::now();
     if (s.sent < kFrameHeaderBytes + f.length) continue;
     NetOp* op = f.op;
@@ -129,6 +132,7 @@ bool TcpMesh::readSome(Stream& s) {
       if (got == 0) return true;
       peer(s.peer).lastHeard = std::chrono::steady_clock::now();
       s.payloadDone += got;
+      if (s.frame.kind == FrameKind::kPointToPoint) p2pMoved_.fetch_add(got, std::memory_order_relaxed);
       if (s.payloadDone == s.frame.length) onPayloadDone(s);
     } catch (const Error& e) {
       endStream(s, e.message());

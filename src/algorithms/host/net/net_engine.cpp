@@ -194,7 +194,16 @@ void NetEngine::runPointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
   std::vector<transport::NetOp*> view;
   std::vector<P2pOp> joined;
   std::size_t next = 0;  // the feed's index of the next operation posted
-  const std::function<bool()> interrupted = [&env] { return env.feed->posted(); };
+  // Asked after each of the wait's wake-ups: it also tells the feed when the group's bytes moved.
+  std::uint64_t movedBefore = net_->pointToPointBytesMoved();
+  const std::function<bool()> interrupted = [&] {
+    const std::uint64_t moved = net_->pointToPointBytesMoved();
+    if (moved != movedBefore) {
+      movedBefore = moved;
+      env.feed->moved();
+    }
+    return env.feed->posted();
+  };
   auto post = [&](std::span<const P2pOp> batch) {
     const std::vector<transport::NetOp*> posted = postPointToPoint(call, batch, env);
     for (std::size_t i = 0; i < batch.size(); ++i) {
