@@ -299,7 +299,9 @@ class Communicator {
   Work barrierAsync(CallOptions = {});
   /// Point-to-point calls on host buffers posted while earlier ones run join them, and each completes on its own
   /// (as MPI_Isend/MPI_Irecv): any order of matching sends and receives between ranks completes. A collective
-  /// queued among them keeps its place: calls after it wait for it. Device buffers run in issue order.
+  /// queued among them keeps its place: calls after it wait for it. Device buffers run in issue order. A call whose
+  /// peer reached that collective without posting the matching call before it can never complete: it fails with
+  /// Mismatch within seconds, naming the peer and the collective, and the communicator breaks.
   Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
   Work sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
   Work recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
