@@ -10,10 +10,12 @@
 // step after one anyway).
 //
 // Calls that cannot meet: a collective queued behind the group waits for it, so when a peer the group still waits
-// for has begun that collective, the peer ran every call it posted before the collective, and what the group
+// for has begun that collective, or waits for it behind point-to-point calls of its own (each rank publishes that
+// in its progress word), the peer has posted every call it will post before the collective, and what the group
 // waits for from it comes after: neither rank can move (irecv, allreduce, send on both ranks). The group fails
-// with Mismatch once that has held for a grace period (data already on its way is taken first) instead of waiting
-// out the timeout, and the communicator breaks, since the pair's messages may have moved in part.
+// with Mismatch once that has held for a grace period in which none of its bytes moved (a large message that flows
+// is no deadlock, however long it takes), instead of waiting out the timeout, and the communicator breaks, since
+// the pair's messages may have moved in part.
 #include <chrono>
 #include <map>
 #include <optional>
