@@ -190,7 +190,8 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     }
     // Bytes that moved since the last look: the peers are there, so start over (a large message flowing between two
     // ranks that both queued the collective behind it takes as long as it takes).
-    if (peer < 0 || std::exchange(moved_, false)) {
+    const bool moved = std::exchange(moved_, false);
+    if (peer < 0 || moved) {
       stuckSince_.reset();
       if (peer < 0) return;
     }
@@ -251,9 +252,8 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
   std::optional<std::chrono::steady_clock::time_point> stuckSince_;
   int stuckPeer_ = -1;
   std::int64_t stuckSeq_ = -1;
-  std::int64_t publishedBehind_ = -1;
-  bool moved_ = false;  // the engine moved bytes since checkCanMeet last looked (moved(); the engine's thread)  // the
-                        // collective this rank last told its peers it waits for behind the group
+  std::int64_t publishedBehind_ = -1;  // the collective this rank last told its peers it waits for behind the group
+  bool moved_ = false;  // the engine moved bytes since checkCanMeet last looked (moved(); the engine's thread)
   bool cannotMeet_ = false;
 };
 

@@ -157,6 +157,32 @@ TEST_P(P2pAsync, ACollectiveBehindAGroupKeepsItsPlace) {
             "");
 }
 
+// What is wrong with how `received` (a receive from `peer` that cannot meet its send) ended: "" when it failed with
+// Mismatch naming the peer, the receive and the collective #0 (allreduce) queued behind it.
+std::string cannotMeetComplaint(Work& received, int peer) {
+  try {
+    received.wait();
+    return "the receive completed; ";
+  } catch (const Error& e) {
+    const std::string text = e.what();
+    if (e.code() != ErrorCode::kMismatch || e.context().peer != peer ||
+        text.find("receive from peer " + std::to_string(peer)) == std::string::npos ||
+        text.find("collective #0 (allreduce)") == std::string::npos) {
+      return "the receive failed otherwise: " + text;
+    }
+  }
+  return "";
+}
+
+// What is wrong with a failure that began at `start` taking its time; then stays a moment, since over TCP the peer
+// may learn this rank's state from a heartbeat after this rank's own check fired, and leaving at once would end its
+// receive with PeerLost.
+std::string tookTooLongThenStay(std::chrono::steady_clock::time_point start) {
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  return took > 10 ? "failed after " + std::to_string(took) + " s" : "";
+}
+
 // Calls that cannot meet fail in seconds, not at the timeout: each rank posts a receive, then a collective, then
 // the send the other's receive waits for. The collective waits for the receive, the receive for a send posted after
 // the peer's collective: the group fails with Mismatch naming the peer and the collective, and the collective with it.
@@ -177,23 +203,8 @@ TEST_P(P2pAsync, CallsThatCannotMeetFailInSecondsNamingTheCollective) {
                              // The communicator broke with the group's error, and says what it was.
                              if (e.code() != ErrorCode::kMismatch) wrong += std::string("the allreduce: ") + e.what();
                            }
-                           try {
-                             received.wait();
-                             wrong += "the receive completed; ";
-                           } catch (const Error& e) {
-                             const std::string text = e.what();
-                             if (e.code() != ErrorCode::kMismatch || e.context().peer != peer ||
-                                 text.find("receive from peer " + std::to_string(peer)) == std::string::npos ||
-                                 text.find("collective #0 (allreduce)") == std::string::npos) {
-                               wrong += std::string("the receive failed otherwise: ") + e.what();
-                             }
-                           }
-                           const double took =
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-                           if (took > 10) wrong += "failed after " + std::to_string(took) + " s";
-                           // Stay a moment: over TCP the peer may learn this rank's state from a heartbeat after
-                           // this rank's own check fired, and leaving at once would end its receive with PeerLost.
-                           std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                           wrong += cannotMeetComplaint(received, peer);
+                           wrong += tookTooLongThenStay(start);
                            if (!wrong.empty()) throw std::runtime_error(wrong);
                          })),
             "");
@@ -215,15 +226,7 @@ TEST_P(P2pAsync, AReceiveBehindWhichAPeerAlreadyRunsTheCollectiveFails) {
                                wrong += "the allreduce behind the receive completed; ";
                              } catch (const Error&) {
                              }
-                             try {
-                               received.wait();
-                               wrong += "the receive completed; ";
-                             } catch (const Error& e) {
-                               if (e.code() != ErrorCode::kMismatch ||
-                                   std::string(e.what()).find("collective #0 (allreduce)") == std::string::npos) {
-                                 wrong += std::string("the receive failed otherwise: ") + e.what();
-                               }
-                             }
+                             wrong += cannotMeetComplaint(received, 1);
                            } else {
                              try {
                                comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
@@ -232,10 +235,7 @@ TEST_P(P2pAsync, AReceiveBehindWhichAPeerAlreadyRunsTheCollectiveFails) {
                              } catch (const Error&) {
                              }
                            }
-                           const double took =
-                               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-                           if (took > 10) wrong += "failed after " + std::to_string(took) + " s";
-                           std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // as above
+                           wrong += tookTooLongThenStay(start);
                            if (!wrong.empty()) throw std::runtime_error(wrong);
                          })),
             "");

@@ -58,7 +58,7 @@ c10::intrusive_ptr<c10d::Backend> BraidBackend::create(const c10::intrusive_ptr<
                                            std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
 
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15)
+#if BRAID_TORCH_SPLITS
 c10::intrusive_ptr<c10d::Backend> BraidBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
                                                       const std::vector<int>& ranks,
                                                       const c10::intrusive_ptr<Options>& opts) {

@@ -9,6 +9,9 @@
 
 #include <torch/version.h>
 
+// c10d::Backend::split with the signature below: the torch releases this is built and tested with.
+#define BRAID_TORCH_SPLITS (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15))
+
 #include <chrono>
 #include <functional>
 #include <map>
@@ -103,8 +106,8 @@ class BraidBackend final : public c10d::Backend {
   bool supportsCoalescing() const { return true; }  // NOLINT(modernize-use-override)
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
-#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 15)
-  // dist.split_group (c10d::Backend::split with this signature: the torch releases this is built and tested with).
+#if BRAID_TORCH_SPLITS
+  // dist.split_group.
   bool supportsSplitting() const override { return true; }
   /// What torch copies into a split's options: the backend's name and its timeout.
   c10::intrusive_ptr<Options> getBackendOptions() override { return c10::make_intrusive<Options>("braid", timeout_); }
