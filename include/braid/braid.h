@@ -172,9 +172,17 @@ braid_result_t braid_comm_deregister(braid_comm_t comm, uint64_t handle);
 
 // ---- Point-to-point ----
 
-/// Tagged send and receive; messages between a pair with the same tag arrive in order.
+/// The peer of a receive that takes the first message with its tag from any rank (MPI_ANY_SOURCE); host buffers only.
+#define BRAID_ANY_SOURCE (-1)
+
+/// Tagged send and receive; messages between a pair with the same tag arrive in order. braid_recv and braid_group
+/// take BRAID_ANY_SOURCE as a receive's peer.
 braid_result_t braid_send(const void* buf, size_t count, braid_datatype_t type, int peer, int tag, braid_comm_t comm);
 braid_result_t braid_recv(void* buf, size_t count, braid_datatype_t type, int peer, int tag, braid_comm_t comm);
+/// braid_recv that also says where the message came from: `*source` (when not NULL) is the sender's rank, which for
+/// BRAID_ANY_SOURCE is known only once the call returns BRAID_SUCCESS.
+braid_result_t braid_recv_from(void* buf, size_t count, braid_datatype_t type, int peer, int tag, int* source,
+                               braid_comm_t comm);
 /// Posts all `nops` sends and receives together and completes them without deadlock in any order (as
 /// ncclGroupStart/End). ops may be NULL when nops is 0.
 braid_result_t braid_group(braid_comm_t comm, const braid_p2p_op_t* ops, int nops);

@@ -71,6 +71,8 @@ class Work {
  public:
   Work() = default;
   explicit Work(std::shared_ptr<core::WorkState> state) : state_(std::move(state)) {}
+  /// `work` whose operation, a receive, writes the rank its message came from to `*source` before it completes.
+  Work(Work work, std::shared_ptr<const int> source) : state_(std::move(work.state_)), source_(std::move(source)) {}
 
   /// True when the operation finished (successfully or not). Never blocks.
   bool test() const;
@@ -85,9 +87,13 @@ class Work {
   /// throws is swallowed.
   void onCompletion(std::function<void(std::exception_ptr)> callback) const;
   bool valid() const { return state_ != nullptr; }
+  /// For a receive (recvAsync) that completed successfully: the rank its message came from, which for kAnySource
+  /// is known only then; -1 before it completes and for any other call.
+  int source() const;
 
  private:
   std::shared_ptr<core::WorkState> state_;
+  std::shared_ptr<const int> source_;
 };
 
 /// A buffer registered with a communicator (Communicator::registerBuffer). id 0: registering changed nothing.
@@ -260,7 +266,9 @@ class Communicator {
 
   /// Point-to-point, tagged; messages between a pair with the same tag arrive in order.
   void send(const void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
-  void recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
+  /// Returns the rank the message came from: `peer`, or with kAnySource (host buffers) the first rank whose message
+  /// with `tag` this rank took (messages of one sender still arrive in order).
+  int recv(void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
   /// Posts all sends and receives together and completes them without deadlock in any order (as
   /// ncclGroupStart/End or torch's batch_isend_irecv).
   void group(const std::vector<P2pOp>& ops, CallOptions = {});

@@ -74,14 +74,21 @@ struct ReduceOp {
   }
 };
 
+/// The peer of a receive that takes the first message with its tag from any rank (MPI_ANY_SOURCE). Host buffers
+/// only; a send names its peer.
+inline constexpr int kAnySource = -1;
+
 /// One point-to-point operation of a group (see Communicator::group).
 struct P2pOp {
   enum class Kind { kSend, kRecv } kind;
-  int peer;
+  int peer;      ///< a rank, or kAnySource for a receive
   void* buffer;  ///< read for kSend, written for kRecv
   std::size_t count;
   DataType type;
   int tag = 0;
+  /// Where a receive writes the rank its message came from once it completes (when not null): how a receive from
+  /// kAnySource learns its sender. It must stay valid until the operation completes.
+  int* source = nullptr;
 };
 
 /// Error codes; the numbering is part of the C ABI (braid.h).

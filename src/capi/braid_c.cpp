@@ -16,6 +16,7 @@
 #include "braid/types.hpp"
 
 // The numbering of the C enums is the C++ enums' (both are part of the ABI).
+static_assert(BRAID_ANY_SOURCE == braid::kAnySource);
 static_assert(BRAID_SUCCESS == 0);
 static_assert(BRAID_ERR_INVALID_ARGUMENT == static_cast<int>(braid::ErrorCode::kInvalidArgument));
 static_assert(BRAID_ERR_TIMEOUT == static_cast<int>(braid::ErrorCode::kTimeout));
@@ -514,12 +515,19 @@ braid_result_t braid_send(const void* buf, size_t count, braid_datatype_t type, 
 }
 
 braid_result_t braid_recv(void* buf, size_t count, braid_datatype_t type, int peer, int tag, braid_comm_t comm) {
+  return braid_recv_from(buf, count, type, peer, tag, nullptr, comm);
+}
+
+braid_result_t braid_recv_from(void* buf, size_t count, braid_datatype_t type, int peer, int tag, int* source,
+                               braid_comm_t comm) {
   return guarded([&] {
-    Arguments args("braid_recv");
-    braid::Communicator& c = need(comm, "braid_recv");
+    const char* fn = source ? "braid_recv_from" : "braid_recv";
+    Arguments args(fn);
+    braid::Communicator& c = need(comm, fn);
     const braid::DataType t = args.type(type);
     args.check();
-    c.recv(buf, count, t, peer, tag, opts(comm));
+    const int from = c.recv(buf, count, t, peer, tag, opts(comm));
+    if (source) *source = from;
   });
 }
 

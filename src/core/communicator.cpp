@@ -300,7 +300,15 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
                  static_cast<int>(op.kind), " is neither send nor recv");
           }
           checkType(op.type, ctx);
-          checkRank(op.peer, c->size(), "peer", ctx);
+          if (op.kind == P2pOp::Kind::kRecv && op.peer == kAnySource) {
+            // Its sender is known only once a message arrives: no device engine could have posted it.
+            if (route.device) {
+              fail(ErrorCode::kInvalidArgument, ctx, "operation ", i, " of ", ops->size(),
+                   ": a receive from any source (kAnySource) takes host buffers, and this group has a GPU buffer");
+            }
+          } else {
+            checkRank(op.peer, c->size(), "peer", ctx);
+          }
           checkBuffer(op.buffer, op.count, op.type, op.kind == P2pOp::Kind::kSend ? "send buffer" : "recv buffer", ctx);
         }
       },
@@ -557,8 +565,10 @@ void Communicator::send(const void* buf, std::size_t count, DataType type, int p
   group({P2pOp{P2pOp::Kind::kSend, peer, const_cast<void*>(buf), count, type, tag}}, opts);
 }
 
-void Communicator::recv(void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {
-  group({P2pOp{P2pOp::Kind::kRecv, peer, buf, count, type, tag}}, opts);
+int Communicator::recv(void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {
+  int source = peer;
+  group({P2pOp{P2pOp::Kind::kRecv, peer, buf, count, type, tag, peer == kAnySource ? &source : nullptr}}, opts);
+  return source;
 }
 
 void Communicator::group(const std::vector<P2pOp>& ops, CallOptions opts) {
@@ -573,7 +583,17 @@ Work Communicator::sendAsync(const void* buf, std::size_t count, DataType type, 
   return groupAsync({P2pOp{P2pOp::Kind::kSend, peer, const_cast<void*>(buf), count, type, tag}}, opts);
 }
 Work Communicator::recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag, CallOptions opts) {
-  return groupAsync({P2pOp{P2pOp::Kind::kRecv, peer, buf, count, type, tag}}, opts);
+  // The sender's rank lives beside the operation, as long as the call or the Work needs it.
+  struct Receive {
+    std::vector<P2pOp> ops;
+    int source;
+  };
+  auto receive = std::make_shared<Receive>(Receive{{}, peer});
+  receive->ops.push_back(
+      P2pOp{P2pOp::Kind::kRecv, peer, buf, count, type, tag, peer == kAnySource ? &receive->source : nullptr});
+  Work work = submitPlan(impl_.get(), opts, groupCall, groupPlan,
+                         std::shared_ptr<const std::vector<P2pOp>>(receive, &receive->ops));
+  return Work(std::move(work), std::shared_ptr<const int>(receive, &receive->source));
 }
 
 }  // namespace braid

@@ -16,6 +16,7 @@
 // with Mismatch once that has held for a grace period in which none of its bytes moved (a large message that flows
 // is no deadlock, however long it takes), instead of waiting out the timeout, and the communicator breaks, since
 // the pair's messages may have moved in part.
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -37,6 +38,13 @@ namespace {
 // How long a peer must stay in the collective queued behind the group while the group waits for it: far longer
 // than any message already on its way takes to arrive (a socket's or ring's worth), far shorter than a timeout.
 constexpr std::chrono::milliseconds kCannotMeetAfter{2000};
+
+/// "receive from peer 2 (tag 7, 400 bytes)", for errors.
+std::string describe(const P2pOp& op) {
+  const std::string peer = op.peer == kAnySource ? "any source" : strCat("peer ", op.peer);
+  return strCat(op.kind == P2pOp::Kind::kSend ? "send to " : "receive from ", peer, " (tag ", op.tag, ", ",
+                op.count * dataTypeSize(op.type), " bytes)");
+}
 
 }  // namespace
 
@@ -132,8 +140,7 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
       ctx.peer = ops.front().peer;
       std::string what;
       for (std::size_t i = 0; i < ops.size() && i < 4; ++i) {
-        what += strCat(i ? ", " : "", ops[i].kind == P2pOp::Kind::kSend ? "send to peer " : "receive from peer ",
-                       ops[i].peer, " (tag ", ops[i].tag, ", ", ops[i].count * dataTypeSize(ops[i].type), " bytes)");
+        what += strCat(i ? ", " : "", describe(ops[i]));
       }
       if (ops.size() > 4) what += strCat(" and ", ops.size() - 4, " more");
       fail(ErrorCode::kTimeout, ctx, "a point-to-point call (", what,
@@ -166,34 +173,43 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
         peers = c_.engines_.host().peerProgress();
       }
     }
-    int peer = -1;
-    const P2pOp* waiting = nullptr;
-    bool sure = false;  // no grace needed
+    // The peers stuck so, and those of them that broke (their own check fired first: they make no more calls, so
+    // there is no need to wait out the grace, and the answer must come before their leaving reads as PeerLost).
+    std::vector<bool> stuck(static_cast<std::size_t>(c_.size_), false);
+    std::vector<bool> broke(static_cast<std::size_t>(c_.size_), false);
+    int stuckPeers = 0;
     for (const transport::PeerProgress& p : peers) {
       const transport::Progress& at = p.progress;
       const bool inIt = at.seq == seq && at.running;
       const bool behindToo = at.seq == seq - 1 && at.behindPointToPoint;
-      const bool seen = stuckSince_ && stuckPeer_ == p.peer && stuckSeq_ == seq && at.seq <= seq;
-      // Such a peer that broke (its own check fired first) makes no more calls: no need to wait out the grace, and
-      // the answer must come before its leaving reads as PeerLost.
-      const bool broke = (inIt || behindToo || seen) && !c_.engines_.host().peerBroke(p.peer).empty();
-      if (!inIt && !behindToo && !broke) continue;
-      for (const auto& [index, pending] : waitingOn_) {
-        if (pending.peer == p.peer) {
-          peer = p.peer;
-          waiting = &pending;
-          sure = broke;
-          break;
-        }
-      }
-      if (peer >= 0) break;
+      const bool seen = stuckSince_ && stuckSeq_ == seq && at.seq <= seq &&
+                        (stuckPeer_ == p.peer || (stuckPeer_ == kAnySource && stuckBefore_[p.peer]));
+      broke[p.peer] = (inIt || behindToo || seen) && !c_.engines_.host().peerBroke(p.peer).empty();
+      stuck[p.peer] = inIt || behindToo || broke[p.peer];
+      stuckPeers += stuck[p.peer] ? 1 : 0;
     }
+    // The first operation waiting on a stuck peer; a receive from any source waits on all of them.
+    int peer = -1;
+    bool found = false;
+    const P2pOp* waiting = nullptr;
+    bool sure = false;  // no grace needed
+    for (const auto& [index, pending] : waitingOn_) {
+      if (pending.peer == kAnySource ? stuckPeers == c_.size_ - 1 : stuck[pending.peer]) {
+        peer = pending.peer;
+        waiting = &pending;
+        sure = pending.peer == kAnySource ? std::find(broke.begin(), broke.end(), true) != broke.end()
+                                          : static_cast<bool>(broke[pending.peer]);
+        found = true;
+        break;
+      }
+    }
+    stuckBefore_ = std::move(stuck);
     // Bytes that moved since the last look: the peers are there, so start over (a large message flowing between two
     // ranks that both queued the collective behind it takes as long as it takes).
     const bool moved = std::exchange(moved_, false);
-    if (peer < 0 || moved) {
+    if (!found || moved) {
       stuckSince_.reset();
-      if (peer < 0) return;
+      if (!found) return;
     }
     const auto now = std::chrono::steady_clock::now();
     if (!stuckSince_ || stuckPeer_ != peer || stuckSeq_ != seq) {
@@ -206,10 +222,9 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     cannotMeet_ = true;
     ErrorContext ctx = env_.context;
     ctx.peer = peer;
-    fail(ErrorCode::kMismatch, ctx, "this rank's ", waiting->kind == P2pOp::Kind::kSend ? "send to" : "receive from",
-         " peer ", peer, " (tag ", waiting->tag, ", ", waiting->count * dataTypeSize(waiting->type),
-         " bytes) cannot complete: collective #", seq, " (", op, "), posted after it here, waits for it, and peer ",
-         peer, " has ", "reached that collective with its matching call not posted before it, so that call comes ",
+    fail(ErrorCode::kMismatch, ctx, "this rank's ", describe(*waiting), " cannot complete: collective #", seq, " (", op,
+         "), posted after it here, waits for it, and ", peer == kAnySource ? "every peer" : strCat("peer ", peer),
+         " has reached that collective with its matching call not posted before it, so that call comes ",
          "after the collective. A collective waits for the point-to-point calls posted before it on its ",
          "communicator: post the matching calls before the collective on both ranks, or give point-to-point traffic ",
          "a communicator of its own (torch: dist.new_group)");
@@ -252,6 +267,7 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
   std::optional<std::chrono::steady_clock::time_point> stuckSince_;
   int stuckPeer_ = -1;
   std::int64_t stuckSeq_ = -1;
+  std::vector<bool> stuckBefore_;      // the peers stuck at the last look (for a receive from any source)
   std::int64_t publishedBehind_ = -1;  // the collective this rank last told its peers it waits for behind the group
   bool moved_ = false;  // the engine moved bytes since checkCanMeet last looked (moved(); the engine's thread)
   bool cannotMeet_ = false;

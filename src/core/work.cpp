@@ -22,6 +22,13 @@ bool Work::wait(std::chrono::milliseconds timeout) const {
   return true;
 }
 
+int Work::source() const {
+  if (!state_ || !source_) return -1;
+  // The engine wrote it before the operation finished, which the lock orders before this read.
+  std::lock_guard lock(state_->mu);
+  return state_->done && !state_->error ? *source_ : -1;
+}
+
 void Work::onCompletion(std::function<void(std::exception_ptr)> callback) const {
   // A callback's exception must not escape into the progress thread (or into whoever finished the operation).
   auto guarded = [callback = std::move(callback)](std::exception_ptr e) {

@@ -90,7 +90,8 @@ class NetTransport {
   /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
   virtual void wait(std::span<NetOp* const> ops, const ErrorContext& context, const WaitPolicy& policy) = 0;
   /// The same, but returns as soon as one op is done or `interrupted()` is true (asked while it spins and after each
-  /// wake-up): for groups that more operations join while they run. A failure cancels all of `ops`.
+  /// wake-up): for groups that more operations join while they run. A failure cancels all of `ops`. With no ops it
+  /// waits for `interrupted()` alone (until the timeout).
   virtual void waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted,
                        const ErrorContext& context, const WaitPolicy& policy) = 0;
   /// From any thread, without blocking: a caller asleep in wait/waitAny wakes and looks again.
@@ -112,6 +113,9 @@ class NetTransport {
   virtual void abort() = 0;
   /// Peer `peer`'s failure, or "" while it is connected.
   virtual std::string peerFailure(int peer) = 0;
+  /// Whether `peer` is gone because it destroyed its communicator (having failed nothing): a peer that leaves after
+  /// its last call fails only what waits for that very peer.
+  virtual bool peerLeft(int peer) = 0;
   /// This rank's progress, which the transport carries to its peers; any thread.
   virtual void publishProgress(const Progress& mine) = 0;
   /// Every peer's progress as it last told it; any thread.
@@ -119,6 +123,9 @@ class NetTransport {
   /// Point-to-point payload bytes written and read so far, a count that only grows; any thread. A group of
   /// point-to-point calls that sees it move knows its peers are there (core/p2p_group.cpp).
   virtual std::uint64_t pointToPointBytesMoved() const = 0;
+  /// Whether a message of (kind, key, step) from `peer` has begun arriving with no receive posted for it yet (it is
+  /// kept aside): how a receive from any source learns which peer to take its message from. The calls' thread.
+  virtual bool arrived(int peer, MessageKind kind, std::int64_t key, std::uint32_t step) = 0;
 
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered once.
   virtual const Region* registerRegion(const void* base, std::size_t bytes, RegionMemory memory) = 0;

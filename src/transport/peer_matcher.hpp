@@ -101,6 +101,11 @@ class PeerMatcher {
   std::vector<NetOp*> posted() const;
   std::vector<NetOp*> postedForCall(std::int64_t seq) const;
   bool anyPosted() const { return !posted_.empty(); }
+  /// Whether message `name` has begun arriving with no receive posted for it (its pieces are kept aside).
+  bool kept(const MessageName& name) const {
+    const auto it = stash_.find(name);
+    return it != stash_.end() && !it->second->dead && it->second->op == nullptr;
+  }
   /// The descriptor of a message kept aside for collective call `call.seq` that differs from `call`, if any.
   std::optional<CallDescriptor> keptForOtherCall(const CallDescriptor& call) const;
   /// Drops what is kept aside for collective calls before `seq` (they ended on this rank).

@@ -12,52 +12,14 @@
 #include <thread>
 #include <vector>
 
+#include "multirank/p2p_transports.hpp"
 #include "support/rank_runner.hpp"
 
 namespace braid::testing {
 namespace {
 
 using Kind = P2pOp::Kind;
-
-struct Transport {
-  const char* name;
-  bool processes;
-  const char* transport;  // "" = threads over memory, processes over shared memory
-};
-
-void PrintTo(const Transport& t, std::ostream* os) { *os << t.name; }
-
-class P2pAsync : public ::testing::TestWithParam<Transport> {
- protected:
-  // A short timeout: the old, serial behaviour fails these tests by timing out, which should not take a minute.
-  std::vector<std::string> run(int ranks, const Body& body, double timeoutSeconds = 20) {
-    Settings s = testSettings();
-    s.timeoutSeconds = timeoutSeconds;
-    s.shmP2pBytes = 64 << 10;  // large messages do not fit the shared-memory ring: a send needs its receive
-    if (*GetParam().transport) s.transport = GetParam().transport;
-    return GetParam().processes ? runProcessesWith(ranks, s, body, 3 * timeoutSeconds) : runThreads(ranks, body, s);
-  }
-};
-
-P2pOp op(Kind kind, int peer, std::vector<std::uint32_t>& buffer, int tag) {
-  return P2pOp{kind, peer, buffer.data(), buffer.size(), DataType::kUint32, tag};
-}
-
-std::vector<std::uint32_t> pattern(std::size_t n, std::uint32_t seed) {
-  std::vector<std::uint32_t> v(n);
-  std::iota(v.begin(), v.end(), seed * 1000003u);
-  return v;
-}
-
-void expectPattern(const std::vector<std::uint32_t>& got, std::uint32_t seed, const std::string& what) {
-  const std::vector<std::uint32_t> want = pattern(got.size(), seed);
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (got[i] != want[i]) {
-      throw std::runtime_error(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
-                               ", expected " + std::to_string(want[i]));
-    }
-  }
-}
+using P2pAsync = P2pOverTransports;
 
 // Each rank posts a large send and then a blocking receive of its peer's: the receive joins the running send.
 TEST_P(P2pAsync, CrossedSendThenReceiveCompletes) {
@@ -369,10 +331,7 @@ TEST_P(P2pAsync, AbortEndsEveryCallOfAGroup) {
             "");
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, P2pAsync,
-                         ::testing::Values(Transport{"threads", false, ""}, Transport{"threads_tcp", false, "tcp"},
-                                           Transport{"processes_shm", true, "shm"},
-                                           Transport{"processes_tcp", true, "tcp"}),
+INSTANTIATE_TEST_SUITE_P(Transports, P2pAsync, everyP2pTransport(),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

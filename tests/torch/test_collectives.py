@@ -130,6 +130,33 @@ def test_uneven_all_to_all_and_point_to_point():
     run_ranks(uneven_all_to_all_and_p2p, size=3)
 
 
+def receives_from_any_source(rank, size, gloo):
+    # Every other rank sends rank 0 two tensors that say who sent them; rank 0 takes them from any source, as
+    # Gloo's recv_anysource does, blocking and async, and each sender's two arrive in order.
+    if rank != 0:
+        for k in range(2):
+            dist.send(torch.full((6,), float(10 * rank + k)), dst=0, tag=4)
+    else:
+        seen = {r: 0 for r in range(1, size)}
+        for i in range(2 * (size - 1)):
+            t = torch.empty(6)
+            if i % 2 == 0:
+                src = dist.recv(t, tag=4)
+            else:
+                work = dist.irecv(t, tag=4)
+                work.wait()
+                src = work._source_rank()
+            assert src in seen, f"receive {i} named rank {src}"
+            same(t, torch.full((6,), float(10 * src + seen[src])), f"message {seen[src]} of rank {src}")
+            seen[src] += 1
+        assert all(n == 2 for n in seen.values()), seen
+    dist.barrier()
+
+
+def test_receives_from_any_source_name_their_sender():
+    run_ranks(receives_from_any_source, size=3)
+
+
 def refused_layouts(rank, size, gloo):
     # Each layout torch's own backends refuse is refused before anything moves; the bytes around the tensors stay
     # as they were (a split past a tensor's end used to read or write outside it).

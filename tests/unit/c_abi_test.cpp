@@ -470,7 +470,8 @@ TEST(CAbi, ThreeProcessesEveryCall) {
       expectAll(failures, "scatter int32 root 2", mine,
                 [&](std::size_t k) { return std::int32_t(r * count + k + 500); });
     }
-    // send/recv: rank 0 sends two messages with one tag to rank 2 (they arrive in order), rank 1 sends to rank 0.
+    // send/recv: rank 0 sends two messages with one tag to rank 2 (they arrive in order), rank 1 sends to rank 0,
+    // which receives from any source.
     {
       std::vector<std::int32_t> first(100), second(100);
       for (std::size_t i = 0; i < first.size(); ++i) {
@@ -480,9 +481,13 @@ TEST(CAbi, ThreeProcessesEveryCall) {
       if (rank == 0) {
         expectOk(failures, braid_send(first.data(), first.size(), BRAID_INT32, 2, 5, comm), "send first");
         expectOk(failures, braid_send(second.data(), second.size(), BRAID_INT32, 2, 5, comm), "send second");
+        // From any source: only rank 1 sends tag 9, and the call says so.
         std::vector<double> got(10, -1);
-        expectOk(failures, braid_recv(got.data(), got.size(), BRAID_FLOAT64, 1, 9, comm), "recv from 1");
+        int source = -1;
+        expectOk(failures, braid_recv_from(got.data(), got.size(), BRAID_FLOAT64, BRAID_ANY_SOURCE, 9, &source, comm),
+                 "recv from any source");
         expectAll(failures, "recv float64 from rank 1 tag 9", got, [](std::size_t i) { return 0.5 * double(i); });
+        if (source != 1) failures += "braid_recv_from named rank " + std::to_string(source) + ", not 1; ";
       } else if (rank == 1) {
         std::vector<double> out(10);
         for (std::size_t i = 0; i < out.size(); ++i) out[i] = 0.5 * double(i);

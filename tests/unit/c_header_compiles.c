@@ -20,6 +20,7 @@ int braid_c_header_smoke(braid_unique_id_t* id) {
   braid_p2p_op_t ops[1];
   size_t i;
   int failed = 0;
+  int source = -1;
 
   if (braid_get_unique_id(id) != BRAID_SUCCESS) return 1;
   if (braid_comm_init(&comm, id, 0, 1) != BRAID_SUCCESS || comm == NULL) return 2;
@@ -43,6 +44,10 @@ int braid_c_header_smoke(braid_unique_id_t* id) {
   if (!failed && braid_group(comm, ops, 1) != BRAID_ERR_INVALID_ARGUMENT) failed = 10;
   if (!failed && strstr(braid_last_error(), "datatype 42") == NULL) failed = 11;
   if (!failed && strcmp(braid_result_string(BRAID_ERR_TIMEOUT), "timeout") != 0) failed = 12;
+  /* A message to itself, taken by a receive from any source that names its sender. */
+  if (!failed && braid_send(in, 4, BRAID_INT32, 0, 3, comm) != BRAID_SUCCESS) failed = 16;
+  if (!failed && braid_recv_from(out, 4, BRAID_INT32, BRAID_ANY_SOURCE, 3, &source, comm) != BRAID_SUCCESS) failed = 17;
+  if (!failed && (source != 0 || out[3] != in[3])) failed = 18;
   if (braid_comm_destroy(comm) != BRAID_SUCCESS && !failed) failed = 13;
   return failed;
 }

@@ -10,6 +10,7 @@
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
+#include <atomic>
 
 #include "braid_work.hpp"
 #include "tensor_buffers.hpp"
@@ -305,6 +306,29 @@ c10::intrusive_ptr<c10d::Work> BraidBackend::recv(std::vector<at::Tensor>& tenso
         return {};
       },
       [t] { t->finish(); });
+}
+
+c10::intrusive_ptr<c10d::Work> BraidBackend::recvAnysource(std::vector<at::Tensor>& tensors, int tag) {
+  requireOne(tensors, "recv");
+  // A coalesced group's receives name their peers (torch's P2POp does); braid refuses GPU tensors by name.
+  TORCH_CHECK(!coalesced_, "braid: a receive from any source cannot join a coalesced group");
+  auto t = std::make_shared<Dense>(tensors[0]);
+  // The sender: what the blocking form returned, or the async form's Work once it completed.
+  auto source = std::make_shared<std::atomic<int>>(-1);
+  auto pending = std::make_shared<braid::Work>();
+  auto work = launch(
+      OpType::RECVANYSOURCE, tensors[0], tensors, t->tensors(), std::chrono::milliseconds(0),
+      [&](bool async, const braid::CallOptions& o) -> Works {
+        if (async) {
+          *pending = communicator().recvAsync(t->data(), t->count(), t->type(), braid::kAnySource, tag, o);
+          return {*pending};
+        }
+        source->store(communicator().recv(t->data(), t->count(), t->type(), braid::kAnySource, tag, o));
+        return {};
+      },
+      [t] { t->finish(); });
+  work->setSource([source, pending] { return pending->valid() ? pending->source() : source->load(); });
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> BraidBackend::barrier(const c10d::BarrierOptions& opts) {

@@ -89,6 +89,9 @@ class BraidBackend final : public c10d::Backend {
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dstRank, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int srcRank, int tag) override;
+  /// dist.recv / dist.irecv with src=None (CPU tensors): the first message with `tag` from any rank; the Work's
+  /// _source_rank() says whose.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
   // abort, shutdown, setTimeout and supportsCoalescing joined c10d::Backend in later torch releases than the

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -126,6 +127,22 @@ class BraidWork final : public c10d::Work {
   }
   std::vector<at::Tensor> result() override { return outputs_; }
 
+  /// A receive from any source: `source` says its sender once it completed (-1 before).
+  void setSource(std::function<int()> source) {
+    std::lock_guard lock(mu_);
+    source_ = std::move(source);
+  }
+  int sourceRank() const override {
+    std::function<int()> source;
+    {
+      std::lock_guard lock(mu_);
+      TORCH_CHECK(source_, "braid: sourceRank() is known for a receive from any source only");
+      TORCH_CHECK(done_ && !error_, "braid: sourceRank() is known once the receive completed successfully");
+      source = source_;
+    }
+    return source();
+  }
+
  private:
   void finish(std::exception_ptr error, std::optional<c10::Stream> stream, std::shared_ptr<c10::Event> end) {
     std::vector<c10::intrusive_ptr<BraidWork>> followers;
@@ -171,6 +188,7 @@ class BraidWork final : public c10d::Work {
   std::optional<c10::Device> device_;
   std::vector<c10::intrusive_ptr<BraidWork>> followers_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::function<int()> source_;  // setSource
 };
 
 }  // namespace braid_torch

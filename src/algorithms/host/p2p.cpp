@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "algorithms/host/any_source.hpp"
 #include "algorithms/p2p_feed.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
@@ -51,6 +52,16 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
       // still read (a receive fails only once its ring is empty).
       const P2pOp& op = ops[i];
       if (op.peer == fabric_.rank() || state[i].complete) continue;
+      if (op.peer == kAnySource) {
+        bool waiting = false;
+        for (int p = 0; p < fabric_.size() && !waiting; ++p) waiting = fabric_.ringAvailable(p) > 0;
+        if (!waiting) {
+          checkAnySourcePeers(
+              fabric_.rank(), fabric_.size(), op.tag, env.context, [&](int p) { return fabric_.peerFailure(p); },
+              [&](int p) { return fabric_.peerLeft(p); });
+        }
+        continue;
+      }
       if (op.kind == P2pOp::Kind::kRecv && fabric_.ringAvailable(op.peer) > 0) continue;
       // Liveness only, not peerBroke: the survivors of a failure shrink their communicator through these calls.
       const std::string why = fabric_.peerFailure(op.peer);
@@ -67,6 +78,10 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
     ctx.peer = blockedOn;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (!state[i].complete) {
+        if (ops[i].peer == kAnySource) {
+          fail(ErrorCode::kTimeout, ctx, "receive from any source (tag ", ops[i].tag, ", ", state[i].bytes,
+               " bytes) got no message with its tag before the timeout");
+        }
         fail(ErrorCode::kTimeout, ctx, ops[i].kind == P2pOp::Kind::kSend ? "send to" : "receive from", " peer ",
              ops[i].peer, " (tag ", ops[i].tag, ", ", state[i].bytes, " bytes) moved ", state[i].done,
              " bytes before the timeout");
@@ -165,90 +180,136 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
 }
 
 bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
-  auto& queue = unexpected_[op.peer];
-  const Incoming& in = incoming_[op.peer];
-  for (auto it = queue.begin(); it != queue.end(); ++it) {
-    if (it->tag != op.tag) continue;
-    // The message still arriving is always the last entry; wait for it to finish.
-    const bool stillArriving = in.active && in.op < 0 && std::next(it) == queue.end();
-    if (stillArriving) return false;
-    if (it->data.size() != s.bytes) {
-      const std::size_t got = it->data.size();
-      queue.erase(it);
-      ErrorContext ctx = env.context;
-      ctx.peer = op.peer;
-      fail(ErrorCode::kMismatch, ctx, "peer ", op.peer, " sent ", got, " bytes with tag ", op.tag,
-           " but this rank posted a receive of ", s.bytes, " bytes");
+  // The earliest message with the tag among the peers it may come from; the one still arriving from a peer is always
+  // the last entry of that peer's queue, and waits until it is whole.
+  int peer = -1;
+  std::deque<Unexpected>::iterator found;
+  const int from = op.peer == kAnySource ? 0 : op.peer;
+  const int to = op.peer == kAnySource ? fabric_.size() : op.peer + 1;
+  for (int p = from; p < to; ++p) {
+    auto& queue = unexpected_[p];
+    const Incoming& in = incoming_[p];
+    for (auto it = queue.begin(); it != queue.end(); ++it) {
+      if (it->tag != op.tag) continue;
+      const bool stillArriving = in.active && in.op < 0 && std::next(it) == queue.end();
+      if (!stillArriving && (peer < 0 || it->arrival < found->arrival)) {
+        peer = p;
+        found = it;
+      }
+      break;  // a peer's messages with one tag are taken in order
     }
-    if (s.bytes != 0) std::memcpy(op.buffer, it->data.data(), s.bytes);
-    queue.erase(it);
-    s.done = s.bytes;
-    s.matched = s.complete = true;
-    return true;
+  }
+  if (peer < 0) return false;
+  auto& queue = unexpected_[peer];
+  if (found->data.size() != s.bytes) {
+    const std::size_t got = found->data.size();
+    queue.erase(found);
+    ErrorContext ctx = env.context;
+    ctx.peer = peer;
+    fail(ErrorCode::kMismatch, ctx, "peer ", peer, " sent ", got, " bytes with tag ", op.tag,
+         " but this rank posted a receive of ", s.bytes, " bytes");
+  }
+  if (s.bytes != 0) std::memcpy(op.buffer, found->data.data(), s.bytes);
+  queue.erase(found);
+  s.done = s.bytes;
+  s.matched = s.complete = true;
+  if (op.source != nullptr) *op.source = peer;
+  return true;
+}
+
+bool P2pEngine::wantsFrom(int peer, std::span<const P2pOp> ops, const std::vector<Pending>& state) {
+  for (std::size_t j = 0; j < ops.size(); ++j) {
+    const P2pOp& op = ops[j];
+    if (op.kind == P2pOp::Kind::kRecv && !state[j].matched && (op.peer == peer || op.peer == kAnySource)) return true;
   }
   return false;
 }
 
 bool P2pEngine::progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env) {
   bool progressed = false;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const P2pOp& first = ops[i];
-    if (first.kind != P2pOp::Kind::kRecv || state[i].complete) continue;
-    const int peer = first.peer;
-    Incoming& in = incoming_[peer];
-    while (true) {
-      if (!in.active) {
-        if (fabric_.ringAvailable(peer) < sizeof(Header)) break;
-        Header h{};
-        fabric_.ringRead(peer, &h, sizeof h);
-        if (h.magic != kMagic) {
-          ErrorContext ctx = env.context;
-          ctx.peer = peer;
-          fail(ErrorCode::kInternal, ctx, "corrupt point-to-point stream from peer ", peer);
-        }
-        in = Incoming{.active = true, .tag = h.tag, .bytes = h.bytes};
-        for (std::size_t j = 0; j < ops.size(); ++j) {
-          const P2pOp& op = ops[j];
-          if (op.kind == P2pOp::Kind::kRecv && op.peer == peer && op.tag == h.tag && !state[j].matched) {
-            in.op = static_cast<int>(j);
-            state[j].matched = true;
-            in.sizeMismatch = state[j].bytes != h.bytes;
-            in.target = in.sizeMismatch ? nullptr : static_cast<std::byte*>(op.buffer);
-            break;
-          }
-        }
-        if (in.op < 0) {
-          unexpected_[peer].push_back(Unexpected{h.tag, std::vector<std::byte>(h.bytes)});
-          in.target = unexpected_[peer].back().data.data();
-        }
-        progressed = true;
+  const int n = fabric_.size();
+  bool anySource = false;
+  std::vector<bool>& wanted = wanted_;
+  wanted.assign(static_cast<std::size_t>(n), false);
+  for (std::size_t j = 0; j < ops.size(); ++j) {
+    const P2pOp& op = ops[j];
+    if (op.kind != P2pOp::Kind::kRecv || state[j].complete) continue;
+    if (op.peer == kAnySource) {
+      anySource = true;
+    } else {
+      wanted[op.peer] = true;
+    }
+  }
+  // A message already arriving is read on whatever receive it goes to (or kept aside).
+  for (int p = 0; p < n; ++p) wanted[p] = wanted[p] || anySource || incoming_[p].active;
+  for (int k = 0; k < n; ++k) {
+    const int peer = (firstPeer_ + k) % n;
+    if (wanted[peer]) progressed |= readFrom(peer, ops, state, env);
+  }
+  if (anySource) firstPeer_ = (firstPeer_ + 1) % n;
+  return progressed;
+}
+
+bool P2pEngine::readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env) {
+  bool progressed = false;
+  Incoming& in = incoming_[peer];
+  while (true) {
+    if (!in.active) {
+      // A new message only for a receive that may take it: others stay in the ring (TCP's back-pressure, here).
+      if (!wantsFrom(peer, ops, state) || fabric_.ringAvailable(peer) < sizeof(Header)) break;
+      Header h{};
+      fabric_.ringRead(peer, &h, sizeof h);
+      if (h.magic != kMagic) {
+        ErrorContext ctx = env.context;
+        ctx.peer = peer;
+        fail(ErrorCode::kInternal, ctx, "corrupt point-to-point stream from peer ", peer);
       }
-      if (in.done < in.bytes) {
-        const std::size_t n = fabric_.ringRead(peer, in.target ? in.target + in.done : nullptr, in.bytes - in.done);
-        in.done += n;
-        progressed |= n > 0;
-      }
-      if (in.done < in.bytes) break;
-      // A whole message has arrived.
-      in.active = false;
-      if (in.op >= 0) {
-        Pending& s = state[in.op];
-        s.done = s.bytes;
-        s.complete = true;
-        if (in.sizeMismatch) {
-          ErrorContext ctx = env.context;
-          ctx.peer = peer;
-          fail(ErrorCode::kMismatch, ctx, "peer ", peer, " sent ", in.bytes, " bytes with tag ", in.tag,
-               " but this rank posted a receive of ", s.bytes, " bytes");
-        }
-      } else {
-        for (std::size_t j = 0; j < ops.size(); ++j) {
-          if (ops[j].kind == P2pOp::Kind::kRecv && ops[j].peer == peer && !state[j].matched) {
-            takeUnexpected(ops[j], state[j], env);
-          }
+      in = Incoming{.active = true, .tag = h.tag, .bytes = h.bytes};
+      // The first receive posted that may take it (its peer, or any source).
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        const P2pOp& op = ops[j];
+        if (op.kind == P2pOp::Kind::kRecv && (op.peer == peer || op.peer == kAnySource) && op.tag == h.tag &&
+            !state[j].matched) {
+          in.op = static_cast<int>(j);
+          state[j].matched = true;
+          in.sizeMismatch = state[j].bytes != h.bytes;
+          in.target = in.sizeMismatch ? nullptr : static_cast<std::byte*>(op.buffer);
+          break;
         }
       }
-      if (state[i].complete) break;
+      if (in.op < 0) {
+        unexpected_[peer].push_back(Unexpected{h.tag, std::vector<std::byte>(h.bytes), arrivals_++});
+        in.target = unexpected_[peer].back().data.data();
+      }
+      progressed = true;
+    }
+    if (in.done < in.bytes) {
+      const std::size_t got = fabric_.ringRead(peer, in.target ? in.target + in.done : nullptr, in.bytes - in.done);
+      in.done += got;
+      progressed |= got > 0;
+    }
+    if (in.done < in.bytes) break;
+    // A whole message has arrived.
+    in.active = false;
+    if (in.op >= 0) {
+      Pending& s = state[in.op];
+      s.done = s.bytes;
+      s.complete = true;
+      if (in.sizeMismatch) {
+        ErrorContext ctx = env.context;
+        ctx.peer = peer;
+        fail(ErrorCode::kMismatch, ctx, "peer ", peer, " sent ", in.bytes, " bytes with tag ", in.tag,
+             " but this rank posted a receive of ", s.bytes, " bytes");
+      }
+      if (ops[in.op].source != nullptr) *ops[in.op].source = peer;
+    } else {
+      // Kept aside: a receive posted meanwhile, of this peer or any, may take it now (in posting order).
+      for (std::size_t j = 0; j < ops.size(); ++j) {
+        const P2pOp& op = ops[j];
+        if (op.kind == P2pOp::Kind::kRecv && (op.peer == peer || op.peer == kAnySource) && !state[j].matched) {
+          takeUnexpected(op, state[j], env);
+        }
+      }
     }
   }
   return progressed;

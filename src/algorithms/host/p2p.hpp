@@ -1,9 +1,10 @@
 // Tagged point-to-point messages over a LocalFabric's byte rings. Each ordered pair of ranks has one ring, so
 // messages between a pair arrive in the order they were sent; a receive takes the first message from its peer
 // with its tag, and messages that arrive before their receive is posted wait in a per-peer queue (MPI's
-// "unexpected" messages). A group's operations all progress together, so any mix of sends and receives
-// completes without deadlock as long as every rank posts the matching ones; calls posted while a group runs join it
-// (p2p_feed.hpp).
+// "unexpected" messages). A receive from kAnySource takes the earliest such message from any peer that waits, else
+// the first whose header it reads; receives match arriving messages in the order they were posted. A group's operations
+// all progress together, so any mix of sends and receives completes without deadlock as long as every rank posts the
+// matching ones; calls posted while a group runs join it (p2p_feed.hpp).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +36,7 @@ class P2pEngine {
   struct Unexpected {
     int tag;
     std::vector<std::byte> data;
+    std::uint64_t arrival;  // order of arrival over all peers: a receive from any source takes the earliest
   };
   // A message being read out of a peer's ring.
   struct Incoming {
@@ -57,12 +59,19 @@ class P2pEngine {
   bool progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
+  /// Reads what arrived from `peer` while a pending receive may take it; true when bytes moved.
+  bool readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
+  /// Whether a pending receive not yet bound to a message would take one from `peer`.
+  static bool wantsFrom(int peer, std::span<const P2pOp> ops, const std::vector<Pending>& state);
   // Drops the first `n` operations (all complete) from a fed group's lists.
   void forget(std::size_t n, std::vector<P2pOp>& ops, std::vector<Pending>& state, std::vector<bool>& told);
 
   transport::LocalFabric& fabric_;
   std::vector<std::deque<Unexpected>> unexpected_;  // per peer, in arrival order
   std::vector<Incoming> incoming_;                  // per peer
+  std::uint64_t arrivals_ = 0;                      // Unexpected::arrival of the next
+  std::vector<bool> wanted_;                        // progressReceives: the peers it reads, kept to spare allocations
+  int firstPeer_ = 0;  // where a receive from any source starts looking, turning so that no peer starves the others
 };
 
 }  // namespace braid::host

@@ -173,6 +173,17 @@ std::string TcpMesh::peerFailure(int p) {
   return peer(p).lost;
 }
 
+bool TcpMesh::peerLeft(int p) {
+  std::lock_guard lock(mu_);
+  const Peer& gone = peer(p);
+  return !gone.lost.empty() && gone.saidGoodbye && gone.lastFailure.empty();
+}
+
+bool TcpMesh::arrived(int p, transport::MessageKind kind, std::int64_t key, std::uint32_t step) {
+  std::lock_guard lock(mu_);
+  return peer(p).match.kept(transport::MessageName{kind, key, step});
+}
+
 std::vector<transport::PeerProgress> TcpMesh::peerProgress() const {
   std::vector<transport::PeerProgress> out;
   const std::int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -275,10 +286,11 @@ void TcpMesh::waitFor(std::span<NetOp* const> ops, const ErrorContext& context, 
   NetOp* awaited = nullptr;
   const auto failTimedOut = [&] {
     ErrorContext ctx = context;
-    ctx.peer = awaited ? awaited->peer : -1;
-    const bool sending = awaited && awaited->dir == NetOp::Dir::kSend;
+    if (!awaited) fail(ErrorCode::kTimeout, ctx, "nothing this call waits for arrived within the timeout");
+    ctx.peer = awaited->peer;
+    const bool sending = awaited->dir == NetOp::Dir::kSend;
     fail(ErrorCode::kTimeout, ctx, "peer ", ctx.peer, sending ? " did not take" : " did not send", " message ",
-         awaited ? awaited->step : 0, " of this call within the timeout (BRAID_TIMEOUT or the call's); it may be in ",
+         awaited->step, " of this call within the timeout (BRAID_TIMEOUT or the call's); it may be in ",
          "another call or stuck");
   };
   mine.onTimeout = failTimedOut;
@@ -315,7 +327,8 @@ void TcpMesh::waitFor(std::span<NetOp* const> ops, const ErrorContext& context, 
       ctx.peer = failed->blame >= 0 ? failed->blame : failed->peer;
       throw Error(failed->code, failed->error, ctx);
     }
-    if (!awaited) return;
+    // With no op, waitAny waits for `interrupted` alone (a receive from any source waiting for its peer to be known).
+    if (!awaited && !(interrupted && ops.empty())) return;
     if (interrupted && (anyDone || (*interrupted)())) return;
     if (spinning) {
       try {

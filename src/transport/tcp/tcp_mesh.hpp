@@ -86,7 +86,8 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
   void wait(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) override;
   /// The same, but returns as soon as one op is done or `interrupted()` is true (asked while it spins and after
-  /// each wake-up): for groups that more operations join while they run. A failure cancels all of `ops`.
+  /// each wake-up): for groups that more operations join while they run. A failure cancels all of `ops`. With no ops it
+  /// waits for `interrupted()` alone.
   void waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted, const ErrorContext& context,
                const transport::WaitPolicy& policy) override;
   /// From any thread, without blocking: a caller asleep in wait/waitAny wakes and looks again.
@@ -109,6 +110,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   std::size_t stashedBytes(int peer);
   /// Peer `peer`'s failure, or "" while it is connected.
   std::string peerFailure(int peer) override;
+  bool peerLeft(int peer) override;
   /// This rank's progress, which its heartbeats carry (in the frame's key); any thread.
   void publishProgress(const transport::Progress& mine) override {
     myProgress_.store(mine.word(), std::memory_order_relaxed);
@@ -116,6 +118,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   /// Every peer's progress as its last heartbeat or collective frame told it; any thread, takes no lock.
   std::vector<transport::PeerProgress> peerProgress() const override;
   std::uint64_t pointToPointBytesMoved() const override { return p2pMoved_.load(std::memory_order_relaxed); }
+  bool arrived(int peer, transport::MessageKind kind, std::int64_t key, std::uint32_t step) override;
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered
   /// once. TCP needs no registration, so it only records the range (and NetOp::region then names it).
   const transport::Region* registerRegion(const void* base, std::size_t bytes,

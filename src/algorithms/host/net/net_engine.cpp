@@ -1,12 +1,6 @@
-// NetEngine: construction, the choice of algorithm, the calls' dispatch, barrier, point-to-point and rejected calls.
+// NetEngine: construction, the choice of algorithm, the calls' dispatch, barrier and rejected calls.
 #include "algorithms/host/net/net_engine.hpp"
 
-#include <algorithm>
-#include <cstring>
-#include <functional>
-
-#include "algorithms/host/copy.hpp"
-#include "algorithms/p2p_feed.hpp"
 #include "base/error.hpp"
 
 namespace braid::host {
@@ -51,7 +45,11 @@ const tuning::AlgorithmDescriptor& netAlgorithm(tuning::Algorithm id) {
 }
 
 NetEngine::NetEngine(std::unique_ptr<transport::NetTransport> net, NetPolicy policy, long spinMicros, bool fingerprint)
-    : net_(std::move(net)), policy_(std::move(policy)), spinMicros_(spinMicros), fingerprint_(fingerprint) {}
+    : net_(std::move(net)),
+      policy_(std::move(policy)),
+      spinMicros_(spinMicros),
+      fingerprint_(fingerprint),
+      p2p_(*net_, spinMicros) {}
 
 void NetEngine::exchangeFingerprints(NetCall& call) {
   // A step no algorithm uses (they count up from 0 and from 2^31).
@@ -100,7 +98,7 @@ void NetEngine::run(const CallArgs& c, const OpEnv& env) {
     case Collective::kAlltoallv:
       return runAlltoallv(c.send, c.sendCounts, c.sendDispls, c.recv, c.recvCounts, c.recvDispls, c.type, env);
     case Collective::kPointToPoint:
-      return runPointToPoint(c.ops, env);
+      return p2p_.run(c.ops, env);
   }
   fail(ErrorCode::kInternal, env.context, "the network engine has no ", collectiveName(c.collective));
 }
@@ -137,105 +135,6 @@ void NetEngine::runReject(const OpEnv& env) {
   net_->notifyFailure(seq, ErrorCode::kMismatch,
                       strCat("peer ", rank(), " rejected its arguments for call #", seq, " (see that rank's error)"));
   net_->finishCall(seq);
-}
-
-std::vector<transport::NetOp*> NetEngine::postPointToPoint(NetCall& call, std::span<const P2pOp> ops,
-                                                           const OpEnv& env) {
-  std::vector<transport::NetOp*> posted(ops.size(), nullptr);  // null: done already (a message to or from itself)
-  // Messages to itself first, so that a group holding both halves completes.
-  for (const P2pOp& op : ops) {
-    if (op.kind != P2pOp::Kind::kSend || op.peer != rank()) continue;
-    const auto* data = static_cast<const std::byte*>(op.buffer);
-    toSelf_.emplace(op.tag, std::vector<std::byte>(data, data + op.count * dataTypeSize(op.type)));
-  }
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const P2pOp& op = ops[i];
-    const std::size_t bytes = op.count * dataTypeSize(op.type);
-    if (op.peer == rank()) {
-      if (op.kind == P2pOp::Kind::kSend) continue;
-      const auto it = toSelf_.find(op.tag);  // multimap: the first of equal keys is the oldest
-      if (it == toSelf_.end()) {
-        fail(ErrorCode::kInvalidArgument, env.context, "receive from itself (tag ", op.tag,
-             ") has no send to itself before it or in the same group: it would wait forever");
-      }
-      if (it->second.size() != bytes) {
-        const std::size_t sent = it->second.size();
-        toSelf_.erase(it);
-        fail(ErrorCode::kMismatch, env.context, "rank ", rank(), " sent itself ", sent, " bytes with tag ", op.tag,
-             " but receives ", bytes, " bytes");
-      }
-      copyBytes(op.buffer, it->second.data(), bytes);
-      toSelf_.erase(it);
-      continue;
-    }
-    const std::pair<int, int> pairTag{op.peer, op.tag};
-    if (op.kind == P2pOp::Kind::kSend) {
-      posted[i] = &call.send(op.peer, sent_[pairTag]++, op.buffer, bytes, op.tag);
-    } else {
-      posted[i] = &call.recv(op.peer, received_[pairTag]++, op.buffer, bytes, op.tag);
-    }
-  }
-  return posted;
-}
-
-void NetEngine::runPointToPoint(std::span<const P2pOp> ops, const OpEnv& env) {
-  NetCall call(*net_, transport::CallDescriptor{}, env, spinMicros_, transport::MessageKind::kPointToPoint);
-  if (env.feed == nullptr) {
-    postPointToPoint(call, ops, env);
-    call.waitAll();
-    return;
-  }
-  // A fed group: operations join while it runs, each reported to the feed once done.
-  struct Waiting {
-    std::size_t index;  // the feed's
-    transport::NetOp* op;
-  };
-  std::vector<Waiting> waiting;
-  std::vector<transport::NetOp*> view;
-  std::vector<P2pOp> joined;
-  std::size_t next = 0;  // the feed's index of the next operation posted
-  // Asked after each of the wait's wake-ups: it also tells the feed when the group's bytes moved.
-  std::uint64_t movedBefore = net_->pointToPointBytesMoved();
-  const std::function<bool()> interrupted = [&] {
-    const std::uint64_t moved = net_->pointToPointBytesMoved();
-    if (moved != movedBefore) {
-      movedBefore = moved;
-      env.feed->moved();
-    }
-    return env.feed->posted();
-  };
-  auto post = [&](std::span<const P2pOp> batch) {
-    const std::vector<transport::NetOp*> posted = postPointToPoint(call, batch, env);
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (posted[i]) {
-        waiting.push_back({next + i, posted[i]});
-      } else {
-        env.feed->completed(next + i);
-      }
-    }
-    next += batch.size();
-  };
-  post(ops);
-  while (true) {
-    std::erase_if(waiting, [&](const Waiting& w) {
-      if (w.op->state.load(std::memory_order_acquire) != transport::NetOp::kDone) return false;
-      env.feed->completed(w.index);
-      return true;
-    });
-    // Only ops this loop has reported: one that completed since the erase above is still in `waiting`.
-    call.forgetDone([&](const transport::NetOp& op) {
-      return std::none_of(waiting.begin(), waiting.end(), [&](const Waiting& w) { return w.op == &op; });
-    });
-    joined.clear();
-    if (env.feed->take(joined)) {
-      post(joined);
-      continue;
-    }
-    if (waiting.empty()) return;
-    view.clear();
-    for (const Waiting& w : waiting) view.push_back(w.op);
-    call.waitAny(view, interrupted);
-  }
 }
 
 void NetEngine::wakePointToPoint() { net_->wakeWaiter(); }

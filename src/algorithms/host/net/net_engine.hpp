@@ -20,6 +20,7 @@
 
 #include "algorithms/engine.hpp"
 #include "algorithms/host/net/net_call.hpp"
+#include "algorithms/host/net/net_p2p.hpp"
 #include "algorithms/host/net/registered_scratch.hpp"
 #include "algorithms/patterns/partition.hpp"
 #include "transport/net_transport.hpp"
@@ -115,7 +116,6 @@ class NetEngine final : public Engine {
   void runAlltoallv(const void* send, std::span<const std::size_t> sendCounts, std::span<const std::size_t> sendDispls,
                     void* recv, std::span<const std::size_t> recvCounts, std::span<const std::size_t> recvDispls,
                     DataType type, const OpEnv& env);
-  void runPointToPoint(std::span<const P2pOp> ops, const OpEnv& env);
   bool stagedAllreduce(StagedBuffer& staged, std::size_t count, DataType type, ReduceOp op, const OpEnv& env);
   bool stagedAllgather(StagedBuffer& staged, std::size_t count, DataType type, const OpEnv& env);
   bool stagedReduceScatter(StagedBuffer& staged, std::size_t recvCount, DataType type, ReduceOp op, const OpEnv& env);
@@ -170,12 +170,7 @@ class NetEngine final : public Engine {
   RegisteredScratch wire_;  // the bfloat16 ring's buffers
   RegisteredScratch workspace_;
   std::vector<const void*> sources_;
-  // Point-to-point: message numbers per (peer, tag), and messages a rank sent to itself.
-  // Posts a group's operations on `call`; messages to and from itself are done at once (null in the result).
-  std::vector<transport::NetOp*> postPointToPoint(NetCall& call, std::span<const P2pOp> ops, const OpEnv& env);
-  std::map<std::pair<int, int>, std::uint32_t> sent_;
-  std::map<std::pair<int, int>, std::uint32_t> received_;
-  std::multimap<int, std::vector<std::byte>> toSelf_;  // by tag, in send order
+  NetPointToPoint p2p_;  // after net_: it sends through it
 };
 
 }  // namespace braid::host
