@@ -194,7 +194,9 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     const P2pOp* waiting = nullptr;
     bool sure = false;  // no grace needed
     for (const auto& [index, pending] : waitingOn_) {
-      if (pending.peer == kAnySource ? stuckPeers == c_.size_ - 1 : stuck[pending.peer]) {
+      // (Only with a collective queued: a rank alone has no peers, and its any-source receive may yet meet its own
+      // send.)
+      if (pending.peer == kAnySource ? seq >= 0 && stuckPeers == c_.size_ - 1 : stuck[pending.peer]) {
         peer = pending.peer;
         waiting = &pending;
         sure = pending.peer == kAnySource ? std::find(broke.begin(), broke.end(), true) != broke.end()

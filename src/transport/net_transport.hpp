@@ -126,6 +126,10 @@ class NetTransport {
   /// Whether a message of (kind, key, step) from `peer` has begun arriving with no receive posted for it yet (it is
   /// kept aside): how a receive from any source learns which peer to take its message from. The calls' thread.
   virtual bool arrived(int peer, MessageKind kind, std::int64_t key, std::uint32_t step) = 0;
+  /// While on, every peer is read whatever is kept aside for it (a transport may stop reading a peer of which much
+  /// is kept, until a receive from it is posted): a receive from any source waits for a message that may be behind
+  /// them. The calls' thread.
+  virtual void readEveryPeer(bool on) = 0;
 
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered once.
   virtual const Region* registerRegion(const void* base, std::size_t bytes, RegionMemory memory) = 0;

@@ -22,6 +22,15 @@ P2pEngine::P2pEngine(transport::LocalFabric& fabric)
     : fabric_(fabric), unexpected_(fabric.size()), incoming_(fabric.size()) {}
 
 void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
+  // A message still being read into a receive of an earlier group, which failed (a run ends normally only once
+  // its receives completed), goes nowhere: that receive and its buffer are gone.
+  for (Incoming& in : incoming_) {
+    if (in.active && in.op >= 0) {
+      in.op = -1;
+      in.target = nullptr;
+      in.discard = true;
+    }
+  }
   // The group's operations: those given, then those that join it through env.feed; the feed numbers them in that
   // order, and ops[i] is its number base + i.
   std::vector<P2pOp> ops(given.begin(), given.end());
@@ -52,7 +61,9 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
       // still read (a receive fails only once its ring is empty).
       const P2pOp& op = ops[i];
       if (op.peer == fabric_.rank() || state[i].complete) continue;
-      if (op.peer == kAnySource) {
+      // A receive from any source that took a message waits for that peer alone.
+      const int peer = op.peer == kAnySource && state[i].matched ? boundPeer(i) : op.peer;
+      if (peer == kAnySource) {
         bool waiting = false;
         for (int p = 0; p < fabric_.size() && !waiting; ++p) waiting = fabric_.ringAvailable(p) > 0;
         if (!waiting) {
@@ -62,12 +73,13 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
         }
         continue;
       }
-      if (op.kind == P2pOp::Kind::kRecv && fabric_.ringAvailable(op.peer) > 0) continue;
+      if (peer < 0 || peer == fabric_.rank()) continue;
+      if (op.kind == P2pOp::Kind::kRecv && fabric_.ringAvailable(peer) > 0) continue;
       // Liveness only, not peerBroke: the survivors of a failure shrink their communicator through these calls.
-      const std::string why = fabric_.peerFailure(op.peer);
+      const std::string why = fabric_.peerFailure(peer);
       if (!why.empty()) {
         ErrorContext ctx = env.context;
-        ctx.peer = op.peer;
+        ctx.peer = peer;
         fail(ErrorCode::kPeerLost, ctx, why, " before its ", op.kind == P2pOp::Kind::kSend ? "receive" : "send",
              " (tag ", op.tag, ") completed");
       }
@@ -79,8 +91,11 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       if (!state[i].complete) {
         if (ops[i].peer == kAnySource) {
-          fail(ErrorCode::kTimeout, ctx, "receive from any source (tag ", ops[i].tag, ", ", state[i].bytes,
-               " bytes) got no message with its tag before the timeout");
+          const int from = boundPeer(i);
+          if (from >= 0) ctx.peer = from;
+          fail(ErrorCode::kTimeout, ctx, "receive from any source (tag ", ops[i].tag, ", ", state[i].bytes, " bytes) ",
+               from >= 0 ? strCat("got only part of peer ", from, "'s message") : std::string("got no message"),
+               " before the timeout");
         }
         fail(ErrorCode::kTimeout, ctx, ops[i].kind == P2pOp::Kind::kSend ? "send to" : "receive from", " peer ",
              ops[i].peer, " (tag ", ops[i].tag, ", ", state[i].bytes, " bytes) moved ", state[i].done,
@@ -191,7 +206,7 @@ bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
     const Incoming& in = incoming_[p];
     for (auto it = queue.begin(); it != queue.end(); ++it) {
       if (it->tag != op.tag) continue;
-      const bool stillArriving = in.active && in.op < 0 && std::next(it) == queue.end();
+      const bool stillArriving = in.active && in.op < 0 && !in.discard && std::next(it) == queue.end();
       if (!stillArriving && (peer < 0 || it->arrival < found->arrival)) {
         peer = p;
         found = it;
@@ -215,6 +230,13 @@ bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
   s.matched = s.complete = true;
   if (op.source != nullptr) *op.source = peer;
   return true;
+}
+
+int P2pEngine::boundPeer(std::size_t op) const {
+  for (std::size_t p = 0; p < incoming_.size(); ++p) {
+    if (incoming_[p].active && incoming_[p].op == static_cast<int>(op)) return static_cast<int>(p);
+  }
+  return -1;
 }
 
 bool P2pEngine::wantsFrom(int peer, std::span<const P2pOp> ops, const std::vector<Pending>& state) {
@@ -302,7 +324,7 @@ bool P2pEngine::readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pendi
              " but this rank posted a receive of ", s.bytes, " bytes");
       }
       if (ops[in.op].source != nullptr) *ops[in.op].source = peer;
-    } else {
+    } else if (!in.discard) {
       // Kept aside: a receive posted meanwhile, of this peer or any, may take it now (in posting order).
       for (std::size_t j = 0; j < ops.size(); ++j) {
         const P2pOp& op = ops[j];

@@ -47,6 +47,7 @@ class P2pEngine {
     std::byte* target = nullptr;  // a posted receive's buffer, or the unexpected entry's
     int op = -1;                  // index of the receive it completes, -1 when unexpected
     bool sizeMismatch = false;
+    bool discard = false;  // its receive belonged to a group that failed: the rest of it is read and dropped
   };
   struct Pending {
     std::uint64_t bytes = 0;
@@ -61,6 +62,8 @@ class P2pEngine {
   bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
   /// Reads what arrived from `peer` while a pending receive may take it; true when bytes moved.
   bool readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
+  /// The peer whose message the receive `op` is bound to and reading, or -1.
+  int boundPeer(std::size_t op) const;
   /// Whether a pending receive not yet bound to a message would take one from `peer`.
   static bool wantsFrom(int peer, std::span<const P2pOp> ops, const std::vector<Pending>& state);
   // Drops the first `n` operations (all complete) from a fed group's lists.

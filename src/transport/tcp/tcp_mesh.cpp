@@ -179,6 +179,15 @@ bool TcpMesh::peerLeft(int p) {
   return !gone.lost.empty() && gone.saidGoodbye && gone.lastFailure.empty();
 }
 
+void TcpMesh::readEveryPeer(bool on) {
+  std::lock_guard lock(mu_);
+  if (readEveryPeer_ == on) return;
+  readEveryPeer_ = on;
+  for (int p = 0; p < size_; ++p) {
+    if (p != rank_) updateReading(p);
+  }
+}
+
 bool TcpMesh::arrived(int p, transport::MessageKind kind, std::int64_t key, std::uint32_t step) {
   std::lock_guard lock(mu_);
   return peer(p).match.kept(transport::MessageName{kind, key, step});

@@ -5,7 +5,7 @@
 // pair in any order; the receiver puts each frame at its offset within the message its header names. A frame is read
 // straight into the receive's buffer when the receive is posted first, else kept aside ("stashed") until it is. At
 // most kStashLimitBytes are kept aside per peer; past that the peer is not read (TCP holds it back) until a receive
-// from it is posted.
+// from it, or from any source, is posted.
 //
 // Checks. Every collective frame carries its call's descriptor; one that differs from this rank's call (posted for
 // or not) fails the call with Mismatch naming both sides, and its bytes are dropped.
@@ -119,6 +119,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   std::vector<transport::PeerProgress> peerProgress() const override;
   std::uint64_t pointToPointBytesMoved() const override { return p2pMoved_.load(std::memory_order_relaxed); }
   bool arrived(int peer, transport::MessageKind kind, std::int64_t key, std::uint32_t step) override;
+  void readEveryPeer(bool on) override;
   /// Registered memory (docs/NETWORK.md), for the thread that runs calls: a range its owner reuses, registered
   /// once. TCP needs no registration, so it only records the range (and NetOp::region then names it).
   const transport::Region* registerRegion(const void* base, std::size_t bytes,
@@ -208,6 +209,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   std::map<std::int64_t, Notice> notices_;
   bool stopping_ = false;
   bool aborted_ = false;
+  bool readEveryPeer_ = false;  // readEveryPeer: no peer is held back by what is kept aside
   std::chrono::steady_clock::time_point lastTick_{};
   std::thread progress_;
   std::unique_ptr<transport::Ticker> heartbeat_;

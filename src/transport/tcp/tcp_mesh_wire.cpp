@@ -96,8 +96,8 @@ void TcpMesh::applyInterest(Stream& s) {
 
 void TcpMesh::updateReading(int p) {
   Peer& pe = peer(p);
-  // Always read when a receive from the peer waits: what it needs may be behind what is kept aside.
-  const bool want = pe.match.keptBytes() < kStashLimitBytes || pe.match.anyPosted();
+  // Always read when a receive from the peer (or from any peer) waits: what it needs may be behind what is kept aside.
+  const bool want = pe.match.keptBytes() < kStashLimitBytes || pe.match.anyPosted() || readEveryPeer_;
   if (want == pe.reading) return;
   pe.reading = want;
   for (Stream* s : pe.streams) applyInterest(*s);

@@ -38,13 +38,13 @@ transport::NetOp* NetPointToPoint::post(NetCall& call, const P2pOp& op, const Op
 }
 
 int NetPointToPoint::arrivedFrom(int tag) {
-  if (toSelf_.contains(tag)) return net_.rank();
   const int n = net_.size();
   for (int k = 0; k < n; ++k) {
     const int peer = (firstPeer_ + k) % n;
-    if (peer == net_.rank()) continue;
     const auto next = received_.find({peer, tag});
-    if (net_.arrived(peer, transport::MessageKind::kPointToPoint, tag, next == received_.end() ? 0 : next->second)) {
+    if (peer == net_.rank() ? toSelf_.contains(tag)
+                            : net_.arrived(peer, transport::MessageKind::kPointToPoint, tag,
+                                           next == received_.end() ? 0 : next->second)) {
       firstPeer_ = (peer + 1) % n;
       return peer;
     }
@@ -135,11 +135,38 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
     return false;
   };
 
+  const auto anyHeld = [&] {
+    return std::any_of(held.begin(), held.end(), [](const Held& h) { return h.op.peer == kAnySource; });
+  };
   postBatch(ops);
+  if (env.feed == nullptr && held.empty()) {
+    // A blocking group of named operations: every one is posted.
+    call.waitAll();
+    for (const Posted& w : waiting) {
+      if (w.source != nullptr && w.op->dir == transport::NetOp::Dir::kRecv) *w.source = w.peer;
+    }
+    return;
+  }
+  // While a receive from any source waits, the transport reads every peer: its message may be behind others kept
+  // aside.
+  struct ReadingAll {
+    transport::NetTransport& net;
+    bool on = false;
+    void set(bool want) {
+      if (want != on) net.readEveryPeer(on = want);
+    }
+    ~ReadingAll() {
+      try {
+        set(false);
+      } catch (...) {  // NOLINT(bugprone-empty-catch): a mutex that cannot lock while unwinding changes nothing here
+      }
+    }
+  } readingAll{net_};
   std::vector<P2pOp> joined;
   std::vector<transport::NetOp*> view;
   while (true) {
     bind();
+    readingAll.set(anyHeld());
     std::erase_if(waiting, [&](const Posted& w) {
       if (w.op->state.load(std::memory_order_acquire) != transport::NetOp::kDone) return false;
       if (w.source != nullptr && w.op->dir == transport::NetOp::Dir::kRecv) *w.source = w.peer;

@@ -43,7 +43,7 @@ class NetPointToPoint {
 
   /// Posts `op` (its peer known) on `call`; null when it completed at once (a message to or from itself).
   transport::NetOp* post(NetCall& call, const P2pOp& op, const OpEnv& env);
-  /// The peer whose next message with `tag` has begun arriving (this rank first when it sent itself one); -1: none.
+  /// A peer whose next message with `tag` has begun arriving (or this rank, when it sent itself one); -1: none.
   int arrivedFrom(int tag);
 
   transport::NetTransport& net_;
