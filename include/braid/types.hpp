@@ -86,8 +86,8 @@ struct P2pOp {
   std::size_t count;
   DataType type;
   int tag = 0;
-  /// Where a receive writes the rank its message came from once it completes (when not null): how a receive from
-  /// kAnySource learns its sender. It must stay valid until the operation completes.
+  /// Where a receive writes the rank its message came from (when not null), by the time it completes: how a receive
+  /// from kAnySource learns its sender. It must stay valid until the operation completes.
   int* source = nullptr;
 };
 

@@ -5,8 +5,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <numeric>
-#include <ostream>
 #include <stdexcept>
 #include <string>
 #include <thread>

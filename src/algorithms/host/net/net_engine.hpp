@@ -13,9 +13,7 @@
 #pragma once
 
 #include <functional>
-#include <map>
 #include <memory>
-#include <utility>
 #include <vector>
 
 #include "algorithms/engine.hpp"
@@ -92,6 +90,7 @@ class NetEngine final : public Engine {
   }
   void deregisterRegion(const transport::Region* region) override { net_->deregisterRegion(region); }
   std::string peerFailure(int peer) override { return net_->peerFailure(peer); }
+  bool peerLeft(int peer) override { return net_->peerLeft(peer); }
   void publishProgress(const transport::Progress& mine) override { net_->publishProgress(mine); }
   std::vector<transport::PeerProgress> peerProgress() override { return net_->peerProgress(); }
 

@@ -61,8 +61,10 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
     if (env.feed != nullptr) env.feed->completed(index);
   };
   const auto start = [&](std::size_t index, const P2pOp& op) {
+    // Its peer is known now (a receive from any source was bound to one): that is where its message comes from.
+    if (op.kind == P2pOp::Kind::kRecv && op.source != nullptr) *op.source = op.peer;
     if (transport::NetOp* posted = post(call, op, env)) {
-      waiting.push_back({index, posted, op.peer, op.source});
+      waiting.push_back({index, posted});
     } else {
       done(index);
     }
@@ -85,9 +87,8 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
     }
     next += batch.size();
   };
-  // Binds the held receives whose message can be named now, in posting order; true when one was posted.
+  // Binds the held receives whose message can be named now, in posting order.
   const auto bind = [&] {
-    bool any = false;
     std::set<int> blocked;  // tags of a receive from any source still unbound, ahead of the rest
     for (auto it = held.begin(); it != held.end();) {
       if (blocked.contains(it->op.tag)) {
@@ -103,13 +104,14 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
       }
       start(it->index, op);
       it = held.erase(it);
-      any = true;
     }
-    return any;
+  };
+  const auto firstAnySource = [&] {
+    return std::find_if(held.begin(), held.end(), [](const Held& h) { return h.op.peer == kAnySource; });
   };
   // A receive from any source waits on every peer (any_source.hpp): throws once it cannot count on its message.
   const auto checkPeers = [&] {
-    const auto any = std::find_if(held.begin(), held.end(), [](const Held& h) { return h.op.peer == kAnySource; });
+    const auto any = firstAnySource();
     if (any == held.end()) return;
     checkAnySourcePeers(
         net_.rank(), net_.size(), any->op.tag, env.context, [&](int p) { return net_.peerFailure(p); },
@@ -135,16 +137,10 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
     return false;
   };
 
-  const auto anyHeld = [&] {
-    return std::any_of(held.begin(), held.end(), [](const Held& h) { return h.op.peer == kAnySource; });
-  };
   postBatch(ops);
   if (env.feed == nullptr && held.empty()) {
     // A blocking group of named operations: every one is posted.
     call.waitAll();
-    for (const Posted& w : waiting) {
-      if (w.source != nullptr && w.op->dir == transport::NetOp::Dir::kRecv) *w.source = w.peer;
-    }
     return;
   }
   // While a receive from any source waits, the transport reads every peer: its message may be behind others kept
@@ -166,10 +162,9 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
   std::vector<transport::NetOp*> view;
   while (true) {
     bind();
-    readingAll.set(anyHeld());
+    readingAll.set(firstAnySource() != held.end());
     std::erase_if(waiting, [&](const Posted& w) {
       if (w.op->state.load(std::memory_order_acquire) != transport::NetOp::kDone) return false;
-      if (w.source != nullptr && w.op->dir == transport::NetOp::Dir::kRecv) *w.source = w.peer;
       done(w.index);
       return true;
     });

@@ -33,8 +33,6 @@ class NetPointToPoint {
   struct Posted {
     std::size_t index;
     transport::NetOp* op;
-    int peer;
-    int* source;  // P2pOp::source
   };
   struct Held {
     std::size_t index;
