@@ -14,8 +14,9 @@
 ///   ranks is only deterministic if the caller makes it so.
 /// - Async calls (`*Async`) are queued and run in issue order on the communicator's progress thread; a blocking
 ///   call issued after them runs after them. One exception: point-to-point calls on host buffers queued behind a
-///   running point-to-point call join it and progress together, each completing on its own (never past a
-///   collective queued between them). Work objects may be waited on or tested from any thread.
+///   running point-to-point call join it and progress together, each completing on its own, and a collective on
+///   host buffers queued behind them runs while they are pending (point-to-point calls never pass a collective).
+///   Work objects may be waited on or tested from any thread.
 /// - rank(), size() may be called at any time from any thread. Destroying a communicator while a call on it
 ///   runs in another thread is not allowed; destroy it after its Work has completed.
 /// - Buffers passed to a call must stay valid until it returns (blocking) or its Work completes (async).
@@ -306,10 +307,12 @@ class Communicator {
   Work scatterAsync(const void* send, void* recv, std::size_t count, DataType type, int root, CallOptions = {});
   Work barrierAsync(CallOptions = {});
   /// Point-to-point calls on host buffers posted while earlier ones run join them, and each completes on its own
-  /// (as MPI_Isend/MPI_Irecv): any order of matching sends and receives between ranks completes. A collective
-  /// queued among them keeps its place: calls after it wait for it. Device buffers run in issue order. A call whose
-  /// peer reached that collective without posting the matching call before it can never complete: it fails with
-  /// Mismatch within seconds, naming the peer and the collective, and the communicator breaks.
+  /// (as MPI_Isend/MPI_Irecv): any order of matching sends and receives between ranks completes. A collective on
+  /// host buffers queued among them runs while they are pending, as MPI's does, moving their messages meanwhile:
+  /// a receive whose matching send the peer posts after that collective completes. Point-to-point calls queued after
+  /// it join once it ran. Device buffers run in issue order; a call whose peer reached a device collective queued
+  /// behind it without posting the matching call before it can never complete: it fails with Mismatch within
+  /// seconds, naming the peer and the collective, and the communicator breaks.
   Work groupAsync(std::vector<P2pOp> ops, CallOptions = {});
   Work sendAsync(const void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});
   Work recvAsync(void* buf, std::size_t count, DataType type, int peer, int tag = 0, CallOptions = {});

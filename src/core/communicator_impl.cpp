@@ -304,12 +304,16 @@ void CommunicatorImpl::release() {
   }
 }
 
-void CommunicatorImpl::execute(Task& task, bool mayFeed) {
+void CommunicatorImpl::execute(Task& task, bool mayFeed, FunctionRef<void()> alongside) {
   if (mayFeed && task.p2p) {
     executeGroup(task);
     return;
   }
-  const OpEnv env = makeEnv(task.op, task.seq, task.opts);
+  OpEnv env = makeEnv(task.op, task.seq, task.opts);
+  if (alongside) {
+    env.check = [alongside] { alongside(); };
+    env.sliceMicros = kAlongsideSliceMicros;
+  }
   std::exception_ptr error;
   try {
     throwIfBroken(env.context);
@@ -485,13 +489,13 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
     release();
     return work;
   }
-  const bool joinable = task.p2p != nullptr;
+  const bool forGroup = task.p2p != nullptr || task.interleaves();
   if (task.device) ++pendingDeviceCalls_;
   queue_.push_back(std::move(task));
   if (!progress_.joinable()) progress_ = startThread("the communicator's progress thread", [this] { progressLoop(); });
   cv_.notify_all();
-  if (joinable) {
-    p2pQueued_.store(true, std::memory_order_seq_cst);
+  if (forGroup) {
+    queuedForGroup_.store(true, std::memory_order_seq_cst);
     lock.unlock();
     // A running group asleep in its wait looks now rather than a sleep slice later.
     if (groupRunning_.load(std::memory_order_seq_cst)) engines_.host().wakePointToPoint();

@@ -21,6 +21,7 @@
 #include "algorithms/staging_layout.hpp"
 #include "base/config.hpp"
 #include "base/data_type.hpp"
+#include "base/function_ref.hpp"
 #include "bootstrap/store.hpp"
 #include "braid/braid.hpp"
 #include "core/engine_stack.hpp"
@@ -227,6 +228,9 @@ class CommunicatorImpl {
     std::shared_ptr<const std::vector<P2pOp>> p2p;  // its operations, when it may run in a fed group
     std::uint64_t releases = 0;                     // a detached call: the handoff ticket its end releases
     bool device = false;  // it runs on the device engine (and may settle what that engine does)
+    /// A call on host buffers that a running point-to-point group may run between its steps (p2p_group.cpp): not
+    /// itself a point-to-point group, nothing on a stream or the device engine.
+    bool interleaves() const { return !p2p && !device && releases == 0 && opts.stream == nullptr; }
   };
   class GroupFeed;
 
@@ -280,7 +284,12 @@ class CommunicatorImpl {
   std::int64_t takeGate(bool collective, std::uint64_t flags, bool ifIdle);
   void release();
   /// Runs a task; on the progress thread (`mayFeed`) a point-to-point one runs as a fed group (p2p_group.cpp).
-  void execute(Task& task, bool mayFeed);
+  /// `alongside`: the task runs inside such a group, whose messages its waits move with it (P2pFeed::interleave).
+  void execute(Task& task, bool mayFeed, FunctionRef<void()> alongside = {});
+  /// How often such a task's waits move the group's messages once they sleep: a 256 KiB ring's worth from a peer
+  /// still sending to this rank every ~150 us (with the spin before the first sleep), about what a timer's slack
+  /// allows, so that its send completes and it reaches the collective.
+  static constexpr long kAlongsideSliceMicros = 50;
   /// Runs `first` and the point-to-point calls queued behind it while it runs, each finishing when its operations
   /// are done: nonblocking sends and receives progress together instead of in issue order.
   void executeGroup(Task& first);
@@ -326,11 +335,11 @@ class CommunicatorImpl {
   ErrorCode brokenCode_ = ErrorCode::kInternal;
   int brokenPeer_ = -1;  // the peer the PeerLost that set broken_ named (-1: none, or another error)
   std::atomic<bool> brokenFlag_{false};
-  std::atomic<bool> aborted_{false};       // broken_ is set: read without the lock on every call
-  std::atomic<bool> groupRunning_{false};  // executeGroup is running: queued point-to-point calls may join it
-  std::atomic<bool> p2pQueued_{false};     // a point-to-point task was queued since the group last looked
-  int pendingDeviceCalls_ = 0;             // queued device calls that are not detached: they may settle the engine
-  std::optional<Error> detachedError_;     // the first failure of a detached call
+  std::atomic<bool> aborted_{false};         // broken_ is set: read without the lock on every call
+  std::atomic<bool> groupRunning_{false};    // executeGroup is running: queued point-to-point calls may join it
+  std::atomic<bool> queuedForGroup_{false};  // a task that joins or interleaves was queued since the group last looked
+  int pendingDeviceCalls_ = 0;               // queued device calls that are not detached: they may settle the engine
+  std::optional<Error> detachedError_;       // the first failure of a detached call
   // Detached calls: the handoff (made at the first), and the lock that queues their tickets in issue order.
   std::mutex issueMu_;
   std::unique_ptr<device::StreamHandoff> handoff_;

@@ -1,21 +1,23 @@
 // Fed point-to-point groups (algorithms/p2p_feed.hpp): on the progress thread a point-to-point call on host
 // buffers runs with a feed, and the point-to-point calls queued directly behind it join it while it runs. Each call
 // finishes when its own operations are done, so isend-then-recv patterns between ranks progress as they do under
-// MPI and Gloo. A collective queued behind the group still waits for it: calls never pass a collective.
+// MPI and Gloo. A collective on host buffers queued behind the group runs inside it (P2pFeed::interleave), its waits
+// moving the group's messages, so that irecv, allreduce, send completes on both ranks; point-to-point calls queued
+// behind that collective join the group after it ran, so calls never pass a collective.
 //
 // Timeouts: while the group holds its first call alone, the engine's own deadline applies (its error says how far
 // each operation got). Once another call joins, every call keeps its own deadline, checked between the engine's
 // sleeps, and the engine's is lifted: the first call's deadline must not end a call that joined much later.
-// A failure ends the whole group: every call in it fails with the error (over TCP the ranks' streams are out of
-// step after one anyway).
+// A failure of the group's operations ends the whole group: every call in it fails with the error (over TCP the
+// ranks' streams are out of step after one anyway). A collective run inside it fails on its own, as anywhere.
 //
-// Calls that cannot meet: a collective queued behind the group waits for it, so when a peer the group still waits
-// for has begun that collective, or waits for it behind point-to-point calls of its own (each rank publishes that
-// in its progress word), the peer has posted every call it will post before the collective, and what the group
-// waits for from it comes after: neither rank can move (irecv, allreduce, send on both ranks). The group fails
-// with Mismatch once that has held for a grace period in which none of its bytes moved (a large message that flows
-// is no deadlock, however long it takes), instead of waiting out the timeout, and the communicator breaks, since
-// the pair's messages may have moved in part.
+// Calls that cannot meet: a call that does not run inside the group (one on the device engine or on a CUDA stream)
+// waits for it, so when a peer the group still waits for has begun that call, or waits for it behind point-to-point
+// calls of its own (each rank publishes that in its progress word), the peer has posted every call it will post
+// before it, and what the group waits for from it comes after: neither rank can move. The group fails with Mismatch
+// once that has held for a grace period in which none of its bytes moved (a large message that flows is no
+// deadlock, however long it takes), instead of waiting out the timeout, and the communicator breaks, since the pair's
+// messages may have moved in part.
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -73,7 +75,26 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     next_ += n;
   }
 
-  bool posted() const override { return c_.p2pQueued_.load(std::memory_order_acquire); }
+  bool posted() const override { return c_.queuedForGroup_.load(std::memory_order_acquire); }
+
+  void interleave(FunctionRef<void()> keepMoving) override {
+    if (!posted()) return;
+    while (true) {
+      std::optional<Task> task;
+      {
+        std::lock_guard lock(c_.mu_);
+        if (c_.queue_.empty() || !c_.queue_.front().interleaves()) break;
+        task.emplace(std::move(c_.queue_.front()));
+        c_.queue_.pop_front();
+        c_.noteStarted(*task);
+        if (c_.queue_.empty()) c_.gate_.fetch_and(~CommunicatorImpl::kQueued, std::memory_order_acq_rel);
+      }
+      // As the progress loop runs it, except that its waits move the group's messages too. A failure ends it as it
+      // would anyway (its Work holds the error), and breaks the communicator where it leaves the ranks out of step.
+      c_.execute(*task, false, keepMoving);
+    }
+    c_.throwIfBroken(env_.context);
+  }
 
   void moved() override { moved_ = true; }
 
@@ -82,11 +103,15 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     std::vector<Task> joining;
     {
       std::lock_guard lock(c_.mu_);
-      c_.p2pQueued_.store(false, std::memory_order_relaxed);
+      c_.queuedForGroup_.store(false, std::memory_order_relaxed);
       while (!c_.queue_.empty() && c_.queue_.front().p2p) {
         joining.push_back(std::move(c_.queue_.front()));
         c_.queue_.pop_front();
         c_.noteStarted(joining.back());
+      }
+      // A collective queued since interleave() looked: the next look runs it.
+      if (!c_.queue_.empty() && c_.queue_.front().interleaves()) {
+        c_.queuedForGroup_.store(true, std::memory_order_relaxed);
       }
       if (c_.queue_.empty()) c_.gate_.fetch_and(~CommunicatorImpl::kQueued, std::memory_order_acq_rel);
     }
@@ -159,7 +184,7 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     if (!waitingOn_.empty() && (c_.gate_.load(std::memory_order_acquire) & CommunicatorImpl::kQueued) != 0) {
       {
         std::lock_guard lock(c_.mu_);
-        if (!c_.queue_.empty() && !c_.queue_.front().p2p) {
+        if (!c_.queue_.empty() && !c_.queue_.front().p2p && !c_.queue_.front().interleaves()) {
           seq = c_.queue_.front().seq;
           op = c_.queue_.front().op;
         }
@@ -225,10 +250,11 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     ErrorContext ctx = env_.context;
     ctx.peer = peer;
     fail(ErrorCode::kMismatch, ctx, "this rank's ", describe(*waiting), " cannot complete: collective #", seq, " (", op,
-         "), posted after it here, waits for it, and ", peer == kAnySource ? "every peer" : strCat("peer ", peer),
+         "), posted after it here on device buffers or a stream, waits for it, and ",
+         peer == kAnySource ? "every peer" : strCat("peer ", peer),
          " has reached that collective with its matching call not posted before it, so that call comes ",
-         "after the collective. A collective waits for the point-to-point calls posted before it on its ",
-         "communicator: post the matching calls before the collective on both ranks, or give point-to-point traffic ",
+         "after the collective. A collective on device buffers or a stream waits for the point-to-point calls on host ",
+         "buffers posted before it: post the matching calls before it on both ranks, or give point-to-point traffic ",
          "a communicator of its own (torch: dist.new_group)");
   }
 

@@ -15,14 +15,6 @@
 
 namespace braid::transport {
 
-namespace {
-
-// 20 ms slices: short enough that a dead peer or an abort is noticed quickly, long enough that a sleeping rank
-// costs ~50 wake-ups a second.
-constexpr long kSliceNanos = 20'000'000;
-
-}  // namespace
-
 void cpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
@@ -66,9 +58,10 @@ void bump(WaitWord& word) {
   if (word.sleepers.load(std::memory_order_seq_cst) != 0) futexWakeAll(&word.value);
 }
 
-void sleepWhileEqual(WaitWord& word, std::uint32_t seen) {
+void sleepWhileEqual(WaitWord& word, std::uint32_t seen, long sliceMicros) {
+  const long nanos = (sliceMicros > 0 ? sliceMicros : kSleepSliceMicros) * 1000;
   word.sleepers.fetch_add(1, std::memory_order_seq_cst);
-  if (word.value.load(std::memory_order_seq_cst) == seen) futexWait(&word.value, seen, kSliceNanos);
+  if (word.value.load(std::memory_order_seq_cst) == seen) futexWait(&word.value, seen, nanos);
   word.sleepers.fetch_sub(1, std::memory_order_seq_cst);
 }
 

@@ -24,6 +24,8 @@ struct WaitPolicy {
   FunctionRef<void()> check;
   /// Called when the deadline passes; must throw (Timeout naming what was awaited).
   FunctionRef<void()> onTimeout;
+  /// How long one sleep lasts before `check` runs again; 0: kSleepSliceMicros.
+  long sliceMicros = 0;
 };
 
 /// A word with a waiter count beside it, so that posting costs no system call when nobody sleeps. Where it lives
@@ -53,8 +55,12 @@ void wakeSleepers(WaitWord& word);
 void bump(WaitWord& word);
 void cpuRelax();
 void yieldCore();
-/// Sleeps until `word.value` may differ from `seen` or a short slice passes (registered as a sleeper).
-void sleepWhileEqual(WaitWord& word, std::uint32_t seen);
+/// 20 ms: short enough that a dead peer or an abort is noticed quickly, long enough that a sleeping rank costs ~50
+/// wake-ups a second.
+inline constexpr long kSleepSliceMicros = 20'000;
+/// Sleeps until `word.value` may differ from `seen` or `sliceMicros` pass (0: kSleepSliceMicros), registered as a
+/// sleeper.
+void sleepWhileEqual(WaitWord& word, std::uint32_t seen, long sliceMicros = 0);
 
 /// Returns once `ready(word.value)` holds; otherwise policy.check / policy.onTimeout throw.
 template <typename Ready>
@@ -93,7 +99,7 @@ void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
       if (policy.onTimeout) policy.onTimeout();
       return;  // onTimeout throws; returning still never waits past the deadline
     }
-    sleepWhileEqual(word, seen);
+    sleepWhileEqual(word, seen, policy.sliceMicros);
   }
 }
 

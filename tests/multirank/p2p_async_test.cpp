@@ -90,8 +90,8 @@ TEST_P(P2pAsync, ManyCallsAroundARingJoinAndLandInPlace) {
       "");
 }
 
-// A collective queued behind a running group keeps its place: it runs after the group, and later point-to-point
-// calls do not pass it.
+// A collective queued behind a running group runs while the group's send is still pending, and the receive queued
+// behind the collective does not pass it: rank 1 answers only after the allreduce.
 TEST_P(P2pAsync, ACollectiveBehindAGroupKeepsItsPlace) {
   EXPECT_EQ(failures(run(2,
                          [](Communicator& comm) {
@@ -117,92 +117,8 @@ TEST_P(P2pAsync, ACollectiveBehindAGroupKeepsItsPlace) {
             "");
 }
 
-// What is wrong with how `received` (a receive from `peer` that cannot meet its send) ended: "" when it failed with
-// Mismatch naming the peer, the receive and the collective #0 (allreduce) queued behind it.
-std::string cannotMeetComplaint(Work& received, int peer) {
-  try {
-    received.wait();
-    return "the receive completed; ";
-  } catch (const Error& e) {
-    const std::string text = e.what();
-    if (e.code() != ErrorCode::kMismatch || e.context().peer != peer ||
-        text.find("receive from peer " + std::to_string(peer)) == std::string::npos ||
-        text.find("collective #0 (allreduce)") == std::string::npos) {
-      return "the receive failed otherwise: " + text;
-    }
-  }
-  return "";
-}
-
-// What is wrong with a failure that began at `start` taking its time; then stays a moment, since over TCP the peer
-// may learn this rank's state from a heartbeat after this rank's own check fired, and leaving at once would end its
-// receive with PeerLost.
-std::string tookTooLongThenStay(std::chrono::steady_clock::time_point start) {
-  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  return took > 10 ? "failed after " + std::to_string(took) + " s" : "";
-}
-
-// Calls that cannot meet fail in seconds, not at the timeout: each rank posts a receive, then a collective, then
-// the send the other's receive waits for. The collective waits for the receive, the receive for a send posted after
-// the peer's collective: the group fails with Mismatch naming the peer and the collective, and the collective with it.
-TEST_P(P2pAsync, CallsThatCannotMeetFailInSecondsNamingTheCollective) {
-  EXPECT_EQ(failures(run(2,
-                         [](Communicator& comm) {
-                           const int peer = 1 - comm.rank();
-                           std::vector<std::uint32_t> got(1 << 16, 0), mine = pattern(got.size(), comm.rank());
-                           std::uint64_t sum = 1;
-                           const auto start = std::chrono::steady_clock::now();
-                           Work received = comm.recvAsync(got.data(), got.size(), DataType::kUint32, peer, 5);
-                           std::string wrong;
-                           try {
-                             comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
-                             comm.send(mine.data(), mine.size(), DataType::kUint32, peer, 5);
-                             wrong += "the allreduce behind the receive completed; ";
-                           } catch (const Error& e) {
-                             // The communicator broke with the group's error, and says what it was.
-                             if (e.code() != ErrorCode::kMismatch) wrong += std::string("the allreduce: ") + e.what();
-                           }
-                           wrong += cannotMeetComplaint(received, peer);
-                           wrong += tookTooLongThenStay(start);
-                           if (!wrong.empty()) throw std::runtime_error(wrong);
-                         })),
-            "");
-}
-
-// The same when only one rank queued its collective behind the receive and the peer is already in it: the peer's
-// send comes after the allreduce, which waits for rank 0, whose allreduce waits for the receive.
-TEST_P(P2pAsync, AReceiveBehindWhichAPeerAlreadyRunsTheCollectiveFails) {
-  EXPECT_EQ(failures(run(2,
-                         [](Communicator& comm) {
-                           std::vector<std::uint32_t> got(1 << 16, 0), mine = pattern(got.size(), 3);
-                           std::uint64_t sum = 1;
-                           const auto start = std::chrono::steady_clock::now();
-                           std::string wrong;
-                           if (comm.rank() == 0) {
-                             Work received = comm.recvAsync(got.data(), got.size(), DataType::kUint32, 1, 5);
-                             try {
-                               comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
-                               wrong += "the allreduce behind the receive completed; ";
-                             } catch (const Error&) {
-                             }
-                             wrong += cannotMeetComplaint(received, 1);
-                           } else {
-                             try {
-                               comm.allreduce(&sum, &sum, 1, DataType::kUint64, ReduceKind::kSum);
-                               comm.send(mine.data(), mine.size(), DataType::kUint32, 0, 5);
-                               wrong += "the allreduce completed; ";
-                             } catch (const Error&) {
-                             }
-                           }
-                           wrong += tookTooLongThenStay(start);
-                           if (!wrong.empty()) throw std::runtime_error(wrong);
-                         })),
-            "");
-}
-
-// A large message flowing between two ranks that both queued a collective behind it is no pair of calls that cannot
-// meet, however long it takes (each rank's group sees its bytes move).
+// A large message flowing between two ranks that both queued a collective behind it: the collective runs inside each
+// rank's group while the message moves (p2p_beside_collectives_test.cpp has more).
 TEST_P(P2pAsync, ALargeMessageFlowingAheadOfACollectiveIsNoDeadlock) {
   EXPECT_EQ(failures(run(2,
                          [](Communicator& comm) {

@@ -157,6 +157,25 @@ def test_receives_from_any_source_name_their_sender():
     run_ranks(receives_from_any_source, size=3)
 
 
+def collectives_beside_point_to_point(rank, size, gloo):
+    # Each rank posts irecv, then all_reduce and barrier, then the send its peer's irecv waits for: the collectives do
+    # not wait for the pending receive, as on Gloo, and a rank that reached the barrier first still gets its message.
+    peer = 1 - rank
+    got = torch.empty(1000)
+    work = dist.irecv(got, src=peer, tag=9)
+    t = torch.tensor([float(rank + 1)])
+    dist.all_reduce(t)
+    dist.barrier()
+    dist.send(torch.full((1000,), float(rank)), dst=peer, tag=9)
+    work.wait()
+    same(t, torch.tensor([3.0]), "all_reduce beside a pending irecv")
+    same(got, torch.full((1000,), float(peer)), "the message sent after the collectives")
+
+
+def test_collectives_do_not_wait_for_pending_point_to_point():
+    run_ranks(collectives_beside_point_to_point, size=2)
+
+
 def refused_layouts(rank, size, gloo):
     # Each layout torch's own backends refuse is refused before anything moves; the bytes around the tensors stay
     # as they were (a split past a tensor's end used to read or write outside it).

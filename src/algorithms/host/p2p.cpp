@@ -1,6 +1,7 @@
 #include "algorithms/host/p2p.hpp"
 
 #include <cstring>
+#include <exception>
 
 #include "algorithms/host/any_source.hpp"
 #include "algorithms/p2p_feed.hpp"
@@ -53,6 +54,7 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   policy.yieldWhileSpinning = env.yieldWhileSpinning;
   policy.timeoutSeconds = env.timeoutSeconds;
   policy.deadline = &env.deadline;
+  policy.sliceMicros = env.sliceMicros;
   const auto checkWait = [&] {
     checkCall(env);
     for (std::size_t i = 0; i < ops.size(); ++i) {
@@ -107,10 +109,30 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   policy.check = checkWait;
   policy.onTimeout = failTimedOut;
 
+  // What a collective run inside the group calls between its sleeps: the group's messages move meanwhile, so that a
+  // peer still sending to this rank (or waiting for its receive) before it reaches that collective gets there. Its
+  // errors wait for the collective to end: they are the group's.
+  std::exception_ptr failedAlongside;
+  const auto keepMoving = [&] {
+    if (failedAlongside) return;
+    try {
+      const bool sent = progressSends(ops, state, env);
+      const bool received = progressReceives(ops, state, env);
+      if (sent || received) env.feed->moved();
+    } catch (...) {
+      failedAlongside = std::current_exception();
+    }
+  };
+
   transport::WaitWord& bell = fabric_.doorbell(fabric_.rank());
   while (true) {
     const std::uint32_t seen = bell.value.load(std::memory_order_acquire);
-    // Operations posted since the last look join now (the feed rings this rank's doorbell when it has some).
+    // Collectives posted since the last look run now, and operations posted join (the feed rings this rank's doorbell
+    // when it has either).
+    if (env.feed != nullptr) {
+      env.feed->interleave(keepMoving);
+      if (failedAlongside) std::rethrow_exception(failedAlongside);
+    }
     const std::size_t before = ops.size();
     const bool joined = env.feed != nullptr && env.feed->take(ops);
     if (joined) admit(before);
@@ -141,7 +163,7 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
       // Done, unless more joined meanwhile: the feed is asked once more before the group ends.
       if (env.feed == nullptr) return;
       const std::size_t size = ops.size();
-      if (!env.feed->take(ops)) return;
+      if (!env.feed->take(ops)) return;  // a collective queued meanwhile runs on the progress loop
       admit(size);
       continue;
     }

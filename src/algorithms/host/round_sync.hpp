@@ -40,6 +40,7 @@ class RoundSync {
     policy_.yieldWhileSpinning = env.yieldWhileSpinning;
     policy_.timeoutSeconds = env.timeoutSeconds;
     policy_.deadline = &env.deadline;
+    policy_.sliceMicros = env.sliceMicros;
     policy_.check = FunctionRef<void()>::to<&RoundSync::checkWait>(this);
     policy_.onTimeout = FunctionRef<void()>::to<&RoundSync::failTimedOut>(this);
   }

@@ -173,6 +173,9 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
       return std::none_of(waiting.begin(), waiting.end(), [&](const Posted& w) { return w.op == &op; });
     });
     joined.clear();
+    // Collectives posted since the last look run now (the transport moves the group's posted messages during their
+    // waits; receives from any source still held are bound after them), and operations posted join.
+    if (env.feed != nullptr) env.feed->interleave({});
     if (env.feed != nullptr && env.feed->take(joined)) {
       postBatch(joined);
       continue;
