@@ -189,6 +189,12 @@ std::byte* LocalFabric::ringData(int sender, int receiver) {
   return regions_[sender] + layout_.ringOffset + static_cast<std::size_t>(receiver) * layout_.ringBytes;
 }
 
+std::atomic<std::uint32_t>& LocalFabric::singleCopyAnswer(int sender, int receiver) {
+  // The tail's line, after its WaitWord: both are the receiver's to write and the sender's to read.
+  return *reinterpret_cast<std::atomic<std::uint32_t>*>(reinterpret_cast<std::byte*>(&ringTail(sender, receiver)) +
+                                                        sizeof(WaitWord));
+}
+
 void LocalFabric::ring(int peer) { bump(doorbell(peer)); }
 
 std::size_t LocalFabric::ringWrite(int peer, const void* data, std::size_t len) {

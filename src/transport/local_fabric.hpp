@@ -6,7 +6,8 @@
 //
 // Region layout (offsets in bytes; every counter on its own cache line):
 //   [0, 4096*k)        control: roundLine[2] (counter + descriptor + small payload, per round parity), doorbell,
-//                      ringHead[size], ringTail[size], progress (transport/progress.hpp)
+//                      ringHead[size], ringTail[size] (each beside a single-copy answer), progress
+//                      (transport/progress.hpp)
 //   slotOffset         slot[0], slot[1]           (slotBytes each)
 //   ringOffset         ring[peer] for each peer   (ringBytes each, a power of two)
 #pragma once
@@ -113,6 +114,10 @@ class LocalFabric {
   std::size_t ringAvailable(int peer);
   /// Reads without consuming (for a message header); returns bytes copied (<= available).
   std::size_t ringPeek(int peer, void* out, std::size_t len);
+
+  /// `receiver`'s answer to the last message `sender` asked it to read from its memory (algorithms/host/p2p.cpp
+  /// says what the value means): written by the receiver beside the ring's tail, read by the sender.
+  std::atomic<std::uint32_t>& singleCopyAnswer(int sender, int receiver);
 
   /// This rank's doorbell: rung whenever a ring towards or from this rank moves.
   WaitWord& doorbell(int peer);

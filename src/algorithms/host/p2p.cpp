@@ -7,6 +7,8 @@
 #include "algorithms/p2p_feed.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
+#include "base/logging.hpp"
+#include "transport/process_memory.hpp"
 
 namespace braid::host {
 
@@ -14,13 +16,60 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x42503250;  // "BP2P"
 constexpr std::size_t kCompactAfter = 64;     // completed operations a fed group keeps before dropping them
+// A single-copy answer (LocalFabric::singleCopyAnswer): the ticket of the message answered, times two, plus one where
+// the receiver did not read it (its payload must come through the ring). Tickets count from 1, so the zeroed word
+// answers none; they wrap at 2^31.
+constexpr std::uint32_t kTicketMask = 0x7fffffffu;
+constexpr std::uint32_t kRefused = 1;
 
 std::uint64_t bytesOf(const P2pOp& op) { return op.count * dataTypeSize(op.type); }
 
 }  // namespace
 
-P2pEngine::P2pEngine(transport::LocalFabric& fabric)
-    : fabric_(fabric), unexpected_(fabric.size()), incoming_(fabric.size()) {}
+P2pEngine::P2pEngine(transport::LocalFabric& fabric, bool singleCopy)
+    : fabric_(fabric),
+      unexpected_(fabric.size()),
+      incoming_(fabric.size()),
+      singleCopy_(singleCopy),
+      asked_(fabric.size(), 0),
+      answered_(fabric.size(), 0),
+      refusedBy_(fabric.size(), false) {}
+
+bool P2pEngine::singleCopyTo(int peer, std::uint64_t bytes) const {
+  // Only what cannot sit in the ring: a smaller message completes once written, whether or not the peer reads yet
+  // (two ranks that each send one and then receive rely on that).
+  return singleCopy_ && !refusedBy_[peer] && peer != fabric_.rank() && bytes > fabric_.layout().ringBytes;
+}
+
+void P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env) {
+  std::string why = "this rank reads no peer's memory";
+  // A receive of another size reads nothing (it fails with Mismatch once the message is through); the sender's send is
+  // done all the same, as it is when its bytes cross the ring.
+  bool read = in.target == nullptr || in.bytes == 0;
+  if (!read && singleCopy_) {
+    read = transport::readProcessMemory(transport::ProcessIdentity{h.pid, h.pidNamespace}, h.address, in.target,
+                                        in.bytes, &why);
+  }
+  // Only now: once answered, the sender's buffer is its program's again.
+  const std::uint32_t ticket = ++answered_[peer] & kTicketMask;
+  fabric_.singleCopyAnswer(peer, fabric_.rank()).store(ticket << 1 | (read ? 0 : kRefused), std::memory_order_release);
+  fabric_.ring(peer);
+  if (!read) {
+    logLine(LogLevel::kDebug, fabric_.rank(),
+            strCat("large messages from peer ", peer, " cross the shared-memory ring: ", why));
+    return;  // the payload follows in the ring, read as any other
+  }
+  in.done = in.bytes;
+  // A sender that failed or aborted while this rank read may have handed its buffer back to its program meanwhile:
+  // what was read cannot be trusted.
+  std::string failed = fabric_.peerFailure(peer);
+  if (failed.empty()) failed = fabric_.peerBroke(peer);
+  if (!failed.empty()) {
+    ErrorContext ctx = env.context;
+    ctx.peer = peer;
+    fail(ErrorCode::kPeerLost, ctx, failed, " while this rank read its message (tag ", h.tag, ")");
+  }
+}
 
 void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   // A message still being read into a receive of an earlier group, which failed (a run ends normally only once
@@ -197,10 +246,30 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
     busy[op.peer] = true;
     if (!s.headerSent) {
       if (fabric_.ringFree(op.peer) < sizeof(Header)) continue;
-      const Header h{kMagic, op.tag, s.bytes};
+      Header h{kMagic, op.tag, s.bytes, 0, 0, 0, 0};
+      if (singleCopyTo(op.peer, s.bytes)) {
+        const transport::ProcessIdentity& me = transport::thisProcess();
+        h.address = reinterpret_cast<std::uintptr_t>(op.buffer);
+        h.pidNamespace = me.pidNamespace;
+        h.pid = me.pid;
+        s.awaitingAnswer = true;
+        s.ticket = ++asked_[op.peer] & kTicketMask;
+      }
       fabric_.ringWrite(op.peer, &h, sizeof h);
       s.headerSent = true;
       progressed = true;
+    }
+    if (s.awaitingAnswer) {
+      // Later sends to the peer wait behind it (busy): one question to a peer at a time, so its answer is this one's.
+      const std::uint32_t answer = fabric_.singleCopyAnswer(fabric_.rank(), op.peer).load(std::memory_order_acquire);
+      if (answer >> 1 != s.ticket) continue;
+      s.awaitingAnswer = false;
+      progressed = true;
+      if ((answer & kRefused) != 0) {
+        refusedBy_[op.peer] = true;  // this one and the later ones go through the ring
+      } else {
+        s.done = s.bytes;
+      }
     }
     if (s.done < s.bytes) {
       const std::size_t n =
@@ -326,6 +395,7 @@ bool P2pEngine::readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pendi
         in.target = unexpected_[peer].back().data.data();
       }
       progressed = true;
+      if (h.address != 0) readSingleCopy(peer, h, in, env);
     }
     if (in.done < in.bytes) {
       const std::size_t got = fabric_.ringRead(peer, in.target ? in.target + in.done : nullptr, in.bytes - in.done);

@@ -5,6 +5,12 @@
 // the first whose header it reads; receives match arriving messages in the order they were posted. A group's operations
 // all progress together, so any mix of sends and receives completes without deadlock as long as every rank posts the
 // matching ones; calls posted while a group runs join it (p2p_feed.hpp).
+//
+// Single copy: a message larger than the ring waits for its receiver anyway, so it does not cross the ring. Its
+// header names where it lies in the sender's memory, and the receiver copies it from there in one step
+// (transport/process_memory.hpp) before it answers; the send completes with the answer. Where the kernel refuses
+// the read, the answer says so, and the sender streams that message and its later ones to that peer through the
+// ring as it does smaller ones.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +25,9 @@ namespace braid::host {
 
 class P2pEngine {
  public:
-  explicit P2pEngine(transport::LocalFabric& fabric);
+  /// `singleCopy`: whether this rank asks its peers to read its large messages from its memory and reads theirs
+  /// (false: it refuses, and every message crosses the ring).
+  explicit P2pEngine(transport::LocalFabric& fabric, bool singleCopy = true);
 
   /// Runs all `ops` to completion (or throws: Timeout, PeerLost, Mismatch of sizes naming peer and tag), and with
   /// env.feed what joins them meanwhile, each reported as it completes.
@@ -32,6 +40,11 @@ class P2pEngine {
     std::uint32_t magic;
     std::int32_t tag;
     std::uint64_t bytes;
+    // A single-copy message's place in the sender's memory, and whose memory; address 0: the payload follows.
+    std::uint64_t address;
+    std::uint64_t pidNamespace;
+    std::int32_t pid;
+    std::uint32_t reserved;
   };
   struct Unexpected {
     int tag;
@@ -54,12 +67,19 @@ class P2pEngine {
     std::uint64_t done = 0;
     bool headerSent = false;
     bool complete = false;
-    bool matched = false;  // receives: bound to an incoming message
+    bool matched = false;         // receives: bound to an incoming message
+    bool awaitingAnswer = false;  // sends: single copy asked, not yet answered
+    std::uint32_t ticket = 0;     // and which of this rank's single-copy messages to that peer it is
   };
 
   bool progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
+  /// Whether a send of `bytes` to `peer` asks the peer to read it from this rank's memory.
+  bool singleCopyTo(int peer, std::uint64_t bytes) const;
+  /// A single-copy message's header arrived from `peer`, its target chosen: reads it whole, or leaves its payload
+  /// to come through the ring (the kernel refused); answers the sender either way.
+  void readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env);
   /// Reads what arrived from `peer` while a pending receive may take it; true when bytes moved.
   bool readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   /// The peer whose message the receive `op` is bound to and reading, or -1.
@@ -75,6 +95,10 @@ class P2pEngine {
   std::uint64_t arrivals_ = 0;                      // Unexpected::arrival of the next
   std::vector<bool> wanted_;                        // progressReceives: the peers it reads, kept to spare allocations
   int firstPeer_ = 0;  // where a receive from any source starts looking, turning so that no peer starves the others
+  bool singleCopy_;
+  std::vector<std::uint32_t> asked_;     // per peer: single-copy messages this rank sent it (tickets)
+  std::vector<std::uint32_t> answered_;  // per peer: its single-copy messages this rank answered
+  std::vector<bool> refusedBy_;          // per peer: it could not read this rank's memory (or will not)
 };
 
 }  // namespace braid::host
