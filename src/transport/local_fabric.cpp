@@ -56,6 +56,10 @@ LocalFabric::LocalFabric(std::unique_ptr<LocalGroup> group, const FabricLayout& 
          layout_.regionBytes);
   }
   for (int peer = 0; peer < size_; ++peer) regions_.push_back(group_->region(peer));
+  // Rings start empty; a fabric made over a region already in use (none is) would start from its tails.
+  for (int peer = 0; peer < size_; ++peer) {
+    knownTails_.push_back(ringTail(rank_, peer).value.load(std::memory_order_acquire));
+  }
 }
 
 WaitWord& LocalFabric::word(int peer, std::size_t offset) {
@@ -198,24 +202,41 @@ std::atomic<std::uint32_t>& LocalFabric::singleCopyAnswer(int sender, int receiv
 void LocalFabric::ring(int peer) { bump(doorbell(peer)); }
 
 std::size_t LocalFabric::ringWrite(int peer, const void* data, std::size_t len) {
+  return ringWrite(peer, nullptr, 0, data, len);
+}
+
+std::size_t LocalFabric::ringWrite(int peer, const void* whole, std::size_t wholeLen, const void* data,
+                                   std::size_t len) {
   const std::uint32_t head = ringHead(rank_, peer).value.load(std::memory_order_relaxed);  // only we write it
-  const std::size_t free = ringFree(peer);
-  const std::size_t n = len < free ? len : free;
-  if (n == 0) return 0;
+  const std::size_t free = ringFree(peer, wholeLen + len);
+  if (free < wholeLen) return 0;
+  const std::size_t n = len < free - wholeLen ? len : free - wholeLen;
+  if (wholeLen + n == 0) return 0;
   std::byte* base = ringData(rank_, peer);
-  const std::size_t at = head & (layout_.ringBytes - 1);
-  const std::size_t first = n < layout_.ringBytes - at ? n : layout_.ringBytes - at;
-  std::memcpy(base + at, data, first);
-  std::memcpy(base, static_cast<const std::byte*>(data) + first, n - first);
-  ringHead(rank_, peer).value.store(head + static_cast<std::uint32_t>(n), std::memory_order_release);
+  const auto copyIn = [&](std::size_t offset, const void* from, std::size_t count) {
+    const std::size_t at = (head + offset) & (layout_.ringBytes - 1);
+    const std::size_t first = count < layout_.ringBytes - at ? count : layout_.ringBytes - at;
+    std::memcpy(base + at, from, first);
+    std::memcpy(base, static_cast<const std::byte*>(from) + first, count - first);
+  };
+  if (wholeLen > 0) copyIn(0, whole, wholeLen);
+  if (n > 0) copyIn(wholeLen, data, n);
+  ringHead(rank_, peer).value.store(head + static_cast<std::uint32_t>(wholeLen + n), std::memory_order_release);
   ring(peer);
   return n;
 }
 
-std::size_t LocalFabric::ringFree(int peer) {
+std::size_t LocalFabric::ringFree(int peer, std::size_t wanted) {
+  // From the tail as last read while that shows room enough: the tail's line is the receiver's, written at every
+  // read, and reading it at every write would move it between the two cores each message.
   const std::uint32_t head = ringHead(rank_, peer).value.load(std::memory_order_relaxed);
-  const std::uint32_t tail = ringTail(rank_, peer).value.load(std::memory_order_acquire);
-  return layout_.ringBytes - static_cast<std::uint32_t>(head - tail);
+  std::uint32_t& tail = knownTails_[static_cast<std::size_t>(peer)];
+  std::size_t free = layout_.ringBytes - static_cast<std::uint32_t>(head - tail);
+  if (free < wanted) {
+    tail = ringTail(rank_, peer).value.load(std::memory_order_acquire);
+    free = layout_.ringBytes - static_cast<std::uint32_t>(head - tail);
+  }
+  return free;
 }
 
 std::size_t LocalFabric::ringAvailable(int peer) {
@@ -237,12 +258,16 @@ std::size_t LocalFabric::ringPeek(int peer, void* out, std::size_t len) {
 }
 
 std::size_t LocalFabric::ringRead(int peer, void* out, std::size_t len) {
-  const std::size_t n = out ? ringPeek(peer, out, len) : (len < ringAvailable(peer) ? len : ringAvailable(peer));
+  const std::size_t held = ringAvailable(peer);
+  const std::size_t n = out ? ringPeek(peer, out, len) : (len < held ? len : held);
   if (n == 0) return 0;
   WaitWord& tail = ringTail(peer, rank_);
   tail.value.store(tail.value.load(std::memory_order_relaxed) + static_cast<std::uint32_t>(n),
                    std::memory_order_release);
-  ring(peer);
+  // The sender waits for room only on a ring with less free than a message header (far less than half of it): it is
+  // woken then, and a read of a ring it is not waiting on spares the write to its doorbell's line, which it reads
+  // while it spins (that write cost a small message's round trip a quarter of its time).
+  if (held > layout_.ringBytes / 2) ring(peer);
   return n;
 }
 

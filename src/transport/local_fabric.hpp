@@ -106,9 +106,13 @@ class LocalFabric {
   // --- point-to-point rings ---
   /// Copies up to `len` bytes into the ring towards `peer`; returns how many fitted.
   std::size_t ringWrite(int peer, const void* data, std::size_t len);
-  /// Bytes that ringWrite towards `peer` would take now.
-  std::size_t ringFree(int peer);
-  /// Copies up to `len` bytes out of the ring from `peer` (drops them when out is null); returns how many.
+  /// The same after `wholeLen` bytes at `whole` (a header), which go in whole or not at all: returns how many of
+  /// `data` followed them (0 also when `whole` did not fit). One publication, one ring of the peer's doorbell.
+  std::size_t ringWrite(int peer, const void* whole, std::size_t wholeLen, const void* data, std::size_t len);
+  /// Bytes that ringWrite towards `peer` would take now, or fewer where `wanted` or more fit already.
+  std::size_t ringFree(int peer, std::size_t wanted = SIZE_MAX);
+  /// Copies up to `len` bytes out of the ring from `peer` (drops them when out is null); returns how many. Rings the
+  /// peer's doorbell only where it may wait for room: the ring held more than half its bytes.
   std::size_t ringRead(int peer, void* out, std::size_t len);
   /// Bytes waiting in the ring from `peer`.
   std::size_t ringAvailable(int peer);
@@ -119,7 +123,8 @@ class LocalFabric {
   /// says what the value means): written by the receiver beside the ring's tail, read by the sender.
   std::atomic<std::uint32_t>& singleCopyAnswer(int sender, int receiver);
 
-  /// This rank's doorbell: rung whenever a ring towards or from this rank moves.
+  /// This rank's doorbell: rung whenever a ring towards this rank moves, when one from it has room again (a read of
+  /// a ring more than half full), for single-copy answers, when calls are posted to a running group, on failures.
   WaitWord& doorbell(int peer);
   void ring(int peer);
 
@@ -164,7 +169,8 @@ class LocalFabric {
   FabricLayout layout_;
   int rank_;
   int size_;
-  std::vector<std::byte*> regions_;  // group_->region(peer), asked once: the round path's every step needs one
+  std::vector<std::byte*> regions_;        // group_->region(peer), asked once: the round path's every step needs one
+  std::vector<std::uint32_t> knownTails_;  // per peer, the tail of this rank's ring towards it, as last read
   double heartbeatTimeout_ = 0;
   struct Seen {
     std::uint32_t value = 0;

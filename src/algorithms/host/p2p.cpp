@@ -83,10 +83,14 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   }
   // The group's operations: those given, then those that join it through env.feed; the feed numbers them in that
   // order, and ops[i] is its number base + i.
-  std::vector<P2pOp> ops(given.begin(), given.end());
-  std::vector<Pending> state;
-  std::vector<bool> told;  // with a feed: completed() was called for it
-  std::size_t base = 0;    // the feed's index of ops[0]: completed ones leave the front of the lists
+  // Kept by the engine between runs, so that a small message's call allocates nothing.
+  std::vector<P2pOp>& ops = ops_;
+  ops.assign(given.begin(), given.end());
+  std::vector<Pending>& state = state_;
+  state.clear();
+  std::vector<bool>& told = told_;  // with a feed: completed() was called for it
+  told.clear();
+  std::size_t base = 0;  // the feed's index of ops[0]: completed ones leave the front of the lists
   auto admit = [&](std::size_t from) {
     state.resize(ops.size());
     told.resize(ops.size(), false);
@@ -237,7 +241,8 @@ void P2pEngine::forget(std::size_t n, std::vector<P2pOp>& ops, std::vector<Pendi
 
 bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv&) {
   bool progressed = false;
-  std::vector<bool> busy(fabric_.size(), false);  // sends to one peer go one after another, in posting order
+  std::vector<bool>& busy = busy_;  // sends to one peer go one after another, in posting order
+  busy.assign(static_cast<std::size_t>(fabric_.size()), false);
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const P2pOp& op = ops[i];
     Pending& s = state[i];
@@ -245,7 +250,7 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
     if (busy[op.peer]) continue;
     busy[op.peer] = true;
     if (!s.headerSent) {
-      if (fabric_.ringFree(op.peer) < sizeof(Header)) continue;
+      if (fabric_.ringFree(op.peer, sizeof(Header)) < sizeof(Header)) continue;
       Header h{kMagic, op.tag, s.bytes, 0, 0, 0, 0};
       if (singleCopyTo(op.peer, s.bytes)) {
         const transport::ProcessIdentity& me = transport::thisProcess();
@@ -255,7 +260,9 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
         s.awaitingAnswer = true;
         s.ticket = ++asked_[op.peer] & kTicketMask;
       }
-      fabric_.ringWrite(op.peer, &h, sizeof h);
+      // The header and what of the payload fits go together: one publication, one ring of the peer's doorbell.
+      const std::size_t payload = s.awaitingAnswer ? 0 : s.bytes;
+      s.done = fabric_.ringWrite(op.peer, &h, sizeof h, op.buffer, payload);
       s.headerSent = true;
       progressed = true;
     }

@@ -94,6 +94,10 @@ class P2pEngine {
   std::vector<Incoming> incoming_;                  // per peer
   std::uint64_t arrivals_ = 0;                      // Unexpected::arrival of the next
   std::vector<bool> wanted_;                        // progressReceives: the peers it reads, kept to spare allocations
+  std::vector<bool> busy_;                          // progressSends: the peers a send is under way to, likewise
+  std::vector<P2pOp> ops_;                          // run: the group's operations (those given, then those that joined)
+  std::vector<Pending> state_;                      // and how each stands
+  std::vector<bool> told_;                          // and whether the feed heard it completed
   int firstPeer_ = 0;  // where a receive from any source starts looking, turning so that no peer starves the others
   bool singleCopy_;
   std::vector<std::uint32_t> asked_;     // per peer: single-copy messages this rank sent it (tickets)
