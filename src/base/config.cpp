@@ -176,7 +176,8 @@ const std::vector<KnobRow>& rows() {
        &Settings::localRank},
       {{"BRAID_LOG", KnobType::kString, "warn", "log level: error, warn, info, debug or trace"}, &Settings::logLevel},
       {{"BRAID_SHM_P2P_BYTES", KnobType::kBytes, "256K",
-        "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks)"},
+        "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks); a larger message is read "
+        "from the sender's memory in one copy where the kernel allows it"},
        &Settings::shmP2pBytes},
       // 0: by the rank count (tuning/shm_slot.cpp, and docs/BENCHMARKS.md's "Slot size by rank count"): 256 KiB for
       // 2 ranks, where 512 KiB and 1 MiB measured alike within the spread of two passes and 128 KiB slower.
