@@ -21,8 +21,9 @@ struct OpEnv {
   bool yieldWhileSpinning = false;
   /// Throws when the call must stop waiting. Called between sleeps.
   std::function<void()> check;
-  /// How long each of those sleeps lasts (0: transport::kSleepSliceMicros). A collective run inside a point-to-point
-  /// group sleeps briefly: its check moves the group's messages (P2pFeed::interleave).
+  /// How long each of those sleeps lasts on shared memory (0: transport::kSleepSliceMicros; a network transport's
+  /// waits keep their own). A collective run inside a point-to-point group sleeps briefly: its check moves the
+  /// group's messages (P2pFeed::interleave).
   long sliceMicros = 0;
   /// Set once the communicator is aborted (Communicator::abort, from any thread): waits end with Aborted.
   const std::atomic<bool>* aborted = nullptr;

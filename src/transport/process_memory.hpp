@@ -18,7 +18,7 @@ struct ProcessIdentity {
   std::uint64_t pidNamespace = 0;  // the inode of /proc/self/ns/pid (0: unknown)
 };
 
-/// This process (asked once).
+/// This process (asked once per thread, and again in a forked child).
 const ProcessIdentity& thisProcess();
 
 /// Copies `bytes` at `address` in process `owner` into `out`. A plain copy when `owner` is this process. Returns

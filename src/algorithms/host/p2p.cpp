@@ -42,13 +42,15 @@ bool P2pEngine::singleCopyTo(int peer, std::uint64_t bytes) const {
 }
 
 void P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env) {
-  std::string why = "this rank reads no peer's memory";
   // A receive of another size reads nothing (it fails with Mismatch once the message is through); the sender's send is
   // done all the same, as it is when its bytes cross the ring.
-  bool read = in.target == nullptr || in.bytes == 0;
+  std::string why;
+  bool read = in.target == nullptr;
   if (!read && singleCopy_) {
     read = transport::readProcessMemory(transport::ProcessIdentity{h.pid, h.pidNamespace}, h.address, in.target,
                                         in.bytes, &why);
+  } else if (!read) {
+    why = "this rank reads no peer's memory";
   }
   // Only now: once answered, the sender's buffer is its program's again.
   const std::uint32_t ticket = ++answered_[peer] & kTicketMask;

@@ -13,7 +13,6 @@ NetCall::NetCall(transport::NetTransport& net, const transport::CallDescriptor& 
   policy_.yieldWhileSpinning = env.yieldWhileSpinning;
   policy_.timeoutSeconds = env.timeoutSeconds;
   policy_.deadline = &env.deadline;
-  policy_.sliceMicros = env.sliceMicros;
   policy_.check = FunctionRef<void()>::to<&NetCall::checkWait>(this);
 }
 
