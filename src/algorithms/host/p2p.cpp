@@ -52,6 +52,14 @@ void P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const Op
   } else if (!read) {
     why = "this rank reads no peer's memory";
   }
+  // A sender that failed or aborted while this rank read may have handed its buffer back to its program meanwhile:
+  // what was read cannot be trusted. Asked before the answer: once answered, the sender's send is done and it may
+  // destroy its communicator at once, which must not read as a failure.
+  std::string failed;
+  if (read && in.target != nullptr) {
+    failed = fabric_.peerFailure(peer);
+    if (failed.empty()) failed = fabric_.peerBroke(peer);
+  }
   // Only now: once answered, the sender's buffer is its program's again.
   const std::uint32_t ticket = ++answered_[peer] & kTicketMask;
   fabric_.singleCopyAnswer(peer, fabric_.rank()).store(ticket << 1 | (read ? 0 : kRefused), std::memory_order_release);
@@ -62,10 +70,6 @@ void P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const Op
     return;  // the payload follows in the ring, read as any other
   }
   in.done = in.bytes;
-  // A sender that failed or aborted while this rank read may have handed its buffer back to its program meanwhile:
-  // what was read cannot be trusted.
-  std::string failed = fabric_.peerFailure(peer);
-  if (failed.empty()) failed = fabric_.peerBroke(peer);
   if (!failed.empty()) {
     ErrorContext ctx = env.context;
     ctx.peer = peer;
