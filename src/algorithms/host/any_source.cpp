@@ -3,7 +3,8 @@
 namespace braid::host {
 
 void checkAnySourcePeers(int rank, int size, int tag, const ErrorContext& context,
-                         const std::function<std::string(int)>& failure, const std::function<bool(int)>& left) {
+                         const std::function<std::string(int)>& failure, const std::function<bool(int)>& left,
+                         const std::function<bool()>& arrived) {
   int gone = 0;
   int last = -1;
   std::string lastWhy;
@@ -14,6 +15,7 @@ void checkAnySourcePeers(int rank, int size, int tag, const ErrorContext& contex
     ErrorContext ctx = context;
     ctx.peer = p;
     if (!left(p)) {
+      if (arrived()) return;
       fail(ErrorCode::kPeerLost, ctx, why, " while a receive from any source (tag ", tag,
            ") waited: its message may have been that peer's");
     }
@@ -22,7 +24,7 @@ void checkAnySourcePeers(int rank, int size, int tag, const ErrorContext& contex
     lastWhy = std::move(why);
   }
   // A rank alone may still send itself the message (a later call joins the receive).
-  if (size > 1 && gone == size - 1) {
+  if (size > 1 && gone == size - 1 && !arrived()) {
     ErrorContext ctx = context;
     ctx.peer = last;
     fail(ErrorCode::kPeerLost, ctx, "every peer left (the last: ", lastWhy, ") while a receive from any source (tag ",

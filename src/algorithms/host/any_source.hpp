@@ -12,9 +12,13 @@
 
 namespace braid::host {
 
-/// Throws PeerLost when a receive from any source with `tag`, nothing having arrived for it, can no longer count on
-/// its message (above). `failure(p)`: why peer p is gone, "" while it is not; `left(p)`: it left after its last call.
+/// Throws PeerLost when a receive from any source with `tag` can no longer count on its message (above).
+/// `failure(p)`: why peer p is gone, "" while it is not; `left(p)`: it left after its last call; `arrived()`: a
+/// message the receive may take has arrived. That is asked after the peers' states were read, never before: a peer
+/// sends its last message and then leaves, so a message asked for first may arrive, its sender leave, and the
+/// receive fail though its message is there.
 void checkAnySourcePeers(int rank, int size, int tag, const ErrorContext& context,
-                         const std::function<std::string(int)>& failure, const std::function<bool(int)>& left);
+                         const std::function<std::string(int)>& failure, const std::function<bool(int)>& left,
+                         const std::function<bool()>& arrived);
 
 }  // namespace braid::host

@@ -125,20 +125,22 @@ void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
       // A receive from any source that took a message waits for that peer alone.
       const int peer = op.peer == kAnySource && state[i].matched ? boundPeer(i) : op.peer;
       if (peer == kAnySource) {
-        bool waiting = false;
-        for (int p = 0; p < fabric_.size() && !waiting; ++p) waiting = fabric_.ringAvailable(p) > 0;
-        if (!waiting) {
-          checkAnySourcePeers(
-              fabric_.rank(), fabric_.size(), op.tag, env.context, [&](int p) { return fabric_.peerFailure(p); },
-              [&](int p) { return fabric_.peerLeft(p); });
-        }
+        checkAnySourcePeers(
+            fabric_.rank(), fabric_.size(), op.tag, env.context, [&](int p) { return fabric_.peerFailure(p); },
+            [&](int p) { return fabric_.peerLeft(p); },
+            [&] {
+              for (int p = 0; p < fabric_.size(); ++p) {
+                if (fabric_.ringAvailable(p) > 0) return true;
+              }
+              return false;
+            });
         continue;
       }
       if (peer < 0 || peer == fabric_.rank()) continue;
-      if (op.kind == P2pOp::Kind::kRecv && fabric_.ringAvailable(peer) > 0) continue;
       // Liveness only, not peerBroke: the survivors of a failure shrink their communicator through these calls.
+      // The ring is looked at after the peer's state: a peer writes its last message and then leaves.
       const std::string why = fabric_.peerFailure(peer);
-      if (!why.empty()) {
+      if (!why.empty() && !(op.kind == P2pOp::Kind::kRecv && fabric_.ringAvailable(peer) > 0)) {
         ErrorContext ctx = env.context;
         ctx.peer = peer;
         fail(ErrorCode::kPeerLost, ctx, why, " before its ", op.kind == P2pOp::Kind::kSend ? "receive" : "send",

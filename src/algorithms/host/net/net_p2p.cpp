@@ -115,7 +115,7 @@ void NetPointToPoint::run(std::span<const P2pOp> ops, const OpEnv& env) {
     if (any == held.end()) return;
     checkAnySourcePeers(
         net_.rank(), net_.size(), any->op.tag, env.context, [&](int p) { return net_.peerFailure(p); },
-        [&](int p) { return net_.peerLeft(p); });
+        [&](int p) { return net_.peerLeft(p); }, [&] { return arrivedFrom(any->op.tag) >= 0; });
   };
   std::uint64_t movedBefore = net_.pointToPointBytesMoved();
   // Asked after each of the wait's wake-ups: it also tells the feed when the group's bytes moved.
