@@ -179,6 +179,11 @@ const std::vector<KnobRow>& rows() {
         "bytes of each shared-memory send/recv ring (one per ordered pair of local ranks); a larger message is read "
         "from the sender's memory in one copy where the kernel allows it"},
        &Settings::shmP2pBytes},
+      // on: Open MPI's shared-memory transport reads large messages across processes the same way (its CMA).
+      {{"BRAID_SHM_SINGLE_COPY", KnobType::kString, "on",
+        "on: large messages and data-movement collectives over shared memory are read from the peer's memory in one "
+        "copy where the kernel allows it (process_vm_readv); off: always through shared memory, in two"},
+       &Settings::shmSingleCopy},
       // 0: by the rank count (tuning/shm_slot.cpp, and docs/BENCHMARKS.md's "Slot size by rank count"): 256 KiB for
       // 2 ranks, where 512 KiB and 1 MiB measured alike within the spread of two passes and 128 KiB slower.
       {{"BRAID_SHM_SLOT_BYTES", KnobType::kBytes, "0",

@@ -20,6 +20,7 @@ struct Settings {
   std::string directMaxBytesByRanks;       // BRAID_DIRECT_MAX_BYTES_BY_RANKS
   std::size_t shmSlotBytes = 0;            // BRAID_SHM_SLOT_BYTES
   std::size_t shmP2pBytes = 0;             // BRAID_SHM_P2P_BYTES
+  std::string shmSingleCopy;               // BRAID_SHM_SINGLE_COPY
   std::string shmStreamBytes;              // BRAID_SHM_STREAM_BYTES
   std::string shmThreads;                  // BRAID_SHM_THREADS
   long spinMicros = 0;                     // BRAID_SPIN_US

@@ -45,6 +45,13 @@ std::size_t streamingFromBytes(const Settings& settings, const topology::Topolog
 
 namespace {
 
+bool singleCopyOn(const Settings& settings) {
+  const std::string& v = settings.shmSingleCopy;
+  if (v.empty() || v == "on") return true;
+  if (v == "off") return false;
+  fail(ErrorCode::kInvalidArgument, {}, "BRAID_SHM_SINGLE_COPY='", v, "' is not on or off");
+}
+
 transport::FabricLayout layoutFor(int size, const Settings& settings, int threads) {
   return transport::FabricLayout::compute(size, tuning::shmSlotBytes(size, settings.shmSlotBytes, threads),
                                           settings.shmP2pBytes);
@@ -114,7 +121,8 @@ std::unique_ptr<Engine> makeLocalEngine(int size, std::unique_ptr<transport::Loc
       .streamFromBytes = streamingFromBytes(settings, thisHost()),
       .threads = threads,
       // as the calls' waits spin (CommunicatorImpl::makeEnv)
-      .spinMicros = outnumbersItsCpus(here) ? std::min(settings.spinMicros, 5L) : settings.spinMicros};
+      .spinMicros = outnumbersItsCpus(here) ? std::min(settings.spinMicros, 5L) : settings.spinMicros,
+      .singleCopy = singleCopyOn(settings)};
   return std::make_unique<host::LocalEngine>(std::move(group), layout, choose, explain, options,
                                              settings.heartbeatIntervalSeconds, settings.heartbeatTimeoutSeconds);
 }

@@ -21,7 +21,20 @@ constexpr std::size_t kMaxBytes = std::size_t{1} << 20;
 // stays what one thread's pass was, up to a bound on the memory a rank maps.
 constexpr std::size_t kMaxBytesWithHelpers = std::size_t{8} << 20;
 
+// Measured on the 2-core VM, 2 ranks, each build in turn (docs/BENCHMARKS.md, "Data-movement collectives in one
+// copy"): below a quarter of a slot the extra round and the kernel's call cost more than the second copy saves (a
+// 16 KiB allgather took twice as long); from 16 MiB blocks the kernel's copy, page by page with ordinary stores and
+// a page pinned at a time, ran slower than the slots' two user-space copies, streamed and spread over both ranks'
+// cores (a 64 MiB broadcast 1.5x the time through the slots).
+constexpr std::size_t kSingleCopySlotFraction = 4;
+constexpr std::size_t kSingleCopyMaxBlockBytes = std::size_t{8} << 20;
+
 }  // namespace
+
+ByteRange shmSingleCopyBlocks(std::size_t slotBytes) {
+  const std::size_t min = std::max<std::size_t>(slotBytes / kSingleCopySlotFraction, 1);
+  return {min, std::max(min, kSingleCopyMaxBlockBytes)};
+}
 
 std::size_t shmSlotBytes(int ranks, std::size_t configured, int threads) {
   if (configured > 0) return configured;

@@ -10,4 +10,14 @@ namespace braid::tuning {
 /// most 1 MiB, times the `threads` each rank runs its passes on (BRAID_SHM_THREADS), at most 8 MiB.
 std::size_t shmSlotBytes(int ranks, std::size_t configured, int threads = 1);
 
+/// The blocks, in bytes a rank reads from one peer, for which a data-movement collective over shared memory reads its
+/// peers' buffers in place (host/single_copy.hpp) rather than through the slots: [min, max]. From the slot size, which
+/// every rank of the group shares, so that all of a call's ranks decide alike.
+struct ByteRange {
+  std::size_t min = 0;
+  std::size_t max = 0;
+  bool holds(std::size_t bytes) const { return bytes >= min && bytes <= max; }
+};
+ByteRange shmSingleCopyBlocks(std::size_t slotBytes);
+
 }  // namespace braid::tuning

@@ -15,9 +15,11 @@
 #include <vector>
 
 #include "algorithms/host/helper_team.hpp"
+#include "algorithms/host/single_copy.hpp"
 #include "algorithms/op_env.hpp"
 #include "transport/local_fabric.hpp"
 #include "tuning/algorithm.hpp"
+#include "tuning/shm_slot.hpp"
 
 namespace braid::host {
 
@@ -35,6 +37,10 @@ class LocalCollectives {
     /// and how long its idle helpers spin.
     int threads = 1;
     long spinMicros = 100;
+    /// Whether this rank takes part in data-movement collectives that read peers' buffers in place (SingleCopy),
+    /// and how it reads them.
+    bool singleCopy = true;
+    SingleCopy::Reader readPeerMemory = transport::readProcessMemory;
   };
 
   LocalCollectives(transport::LocalFabric& fabric, const Options& options);
@@ -76,6 +82,10 @@ class LocalCollectives {
     }
     team_.run(count, kMinPieceBytes / elementBytes, 64 / elementBytes, HelperTeam::Piece(piece));
   }
+  // Whether a data-movement call that reads `perPeerBytes` from a peer offers to read its peers' buffers in place
+  // (SingleCopy). Decided from the slots' size, which every rank of the fabric shares, and the state that every rank
+  // changes alike: all ranks of a call hold the offer's round or none does.
+  bool readsInPlace(std::size_t perPeerBytes) const { return singleCopy_.on && singleCopyBlocks_.holds(perPeerBytes); }
   // Whether a call that writes `outputBytes` on this rank streams them.
   bool streams(std::size_t outputBytes) const { return outputBytes >= options_.streamFromBytes; }
   // dst = the reduction of size() sources of `count` elements; `stream`: dst written with non-temporal stores.
@@ -94,6 +104,8 @@ class LocalCollectives {
   const Options options_;
   HelperTeam team_;
   std::uint32_t round_ = 0;
+  SingleCopy::State singleCopy_;
+  const tuning::ByteRange singleCopyBlocks_;
   // A reduction's sources, one array per thread of team_ (0: the calling thread's): no allocation per call.
   std::vector<std::vector<const void*>> pieceSources_;
 };

@@ -11,7 +11,7 @@ LocalEngine::LocalEngine(std::unique_ptr<transport::LocalGroup> group, const tra
                          const LocalCollectives::Options& options, double heartbeatInterval, double heartbeatTimeout)
     : fabric_(std::move(group), layout),
       collectives_(fabric_, options),
-      p2p_(fabric_),
+      p2p_(fabric_, options.singleCopy),
       choose_(std::move(chooseReduce)),
       explain_(std::move(explainReduce)),
       heartbeat_(heartbeatInterval, [this] { fabric_.beat(); }) {

@@ -4,6 +4,7 @@
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/local_collectives.hpp"
 #include "algorithms/host/round_sync.hpp"
+#include "algorithms/host/single_copy.hpp"
 #include "algorithms/patterns/partition.hpp"
 #include "base/error.hpp"
 
@@ -58,6 +59,16 @@ void LocalCollectives::broadcast(void* buf, std::size_t count, DataType type, in
   const std::size_t chunk = sync.slotBytes() / esz;
   auto* data = static_cast<std::byte*>(buf);
   const bool stream = streams(count * esz);
+  if (readsInPlace(count * esz)) {
+    SingleCopy one(sync, singleCopy_, options_.singleCopy, data);
+    if (one.active()) {
+      auto read = [&](std::size_t begin, std::size_t end, int) {
+        one.read(root, begin * esz, data + begin * esz, (end - begin) * esz);
+      };
+      if (rank() != root) cut(count, esz, read);
+      if (one.finish()) return;
+    }
+  }
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() == root) copyBytes(sync.nextSlot(), data + k * chunk * esz, len * esz);
@@ -75,6 +86,24 @@ void LocalCollectives::allgather(const void* send, void* recv, std::size_t count
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = in == out + static_cast<std::size_t>(rank()) * count * esz;
   const bool stream = streams(count * static_cast<std::size_t>(size()) * esz);
+  if (readsInPlace(count * esz)) {
+    SingleCopy one(sync, singleCopy_, options_.singleCopy, in);
+    if (one.active()) {
+      // Every rank's block, the pass running over the size() blocks end to end.
+      auto gather = [&](std::size_t begin, std::size_t end, int) {
+        patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
+          std::byte* to = out + (r * count + first) * esz;
+          if (static_cast<int>(r) != rank()) {
+            one.read(static_cast<int>(r), first * esz, to, (last - first) * esz);
+          } else if (!inPlace) {
+            copyOut(to, in + first * esz, (last - first) * esz, stream);
+          }
+        });
+      };
+      cut(count * static_cast<std::size_t>(size()), esz, gather);
+      if (one.finish()) return;
+    }
+  }
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     std::byte* slot = sync.nextSlot();
@@ -114,6 +143,20 @@ void LocalCollectives::allgatherv(const void* send, std::size_t sendCount, void*
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = in == out + displs[rank()] * esz;
   const bool stream = streams(total * esz);
+  if (readsInPlace(largest * esz)) {
+    SingleCopy one(sync, singleCopy_, options_.singleCopy, in);
+    if (one.active()) {
+      for (int r = 0; r < size(); ++r) {
+        std::byte* to = out + displs[r] * esz;
+        if (r != rank()) {
+          one.read(r, 0, to, recvCounts[r] * esz);
+        } else if (!inPlace) {
+          copyOut(to, in, sendCount * esz, stream);
+        }
+      }
+      if (one.finish()) return;
+    }
+  }
   for (std::size_t k = 0, rounds = roundsFor(largest, chunk); k < rounds; ++k) {
     copyBytes(sync.nextSlot(), in + k * chunk * esz, piece(sendCount, k, chunk) * esz);
     sync.exchange();
@@ -133,6 +176,23 @@ void LocalCollectives::gather(const void* send, void* recv, std::size_t count, D
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = rank() == root && in == out + static_cast<std::size_t>(root) * count * esz;
   const bool stream = streams(count * static_cast<std::size_t>(size()) * esz);
+  if (readsInPlace(count * esz)) {
+    SingleCopy one(sync, singleCopy_, options_.singleCopy, in);
+    if (one.active()) {
+      auto gather = [&](std::size_t begin, std::size_t end, int) {
+        patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
+          std::byte* to = out + (r * count + first) * esz;
+          if (static_cast<int>(r) != root) {
+            one.read(static_cast<int>(r), first * esz, to, (last - first) * esz);
+          } else if (!inPlace) {
+            copyOut(to, in + first * esz, (last - first) * esz, stream);
+          }
+        });
+      };
+      if (rank() == root) cut(count * static_cast<std::size_t>(size()), esz, gather);
+      if (one.finish()) return;
+    }
+  }
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() != root) copyBytes(sync.nextSlot(), in + k * chunk * esz, len * esz);
@@ -159,6 +219,21 @@ void LocalCollectives::scatter(const void* send, void* recv, std::size_t count, 
   auto* out = static_cast<std::byte*>(recv);
   const bool inPlace = rank() == root && out == in + static_cast<std::size_t>(root) * count * esz;
   const bool stream = streams(count * esz);
+  if (readsInPlace(count * esz)) {
+    SingleCopy one(sync, singleCopy_, options_.singleCopy, in);
+    if (one.active()) {
+      const std::size_t mine = static_cast<std::size_t>(rank()) * count * esz;
+      auto read = [&](std::size_t begin, std::size_t end, int) {
+        one.read(root, mine + begin * esz, out + begin * esz, (end - begin) * esz);
+      };
+      if (rank() != root) {
+        cut(count, esz, read);
+      } else if (!inPlace) {
+        copyOut(out, in + mine, count * esz, stream);
+      }
+      if (one.finish()) return;
+    }
+  }
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     if (rank() == root) {
@@ -184,17 +259,43 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
   const std::size_t chunk = perPeerChunk(sync.slotBytes(), esz, n, env.context);
   const auto* in = static_cast<const std::byte*>(send);
   auto* out = static_cast<std::byte*>(recv);
-  // In place works chunk by chunk: round k reads chunk k of every send block before anyone writes it.
+  const bool inPlace = in == out;
   const bool stream = streams(count * static_cast<std::size_t>(n) * esz);
+  const std::size_t block = count * esz;
+  const std::size_t mine = static_cast<std::size_t>(rank()) * block;
+  // In place, a rank overwrites the blocks its peers read: those calls go through the slots.
+  if (readsInPlace(block)) {
+    SingleCopy one(sync, singleCopy_, options_.singleCopy && !inPlace, in);
+    if (one.active()) {
+      auto gather = [&](std::size_t begin, std::size_t end, int) {
+        patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
+          std::byte* to = out + r * block + first * esz;
+          if (static_cast<int>(r) != rank()) {
+            one.read(static_cast<int>(r), mine + first * esz, to, (last - first) * esz);
+          } else {
+            copyOut(to, in + mine + first * esz, (last - first) * esz, stream);
+          }
+        });
+      };
+      cut(count * static_cast<std::size_t>(n), esz, gather);
+      if (one.finish()) return;
+    }
+  }
+  // In place works chunk by chunk: round k reads chunk k of every send block before anyone writes it. This rank's own
+  // block skips the slot.
   for (std::size_t k = 0, rounds = roundsFor(count, chunk); k < rounds; ++k) {
     const std::size_t len = piece(count, k, chunk);
     for (int j = 0; j < n; ++j) {
-      copyBytes(sync.nextSlot() + j * chunk * esz, in + (j * count + k * chunk) * esz, len * esz);
+      if (j != rank()) copyBytes(sync.nextSlot() + j * chunk * esz, in + (j * count + k * chunk) * esz, len * esz);
     }
     sync.expectRead(static_cast<std::size_t>(rank()) * chunk * esz, len * esz);
     sync.exchange();
     for (int r = 0; r < n; ++r) {
-      copyOut(out + (r * count + k * chunk) * esz, sync.slot(r) + rank() * chunk * esz, len * esz, stream);
+      if (r == rank()) {
+        if (!inPlace) copyOut(out + mine + k * chunk * esz, in + mine + k * chunk * esz, len * esz, stream);
+      } else {
+        copyOut(out + (r * count + k * chunk) * esz, sync.slot(r) + rank() * chunk * esz, len * esz, stream);
+      }
     }
   }
 }

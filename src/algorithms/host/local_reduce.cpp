@@ -42,7 +42,10 @@ LocalCollectives::LocalCollectives(transport::LocalFabric& fabric, const Options
       options_(options),
       team_(options.threads, options.spinMicros),
       pieceSources_(static_cast<std::size_t>(team_.threads()),
-                    std::vector<const void*>(static_cast<std::size_t>(fabric.size()))) {}
+                    std::vector<const void*>(static_cast<std::size_t>(fabric.size()))),
+      singleCopyBlocks_(tuning::shmSingleCopyBlocks(fabric.slotBytes())) {
+  singleCopy_.read = options.readPeerMemory;
+}
 
 void LocalCollectives::reduceInto(void* dst, const void* const* sources, std::size_t count, DataType type, ReduceOp op,
                                   bool stream) const {

@@ -1,0 +1,269 @@
+// Data-movement collectives that read their peers' buffers in one copy (algorithms/host/single_copy.hpp): three
+// ranks as threads over a memory arena, each reading its peers through a reader that counts its reads and can refuse
+// them. Every collective gives the same output whether it read in place or went through the slots; a rank that
+// declines sends the whole call through the slots; a refused read sends that call through them again on every rank
+// and turns single copy off for the calls after it; in-place alltoalls and blocks below the range never read.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "algorithms/host/local_collectives.hpp"
+#include "transport/local_fabric.hpp"
+#include "transport/memory/memory_local_group.hpp"
+#include "tuning/shm_slot.hpp"
+
+namespace braid::host {
+namespace {
+
+constexpr int kRanks = 3;
+constexpr std::size_t kSlotBytes = 16 << 10;
+// Elements of a block in the single-copy range (at least a quarter of a slot), and one below it.
+constexpr std::size_t kInRange = 3000;
+constexpr std::size_t kBelow = 500;
+
+struct Rank {
+  std::atomic<int> reads{0};
+  std::atomic<bool> refuse{false};
+  bool declines = false;
+};
+
+class Group {
+ public:
+  Group()
+      : layout_(transport::FabricLayout::compute(kRanks, kSlotBytes, 4096)),
+        arena_(std::make_shared<transport::MemoryArena>(kRanks, layout_.regionBytes)),
+        ranks_(kRanks) {
+    for (int r = 0; r < kRanks; ++r) {
+      fabrics_.push_back(
+          std::make_unique<transport::LocalFabric>(std::make_unique<transport::MemoryLocalGroup>(arena_, r), layout_));
+    }
+  }
+
+  Rank& rank(int r) { return ranks_[r]; }
+
+  /// Makes the engines, each with its rank's reader and choice (once: they keep their state from call to call).
+  void start() {
+    for (int r = 0; r < kRanks; ++r) {
+      LocalCollectives::Options options;
+      options.singleCopy = !ranks_[r].declines;
+      Rank* me = &ranks_[r];
+      options.readPeerMemory = [me](const transport::ProcessIdentity& owner, std::uint64_t address, void* out,
+                                    std::size_t bytes, std::string* why) {
+        me->reads.fetch_add(1);
+        if (me->refuse.load()) {
+          *why = "refused by the test";
+          return false;
+        }
+        return transport::readProcessMemory(owner, address, out, bytes, why);
+      };
+      engines_.push_back(std::make_unique<LocalCollectives>(*fabrics_[r], options));
+    }
+  }
+
+  /// Runs body(rank, engine, env) on a thread per rank; "" when none threw, else what each threw.
+  std::string run(const std::function<void(int, LocalCollectives&, const OpEnv&)>& body) {
+    if (engines_.empty()) start();
+    std::vector<std::string> errors(kRanks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r) {
+      threads.emplace_back([&, r] {
+        OpEnv env;
+        env.context = ErrorContext{.rank = r, .peer = -1, .op = "test", .seq = seq_};
+        env.timeoutSeconds = 20;
+        try {
+          body(r, *engines_[r], env);
+        } catch (const std::exception& e) {
+          errors[r] = "rank " + std::to_string(r) + ": " + e.what() + "\n";
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    ++seq_;
+    std::string all;
+    for (const std::string& e : errors) all += e;
+    return all;
+  }
+
+  int reads() {
+    int n = 0;
+    for (Rank& r : ranks_) n += r.reads.exchange(0);
+    return n;
+  }
+
+ private:
+  transport::FabricLayout layout_;
+  std::shared_ptr<transport::MemoryArena> arena_;
+  std::vector<std::unique_ptr<transport::LocalFabric>> fabrics_;
+  std::vector<Rank> ranks_;
+  std::vector<std::unique_ptr<LocalCollectives>> engines_;
+  std::int64_t seq_ = 0;
+};
+
+std::vector<std::uint32_t> made(std::size_t n, std::uint32_t by) {
+  std::vector<std::uint32_t> v(n);
+  std::iota(v.begin(), v.end(), by * 1000003u);
+  return v;
+}
+
+void expectEqual(const std::vector<std::uint32_t>& got, const std::vector<std::uint32_t>& want,
+                 const std::string& what) {
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (got[i] != want[i]) {
+      throw std::runtime_error(what + ": element " + std::to_string(i) + " is " + std::to_string(got[i]) +
+                               ", expected " + std::to_string(want[i]));
+    }
+  }
+}
+
+using Case = std::function<void(int, LocalCollectives&, const OpEnv&, std::size_t)>;
+
+// Every data-movement collective, each checked against what it must give; `count` elements a block.
+std::vector<std::pair<std::string, Case>> collectives() {
+  const auto n = static_cast<std::size_t>(kRanks);
+  const auto u = DataType::kUint32;
+  std::vector<std::pair<std::string, Case>> all;
+  all.emplace_back("allgather", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    std::vector<std::uint32_t> mine = made(count, r), out(n * count, 0), want;
+    for (std::size_t p = 0; p < n; ++p) {
+      const auto block = made(count, static_cast<std::uint32_t>(p));
+      want.insert(want.end(), block.begin(), block.end());
+    }
+    c.allgather(mine.data(), out.data(), count, u, env);
+    expectEqual(out, want, "allgather");
+    std::vector<std::uint32_t> inPlace(n * count, 0);
+    std::copy(mine.begin(), mine.end(), inPlace.begin() + static_cast<std::ptrdiff_t>(r * count));
+    c.allgather(inPlace.data() + r * count, inPlace.data(), count, u, env);
+    expectEqual(inPlace, want, "allgather in place");
+  });
+  all.emplace_back("allgatherv", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    // rank p gives count + p elements
+    std::vector<std::size_t> counts, displs;
+    std::vector<std::uint32_t> want;
+    for (std::size_t p = 0; p < n; ++p) {
+      displs.push_back(want.size());
+      counts.push_back(count + p);
+      const auto block = made(count + p, static_cast<std::uint32_t>(p + 10));
+      want.insert(want.end(), block.begin(), block.end());
+    }
+    std::vector<std::uint32_t> mine = made(count + r, static_cast<std::uint32_t>(r + 10)), out(want.size(), 0);
+    c.allgatherv(mine.data(), mine.size(), out.data(), counts, displs, u, env);
+    expectEqual(out, want, "allgatherv");
+  });
+  all.emplace_back("broadcast", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    std::vector<std::uint32_t> buf = r == 1 ? made(count, 20) : std::vector<std::uint32_t>(count, 0);
+    c.broadcast(buf.data(), count, u, 1, env);
+    expectEqual(buf, made(count, 20), "broadcast");
+  });
+  all.emplace_back("gather", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    std::vector<std::uint32_t> mine = made(count, 30 + r), out(n * count, 0), want;
+    for (std::size_t p = 0; p < n; ++p) {
+      const auto block = made(count, static_cast<std::uint32_t>(30 + p));
+      want.insert(want.end(), block.begin(), block.end());
+    }
+    c.gather(mine.data(), out.data(), count, u, 2, env);
+    if (r == 2) expectEqual(out, want, "gather");
+  });
+  all.emplace_back("scatter", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    std::vector<std::uint32_t> in, got(count, 0);
+    for (std::size_t p = 0; p < n; ++p) {
+      const auto block = made(count, static_cast<std::uint32_t>(40 + p));
+      in.insert(in.end(), block.begin(), block.end());
+    }
+    c.scatter(in.data(), got.data(), count, u, 0, env);
+    expectEqual(got, made(count, 40 + r), "scatter");
+  });
+  all.emplace_back("alltoall", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    // block p of rank q's input is made(count, 100 q + p)
+    std::vector<std::uint32_t> in, out(n * count, 0), want;
+    for (std::size_t p = 0; p < n; ++p) {
+      const auto sent = made(count, static_cast<std::uint32_t>(100 * r + p));
+      in.insert(in.end(), sent.begin(), sent.end());
+      const auto got = made(count, static_cast<std::uint32_t>(100 * p + r));
+      want.insert(want.end(), got.begin(), got.end());
+    }
+    c.alltoall(in.data(), out.data(), count, u, env);
+    expectEqual(out, want, "alltoall");
+  });
+  return all;
+}
+
+// Runs every collective with blocks of `count`; "" when each gave what it must, and `reads` says whether each read
+// its peers (expected: whether each must have).
+std::string runEach(Group& g, std::size_t count, bool expectReads) {
+  std::string wrong;
+  for (const auto& [name, body] : collectives()) {
+    wrong += g.run([&, body = body](int r, LocalCollectives& c, const OpEnv& env) { body(r, c, env, count); });
+    const int reads = g.reads();
+    if ((reads > 0) != expectReads) wrong += name + ": " + std::to_string(reads) + " reads\n";
+  }
+  return wrong;
+}
+
+void alltoallInPlace(int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+  const auto n = static_cast<std::size_t>(kRanks);
+  std::vector<std::uint32_t> buf, want;
+  for (std::size_t p = 0; p < n; ++p) {
+    const auto sent = made(count, static_cast<std::uint32_t>(100 * r + p));
+    buf.insert(buf.end(), sent.begin(), sent.end());
+    const auto got = made(count, static_cast<std::uint32_t>(100 * p + r));
+    want.insert(want.end(), got.begin(), got.end());
+  }
+  c.alltoall(buf.data(), buf.data(), count, DataType::kUint32, env);
+  expectEqual(buf, want, "alltoall in place");
+}
+
+TEST(SingleCopyCollectives, TheRangeStartsAtAQuarterSlot) {
+  const tuning::ByteRange range = tuning::shmSingleCopyBlocks(kSlotBytes);
+  EXPECT_EQ(range.min, kSlotBytes / 4);
+  EXPECT_TRUE(range.holds(kInRange * 4));
+  EXPECT_FALSE(range.holds(kBelow * 4));
+  EXPECT_FALSE(range.holds(range.max + 1));
+}
+
+TEST(SingleCopyCollectives, EveryCollectiveReadsItsPeersInPlace) {
+  Group g;
+  EXPECT_EQ(runEach(g, kInRange, true), "");
+}
+
+TEST(SingleCopyCollectives, SmallBlocksAndInPlaceAlltoallsGoThroughTheSlots) {
+  Group g;
+  EXPECT_EQ(runEach(g, kBelow, false), "");
+  EXPECT_EQ(g.run([](int r, LocalCollectives& c, const OpEnv& env) { alltoallInPlace(r, c, env, kInRange); }), "");
+  EXPECT_EQ(g.reads(), 0);
+}
+
+TEST(SingleCopyCollectives, ARankThatDeclinesSendsEveryRankThroughTheSlots) {
+  Group g;
+  g.rank(1).declines = true;
+  EXPECT_EQ(runEach(g, kInRange, false), "");
+}
+
+TEST(SingleCopyCollectives, ARefusedReadRunsTheCallThroughTheSlotsAndTurnsSingleCopyOff) {
+  Group g;
+  g.rank(2).refuse = true;
+  EXPECT_EQ(g.run([](int r, LocalCollectives& c, const OpEnv& env) {
+    std::vector<std::uint32_t> mine = made(kInRange, r), out(kRanks * kInRange, 0), want;
+    for (int p = 0; p < kRanks; ++p) {
+      const auto block = made(kInRange, static_cast<std::uint32_t>(p));
+      want.insert(want.end(), block.begin(), block.end());
+    }
+    c.allgather(mine.data(), out.data(), kInRange, DataType::kUint32, env);
+    expectEqual(out, want, "the allgather whose read was refused");
+  }),
+            "");
+  EXPECT_GT(g.reads(), 0);
+  g.rank(2).refuse = false;
+  EXPECT_EQ(runEach(g, kInRange, false), "");
+}
+
+}  // namespace
+}  // namespace braid::host
