@@ -186,6 +186,10 @@ braid_result_t braid_recv_from(void* buf, size_t count, braid_datatype_t type, i
 /// Posts all `nops` sends and receives together and completes them without deadlock in any order (as
 /// ncclGroupStart/End). ops may be NULL when nops is 0.
 braid_result_t braid_group(braid_comm_t comm, const braid_p2p_op_t* ops, int nops);
+/// braid_group that also says where each receive's message came from (MPI_Status's MPI_SOURCE): once the call returns
+/// BRAID_SUCCESS, sources[i] is the sender of ops[i] when it is a receive (for BRAID_ANY_SOURCE, the rank whose message
+/// it took) and ops[i].peer when it is a send. `sources` holds nops ints, or is NULL (as braid_group).
+braid_result_t braid_group_from(braid_comm_t comm, const braid_p2p_op_t* ops, int nops, int* sources);
 
 #ifdef __cplusplus
 }  // extern "C"

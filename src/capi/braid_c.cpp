@@ -236,6 +236,34 @@ class Arguments {
   std::string refusal_;
 };
 
+// braid_group and braid_group_from: `sources` (may be NULL) receives each receive's sender.
+braid_result_t runGroup(const char* fn, braid_comm_t comm, const braid_p2p_op_t* ops, int nops, int* sources) {
+  return guarded([&] {
+    braid::Communicator& c = need(comm, fn);
+    if (nops < 0) invalid(fn, "nops=" + std::to_string(nops) + " is negative");
+    if (nops > 0 && ops == nullptr) invalid(fn, "ops is NULL but nops is " + std::to_string(nops));
+    std::vector<braid::P2pOp> cppOps;
+    cppOps.reserve(static_cast<std::size_t>(nops));
+    for (int i = 0; i < nops; ++i) {
+      const braid_p2p_op_t& op = ops[i];
+      if (!isType(op.type)) invalid(fn, "ops[" + std::to_string(i) + "]: " + notAType(op.type));
+      braid::P2pOp cpp{op.is_recv ? braid::P2pOp::Kind::kRecv : braid::P2pOp::Kind::kSend,
+                       op.peer,
+                       op.buffer,
+                       op.count,
+                       static_cast<braid::DataType>(rawValue(op.type)),
+                       op.tag};
+      if (sources != nullptr) {
+        // A send's entry names its own peer, so that every entry says something once the call succeeds.
+        sources[i] = op.peer;
+        if (op.is_recv) cpp.source = &sources[i];
+      }
+      cppOps.push_back(cpp);
+    }
+    c.group(cppOps, opts(comm));
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -532,21 +560,11 @@ braid_result_t braid_recv_from(void* buf, size_t count, braid_datatype_t type, i
 }
 
 braid_result_t braid_group(braid_comm_t comm, const braid_p2p_op_t* ops, int nops) {
-  return guarded([&] {
-    constexpr const char* kFn = "braid_group";
-    braid::Communicator& c = need(comm, kFn);
-    if (nops < 0) invalid(kFn, "nops=" + std::to_string(nops) + " is negative");
-    if (nops > 0 && ops == nullptr) invalid(kFn, "ops is NULL but nops is " + std::to_string(nops));
-    std::vector<braid::P2pOp> cppOps;
-    cppOps.reserve(static_cast<std::size_t>(nops));
-    for (int i = 0; i < nops; ++i) {
-      const braid_p2p_op_t& op = ops[i];
-      if (!isType(op.type)) invalid(kFn, "ops[" + std::to_string(i) + "]: " + notAType(op.type));
-      cppOps.push_back(braid::P2pOp{op.is_recv ? braid::P2pOp::Kind::kRecv : braid::P2pOp::Kind::kSend, op.peer,
-                                    op.buffer, op.count, static_cast<braid::DataType>(rawValue(op.type)), op.tag});
-    }
-    c.group(cppOps, opts(comm));
-  });
+  return runGroup("braid_group", comm, ops, nops, nullptr);
+}
+
+braid_result_t braid_group_from(braid_comm_t comm, const braid_p2p_op_t* ops, int nops, int* sources) {
+  return runGroup("braid_group_from", comm, ops, nops, sources);
 }
 
 }  // extern "C"

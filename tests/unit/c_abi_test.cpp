@@ -92,6 +92,8 @@ TEST(CAbi, NullCommIsInvalidArgumentNamingTheCall) {
   int rank = -1;
   EXPECT_EQ(braid_comm_rank(nullptr, &rank), BRAID_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(braid_group(nullptr, nullptr, 0), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(braid_group_from(nullptr, nullptr, 0, nullptr), BRAID_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::strstr(braid_last_error(), "braid_group_from"), nullptr) << braid_last_error();
   EXPECT_EQ(braid_comm_set_stream(nullptr, nullptr), BRAID_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::strstr(braid_last_error(), "braid_comm_set_stream"), nullptr) << braid_last_error();
   EXPECT_EQ(braid_comm_destroy(nullptr), BRAID_SUCCESS);
@@ -524,6 +526,37 @@ TEST(CAbi, ThreeProcessesEveryCall) {
                 [p](std::size_t i) { return static_cast<float>(p * 1000000 + i % 4096); });
       expectAll(failures, "group from next", fromNext,
                 [q](std::size_t i) { return -static_cast<float>(q * 1000000 + i % 4096); });
+    }
+    // group with sources: ranks 1 and 2 each send rank 0 one message of tag 4, which rank 0 takes with two receives
+    // from any source in one group beside a send to rank 1; each receive names the rank whose message it holds.
+    {
+      std::vector<std::int32_t> mine(50, rank * 7);
+      if (rank == 0) {
+        std::vector<std::int32_t> a(50, -1), b(50, -1), back(50, -1);
+        const braid_p2p_op_t ops[3] = {
+            {1, BRAID_ANY_SOURCE, a.data(), a.size(), BRAID_INT32, 4},
+            {0, 1, mine.data(), mine.size(), BRAID_INT32, 6},
+            {1, BRAID_ANY_SOURCE, b.data(), b.size(), BRAID_INT32, 4},
+        };
+        int sources[3] = {-7, -7, -7};
+        expectOk(failures, braid_group_from(comm, ops, 3, sources), "group_from");
+        if (sources[1] != 1) failures += "group_from's send entry says " + std::to_string(sources[1]) + "; ";
+        if (sources[0] == sources[2] || (sources[0] != 1 && sources[0] != 2) || (sources[2] != 1 && sources[2] != 2)) {
+          failures += "group_from named ranks " + std::to_string(sources[0]) + " and " + std::to_string(sources[2]) +
+                      ", not 1 and 2; ";
+        } else {
+          const std::int32_t fromA = sources[0] * 7, fromB = sources[2] * 7;
+          expectAll(failures, "group_from's first receive", a, [&](std::size_t) { return fromA; });
+          expectAll(failures, "group_from's second receive", b, [&](std::size_t) { return fromB; });
+        }
+      } else {
+        expectOk(failures, braid_send(mine.data(), mine.size(), BRAID_INT32, 0, 4, comm), "send to 0 for group_from");
+        if (rank == 1) {
+          std::vector<std::int32_t> got(50, -1);
+          expectOk(failures, braid_recv(got.data(), got.size(), BRAID_INT32, 0, 6, comm), "recv from group_from");
+          expectAll(failures, "the group_from's send", got, [](std::size_t) { return std::int32_t{0}; });
+        }
+      }
     }
     expectOk(failures, braid_barrier(comm), "barrier");
   });

@@ -17,10 +17,11 @@ int braid_c_header_smoke(braid_unique_id_t* id) {
   int out[4] = {0, 0, 0, 0};
   double values[2] = {1.5, -2.0};
   unsigned char e4m3[2] = {0x38, 0xbc}; /* 1.0 and -1.5 in float8 e4m3 */
-  braid_p2p_op_t ops[1];
+  braid_p2p_op_t ops[2];
   size_t i;
   int failed = 0;
   int source = -1;
+  int sources[2];
 
   if (braid_get_unique_id(id) != BRAID_SUCCESS) return 1;
   if (braid_comm_init(&comm, id, 0, 1) != BRAID_SUCCESS || comm == NULL) return 2;
@@ -48,6 +49,20 @@ int braid_c_header_smoke(braid_unique_id_t* id) {
   if (!failed && braid_send(in, 4, BRAID_INT32, 0, 3, comm) != BRAID_SUCCESS) failed = 16;
   if (!failed && braid_recv_from(out, 4, BRAID_INT32, BRAID_ANY_SOURCE, 3, &source, comm) != BRAID_SUCCESS) failed = 17;
   if (!failed && (source != 0 || out[3] != in[3])) failed = 18;
+  /* The same in one group: the receive's entry of sources names the sender, the send's its peer. */
+  memset(ops, 0, sizeof ops);
+  memset(out, 0, sizeof out);
+  ops[0].buffer = in;
+  ops[0].count = 4;
+  ops[0].type = BRAID_INT32;
+  ops[0].tag = 5;
+  ops[1] = ops[0];
+  ops[1].is_recv = 1;
+  ops[1].peer = BRAID_ANY_SOURCE;
+  ops[1].buffer = out;
+  sources[0] = sources[1] = -9;
+  if (!failed && braid_group_from(comm, ops, 2, sources) != BRAID_SUCCESS) failed = 19;
+  if (!failed && (sources[0] != 0 || sources[1] != 0 || out[2] != in[2])) failed = 20;
   if (braid_comm_destroy(comm) != BRAID_SUCCESS && !failed) failed = 13;
   return failed;
 }

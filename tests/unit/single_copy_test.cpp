@@ -193,6 +193,28 @@ std::vector<std::pair<std::string, Case>> collectives() {
     c.alltoall(in.data(), out.data(), count, u, env);
     expectEqual(out, want, "alltoall");
   });
+  all.emplace_back("alltoallv", [=](int r, LocalCollectives& c, const OpEnv& env, std::size_t count) {
+    // rank p sends rank q count + q + 2p elements, made(.., 500 + 10 p + q); blocks lie apart, three elements between
+    const auto size = [&](std::size_t from, std::size_t to) { return count + to + 2 * from; };
+    const auto me = static_cast<std::size_t>(r);
+    std::vector<std::size_t> sendCounts, sendDispls, recvCounts, recvDispls;
+    std::vector<std::uint32_t> in, want;
+    for (std::size_t q = 0; q < n; ++q) {
+      sendDispls.push_back(in.size());
+      sendCounts.push_back(size(me, q));
+      const auto block = made(size(me, q), static_cast<std::uint32_t>(500 + 10 * me + q));
+      in.insert(in.end(), block.begin(), block.end());
+      in.resize(in.size() + 3, 7);
+      recvDispls.push_back(want.size());
+      recvCounts.push_back(size(q, me));
+      const auto got = made(size(q, me), static_cast<std::uint32_t>(500 + 10 * q + me));
+      want.insert(want.end(), got.begin(), got.end());
+      want.resize(want.size() + 3, 0);
+    }
+    std::vector<std::uint32_t> out(want.size(), 0);
+    c.alltoallv(in.data(), sendCounts, sendDispls, out.data(), recvCounts, recvDispls, u, env);
+    expectEqual(out, want, "alltoallv");
+  });
   return all;
 }
 

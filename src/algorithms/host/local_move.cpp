@@ -1,5 +1,6 @@
 // Data-movement collectives over local rounds: barrier, broadcast, allgather(v), gather, scatter, alltoall(v).
 #include <algorithm>
+#include <vector>
 
 #include "algorithms/host/copy.hpp"
 #include "algorithms/host/local_collectives.hpp"
@@ -309,14 +310,16 @@ void LocalCollectives::alltoallv(const void* send, std::span<const std::size_t> 
   const int me = rank();
   RoundSync sync(fabric_, round_, describeCall(Collective::kAlltoallv, env.context.seq, type, 0), env);
   // Round 0: every rank publishes its send and receive counts, so every rank checks the whole matrix (and all
-  // reach the same verdict) and knows how many data rounds follow.
-  if (2 * static_cast<std::size_t>(n) * sizeof(std::uint64_t) > sync.slotBytes()) {
+  // reach the same verdict) and knows how many data rounds follow, and its send displacements, where a peer that
+  // reads in place finds its block.
+  if (3 * static_cast<std::size_t>(n) * sizeof(std::uint64_t) > sync.slotBytes()) {
     fail(ErrorCode::kUnavailable, env.context, "BRAID_SHM_SLOT_BYTES too small for alltoallv among ", n, " ranks");
   }
   auto* meta = reinterpret_cast<std::uint64_t*>(sync.nextSlot());
   for (int j = 0; j < n; ++j) {
     meta[j] = sendCounts[j];
     meta[n + j] = recvCounts[j];
+    meta[2 * n + j] = sendDispls[j];
   }
   sync.exchange();
   std::size_t largest = 0;
@@ -341,6 +344,23 @@ void LocalCollectives::alltoallv(const void* send, std::span<const std::size_t> 
   std::size_t received = 0;
   for (std::size_t c : recvCounts) received += c;
   const bool stream = streams(received * esz);
+  // The largest block decides, which every rank saw; in place, a rank overwrites what its peers read.
+  if (readsInPlace(largest * esz)) {
+    std::vector<std::size_t> theirs(static_cast<std::size_t>(n));  // where each peer's block for this rank starts
+    for (int r = 0; r < n; ++r) theirs[r] = reinterpret_cast<const std::uint64_t*>(sync.slot(r))[2 * n + me];
+    SingleCopy one(sync, singleCopy_, options_.singleCopy && send != recv, in);
+    if (one.active()) {
+      for (int r = 0; r < n; ++r) {
+        std::byte* to = out + recvDispls[r] * esz;
+        if (r != me) {
+          one.read(r, theirs[r] * esz, to, recvCounts[r] * esz);
+        } else {
+          copyOut(to, in + sendDispls[me] * esz, recvCounts[me] * esz, stream);
+        }
+      }
+      if (one.finish()) return;
+    }
+  }
   for (std::size_t k = 0; k < rounds; ++k) {
     for (int j = 0; j < n; ++j) {
       copyBytes(sync.nextSlot() + j * chunk * esz, in + (sendDispls[j] + k * chunk) * esz,
