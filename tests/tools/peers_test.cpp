@@ -174,7 +174,9 @@ TEST(ResolveBind, AutoBindsTheSpinningLibrariesWhereTheRanksFit) {
     EXPECT_EQ(resolveBind("braid", "auto", cpus + 1), "none") << helpers;
   }
   ::setenv("BRAID_SHM_THREADS", "1", 1);
-  if (cpus >= 2) EXPECT_EQ(resolveBind("braid", "auto", cpus / 2), "core");
+  if (cpus >= 2) {
+    EXPECT_EQ(resolveBind("braid", "auto", cpus / 2), "core");
+  }
   if (threads) {
     ::setenv("BRAID_SHM_THREADS", savedThreads.c_str(), 1);
   } else {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <functional>
@@ -34,7 +35,14 @@ struct Rank {
   std::atomic<int> reads{0};
   std::atomic<bool> refuse{false};
   bool declines = false;
+  int delayMs = 0;  // before each read
+  std::atomic<std::int64_t> lastReadDoneNs{0};
 };
+
+std::int64_t nowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 class Group {
  public:
@@ -63,11 +71,18 @@ class Group {
           *why = "refused by the test";
           return false;
         }
-        return transport::readProcessMemory(owner, address, out, bytes, why);
+        if (me->delayMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(me->delayMs));
+        const bool read = transport::readProcessMemory(owner, address, out, bytes, why);
+        me->lastReadDoneNs.store(nowNs());
+        return read;
       };
       engines_.push_back(std::make_unique<LocalCollectives>(*fabrics_[r], options));
     }
   }
+
+  transport::LocalFabric& fabric(int r) { return *fabrics_[r]; }
+  /// Set: rank r's calls end with Aborted.
+  std::atomic<bool>& aborted(int r) { return aborted_[r]; }
 
   /// Runs body(rank, engine, env) on a thread per rank; "" when none threw, else what each threw.
   std::string run(const std::function<void(int, LocalCollectives&, const OpEnv&)>& body) {
@@ -79,6 +94,7 @@ class Group {
         OpEnv env;
         env.context = ErrorContext{.rank = r, .peer = -1, .op = "test", .seq = seq_};
         env.timeoutSeconds = 20;
+        env.aborted = &aborted_[r];
         try {
           body(r, *engines_[r], env);
         } catch (const std::exception& e) {
@@ -105,6 +121,7 @@ class Group {
   std::vector<std::unique_ptr<transport::LocalFabric>> fabrics_;
   std::vector<Rank> ranks_;
   std::vector<std::unique_ptr<LocalCollectives>> engines_;
+  std::atomic<bool> aborted_[kRanks] = {};
   std::int64_t seq_ = 0;
 };
 
@@ -285,6 +302,46 @@ TEST(SingleCopyCollectives, ARefusedReadRunsTheCallThroughTheSlotsAndTurnsSingle
   EXPECT_GT(g.reads(), 0);
   g.rank(2).refuse = false;
   EXPECT_EQ(runEach(g, kInRange, false), "");
+}
+
+// Rank 2 reads slowly; rank 0 is aborted 50 ms in, while rank 2 still copies its block (or, with `rank1LateMs`, while
+// rank 0 waits in the first round for rank 1, after which rank 2 copies), and its buffer goes away as soon as its
+// call returns: that must be after rank 2's last copy ended.
+void expectTheFailingRankWaitsForCopies(int rank1LateMs) {
+  Group g;
+  g.rank(2).delayMs = 300;
+  std::atomic<std::int64_t> rank0ReturnedNs{0};
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    g.aborted(0).store(true);
+  });
+  const std::string errors = g.run([&](int r, LocalCollectives& c, const OpEnv& env) {
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(rank1LateMs));
+    std::vector<std::uint32_t> mine = made(kInRange, r), out(kRanks * kInRange, 0);
+    try {
+      c.allgather(mine.data(), out.data(), kInRange, DataType::kUint32, env);
+    } catch (const Error& e) {
+      if (r == 0) {
+        rank0ReturnedNs.store(nowNs());
+        // As the communicator would: its peers learn it broke, and stop waiting for it.
+        g.fabric(0).markBroken(env.context.seq, e.code());
+      }
+      throw;
+    }
+  });
+  aborter.join();
+  EXPECT_NE(errors.find("rank 0: "), std::string::npos) << errors;
+  EXPECT_NE(errors.find("aborted"), std::string::npos) << errors;
+  ASSERT_GT(g.rank(2).lastReadDoneNs.load(), 0) << errors;
+  EXPECT_GE(rank0ReturnedNs.load(), g.rank(2).lastReadDoneNs.load());
+}
+
+TEST(SingleCopyCollectives, ARankThatFailsInTheLastRoundWaitsForThreadRanksStillCopyingItsBuffer) {
+  expectTheFailingRankWaitsForCopies(0);
+}
+
+TEST(SingleCopyCollectives, ARankThatFailsInTheFirstRoundWaitsForThreadRanksStillCopyingItsBuffer) {
+  expectTheFailingRankWaitsForCopies(150);
 }
 
 }  // namespace

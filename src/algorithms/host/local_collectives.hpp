@@ -104,10 +104,10 @@ class LocalCollectives {
   const Options options_;
   HelperTeam team_;
   std::uint32_t round_ = 0;
-  SingleCopy::State singleCopy_;
-  const tuning::ByteRange singleCopyBlocks_;
   // A reduction's sources, one array per thread of team_ (0: the calling thread's): no allocation per call.
   std::vector<std::vector<const void*>> pieceSources_;
+  SingleCopy::State singleCopy_;
+  const tuning::ByteRange singleCopyBlocks_;
 };
 
 }  // namespace braid::host

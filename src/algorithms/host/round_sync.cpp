@@ -1,5 +1,8 @@
 #include "algorithms/host/round_sync.hpp"
 
+#include <chrono>
+#include <thread>
+
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 
@@ -69,6 +72,27 @@ void RoundSync::exchange() {
   if (!checked_) {
     checked_ = true;
     checkDescriptors();
+  }
+}
+
+void RoundSync::lingerForPeers(std::uint32_t from, double seconds) const noexcept {
+  const std::uint32_t target = from + 1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  try {
+    for (int peer = 0; peer < fabric_.size(); ++peer) {
+      if (peer == fabric_.rank()) continue;
+      // A round's line holds the latest round of its parity the peer arrived at.
+      if (!transport::reached(fabric_.roundLine(peer, from).arrived.value.load(std::memory_order_acquire), from)) {
+        continue;  // it has not reached `from`: it copies nothing
+      }
+      const transport::WaitWord& arrived = fabric_.roundLine(peer, target).arrived;
+      while (!transport::reached(arrived.value.load(std::memory_order_acquire), target) &&
+             fabric_.peerFailure(peer).empty() && fabric_.peerBroke(peer).empty() &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+    }
+  } catch (...) {  // NOLINT(bugprone-empty-catch): a peer's state that cannot be read ends the wait, as time does
   }
 }
 

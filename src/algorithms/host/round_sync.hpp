@@ -67,6 +67,12 @@ class RoundSync {
   /// of 2 ranks slower on the 2-core VM (runs not committed); the likely cause is the polls taking the lines the
   /// writer is storing to.
   static constexpr std::size_t kFetchedBytes = 256;
+  /// The round last exchanged (its slots are slot()'s).
+  std::uint32_t round() const { return round_; }
+  /// After exchange() threw, for a rank whose buffer its peers may still be copying (SingleCopy): each peer that
+  /// reached round `from` (their copies begin there) is waited for until it reached the round after, failed, or
+  /// `seconds` passed; never throws. Peers arrive as soon as their copies are done.
+  void lingerForPeers(std::uint32_t from, double seconds) const noexcept;
   /// A peer's slot of the round last exchanged.
   const std::byte* slot(int peer) const { return fabric_.slot(peer, round_); }
   /// For rounds that carry at most transport::kRoundPayloadBytes: the payload travels on the round's own cache line

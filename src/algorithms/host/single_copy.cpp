@@ -16,6 +16,17 @@ struct Offer {
   std::uint32_t willing;
 };
 
+// How long a failing rank waits for thread ranks of its process still copying from its buffer: a copy of the largest
+// block (8 MiB) from each of 255 peers takes well under it.
+constexpr double kLingerSeconds = 2.0;
+
+// A rank whose call fails while its peers may still copy from its buffer returns early (aborted, timed out, a peer
+// lost), and its program may free the buffer. A peer in another process that still reads it gets an error from the
+// kernel, but a thread rank of this process copies with memcpy: give those the moment their copies take.
+void lingerForCopies(const RoundSync& sync, std::uint32_t offerRound) {
+  sync.lingerForPeers(offerRound, kLingerSeconds);
+}
+
 }  // namespace
 
 SingleCopy::SingleCopy(RoundSync& sync, State& state, bool willing, const void* exposed) : sync_(sync), state_(state) {
@@ -23,7 +34,14 @@ SingleCopy::SingleCopy(RoundSync& sync, State& state, bool willing, const void* 
   const Offer mine{reinterpret_cast<std::uintptr_t>(exposed), me.pidNamespace, me.pid, willing && state.on ? 1u : 0u};
   std::memcpy(sync.nextSlot(), &mine, sizeof mine);
   sync.expectRead(0, sizeof(Offer));
-  sync.exchange();
+  const std::uint32_t offerRound = sync.round() + 1;
+  try {
+    sync.exchange();
+  } catch (...) {
+    // Peers that saw every rank arrive copy from this rank's buffer though this rank stops here.
+    if (mine.willing != 0) lingerForCopies(sync, offerRound);
+    throw;
+  }
   const auto n = static_cast<std::size_t>(sync.size());
   state.owners.resize(n);
   state.addresses.resize(n);
@@ -49,7 +67,13 @@ bool SingleCopy::finish() {
   const std::uint32_t mine = failed_.load(std::memory_order_acquire) ? 0u : 1u;
   std::memcpy(sync_.nextSlot(), &mine, sizeof mine);
   sync_.expectRead(0, sizeof mine);
-  sync_.exchange();
+  const std::uint32_t offerRound = sync_.round();
+  try {
+    sync_.exchange();
+  } catch (...) {
+    lingerForCopies(sync_, offerRound);
+    throw;
+  }
   bool all = true;
   int refusedBy = -1;
   for (int peer = 0; peer < sync_.size(); ++peer) {

@@ -10,6 +10,10 @@
 // instead. Where a read fails (the kernel's ptrace rules, a container's seccomp profile, another pid namespace), every
 // rank learns so in the second round, the call is run again through the slots, and the engine's later calls go there
 // too: every rank draws the same conclusion from the same round.
+//
+// A rank whose call fails after it published its buffer (aborted, timed out, a peer lost) waits, a bounded moment,
+// for the peers that may be copying from it to arrive at the round after: its program may free the buffer once the
+// call returns, and a thread rank of the same process copies with memcpy, which the kernel does not check.
 #pragma once
 
 #include <atomic>
