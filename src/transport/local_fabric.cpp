@@ -142,6 +142,12 @@ std::string LocalFabric::peerBroke(int peer) {
                 " and can take part in no later call (its error says why)");
 }
 
+std::optional<std::int64_t> LocalFabric::peerBrokenIn(int peer) {
+  if (peer == rank_ || abortFlag(peer).load(std::memory_order_acquire) != kBroken) return std::nullopt;
+  return reinterpret_cast<const std::atomic<std::int64_t>*>(regions_[peer] + kBrokenSeqOffset)
+      ->load(std::memory_order_relaxed);
+}
+
 std::atomic<std::int64_t>& LocalFabric::progressWord(int peer) {
   return *reinterpret_cast<std::atomic<std::int64_t>*>(regions_[peer] + progressOffset(size_));
 }

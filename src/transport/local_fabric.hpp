@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,9 @@ class LocalFabric {
   /// Why `peer` will take part in no call again though it lives ("" while it may): its communicator broke. Apart
   /// from peerFailure, which says whether the peer lives. Any thread.
   std::string peerBroke(int peer);
+  /// The call whose failure broke `peer`: its sequence number (-1: a point-to-point call), or nullopt while it has not
+  /// broken.
+  std::optional<std::int64_t> peerBrokenIn(int peer);
   /// Advances this rank's heartbeat counter (a background thread calls it every heartbeat interval).
   void beat();
   /// Peers whose counter stands still for longer than this are reported stopped (0: never).

@@ -1,6 +1,7 @@
 #include "algorithms/host/round_sync.hpp"
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "base/data_type.hpp"
@@ -79,12 +80,16 @@ void RoundSync::lingerForPeers(std::uint32_t from, double seconds) const noexcep
   const std::uint32_t target = from + 1;
   const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
   try {
+    // A round's line holds the latest round of its parity the peer arrived at. Copies begin once every rank reached
+    // `from`: while one has not, none copies (and the others, waiting in that round, would not arrive at the next).
+    for (int peer = 0; peer < fabric_.size(); ++peer) {
+      if (peer != fabric_.rank() &&
+          !transport::reached(fabric_.roundLine(peer, from).arrived.value.load(std::memory_order_acquire), from)) {
+        return;
+      }
+    }
     for (int peer = 0; peer < fabric_.size(); ++peer) {
       if (peer == fabric_.rank()) continue;
-      // A round's line holds the latest round of its parity the peer arrived at.
-      if (!transport::reached(fabric_.roundLine(peer, from).arrived.value.load(std::memory_order_acquire), from)) {
-        continue;  // it has not reached `from`: it copies nothing
-      }
       const transport::WaitWord& arrived = fabric_.roundLine(peer, target).arrived;
       while (!transport::reached(arrived.value.load(std::memory_order_acquire), target) &&
              fabric_.peerFailure(peer).empty() && fabric_.peerBroke(peer).empty() &&
@@ -124,13 +129,24 @@ void RoundSync::waitFor(int peer) {
 void RoundSync::checkPeersWhole() {
   // A peer may arrive and then fail the call (a timeout waiting for this rank) and break: this rank must not go on
   // to finish the call that peer failed. Checked before this round's slots are read, so where the first round finds
-  // it this rank's output is left as it was.
+  // it this rank's output is left as it was. A peer that broke in a later call finished this one (it passed this
+  // round, which every rank had reached): that is no reason to fail it.
   for (int peer = 0; peer < fabric_.size(); ++peer) {
-    if (const std::string why = fabric_.peerBroke(peer); !why.empty()) {
-      ErrorContext ctx = env_.context;
-      ctx.peer = peer;
-      fail(ErrorCode::kPeerLost, ctx, why, " (found in round ", round_, " of this call)");
+    const std::optional<std::int64_t> in = fabric_.peerBrokenIn(peer);
+    if (!in || (*in >= 0 && call_.seq >= 0 && *in > call_.seq)) continue;
+    // Where the peer broke because another failed outright (aborted, exited, went silent), that one is the cause to
+    // name, as a rank that saw it first does. A peer that left after its last call caused nothing.
+    ErrorContext ctx = env_.context;
+    ctx.peer = peer;
+    std::string why;
+    for (int p = 0; p < fabric_.size() && why.empty(); ++p) {
+      if (p == fabric_.rank() || fabric_.peerLeft(p)) continue;
+      why = fabric_.peerFailure(p);
+      if (!why.empty()) ctx.peer = p;
     }
+    if (why.empty()) why = fabric_.peerBroke(peer);
+    if (why.empty()) why = strCat("peer ", peer, " broke its communicator");  // and left since
+    fail(ErrorCode::kPeerLost, ctx, why, " (found in round ", round_, " of this call)");
   }
 }
 

@@ -69,12 +69,14 @@ class RoundSync {
   static constexpr std::size_t kFetchedBytes = 256;
   /// The round last exchanged (its slots are slot()'s).
   std::uint32_t round() const { return round_; }
-  /// After exchange() threw, for a rank whose buffer its peers may still be copying (SingleCopy): each peer that
-  /// reached round `from` (their copies begin there) is waited for until it reached the round after, failed, or
-  /// `seconds` passed; never throws. Peers arrive as soon as their copies are done.
+  /// After exchange() threw, for a rank whose buffer its peers may still be copying (SingleCopy): where every peer
+  /// reached round `from` (their copies begin once all did), each is waited for until it reached the round after,
+  /// failed, or `seconds` passed; never throws. Peers arrive there as soon as their copies are done.
   void lingerForPeers(std::uint32_t from, double seconds) const noexcept;
   /// A peer's slot of the round last exchanged.
   const std::byte* slot(int peer) const { return fabric_.slot(peer, round_); }
+  /// A peer's slot of `round` (of its parity: what it wrote there last).
+  const std::byte* slotOf(int peer, std::uint32_t round) const { return fabric_.slot(peer, round); }
   /// For rounds that carry at most transport::kRoundPayloadBytes: the payload travels on the round's own cache line
   /// instead of the slot, so a peer fetches counter, descriptor and data at once.
   std::byte* nextPayload() const { return fabric_.roundLine(fabric_.rank(), round_ + 1).payload; }

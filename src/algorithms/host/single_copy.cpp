@@ -20,14 +20,23 @@ struct Offer {
 // block (8 MiB) from each of 255 peers takes well under it.
 constexpr double kLingerSeconds = 2.0;
 
+}  // namespace
+
 // A rank whose call fails while its peers may still copy from its buffer returns early (aborted, timed out, a peer
 // lost), and its program may free the buffer. A peer in another process that still reads it gets an error from the
-// kernel, but a thread rank of this process copies with memcpy: give those the moment their copies take.
-void lingerForCopies(const RoundSync& sync, std::uint32_t offerRound) {
-  sync.lingerForPeers(offerRound, kLingerSeconds);
+// kernel, but a thread rank of this process copies with memcpy: give those the moment their copies take. (Peers in
+// other processes are not waited for: one that fails too would hold this rank's error back.)
+void SingleCopy::lingerForCopies(const RoundSync& sync, std::uint32_t offerRound) {
+  const transport::ProcessIdentity& me = transport::thisProcess();
+  bool threadRanks = false;
+  for (int peer = 0; peer < sync.size(); ++peer) {
+    if (peer == sync.rank()) continue;
+    Offer theirs{};
+    std::memcpy(&theirs, sync.slotOf(peer, offerRound), sizeof theirs);
+    threadRanks = threadRanks || (theirs.pid == me.pid && theirs.pidNamespace == me.pidNamespace);
+  }
+  if (threadRanks) sync.lingerForPeers(offerRound, kLingerSeconds);
 }
-
-}  // namespace
 
 SingleCopy::SingleCopy(RoundSync& sync, State& state, bool willing, const void* exposed) : sync_(sync), state_(state) {
   const transport::ProcessIdentity& me = transport::thisProcess();

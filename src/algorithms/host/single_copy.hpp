@@ -12,8 +12,9 @@
 // too: every rank draws the same conclusion from the same round.
 //
 // A rank whose call fails after it published its buffer (aborted, timed out, a peer lost) waits, a bounded moment,
-// for the peers that may be copying from it to arrive at the round after: its program may free the buffer once the
-// call returns, and a thread rank of the same process copies with memcpy, which the kernel does not check.
+// for thread ranks of its process that may be copying from it to arrive at the round after: its program may free
+// the buffer once the call returns, and they copy with memcpy, which the kernel does not check. A peer that would
+// complete the first round only after this rank failed finds it broken there and reads nothing.
 #pragma once
 
 #include <atomic>
@@ -55,6 +56,8 @@ class SingleCopy {
   bool finish();
 
  private:
+  static void lingerForCopies(const RoundSync& sync, std::uint32_t offerRound);
+
   RoundSync& sync_;
   State& state_;
   bool active_ = false;
