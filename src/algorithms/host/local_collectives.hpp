@@ -86,6 +86,10 @@ class LocalCollectives {
   // (SingleCopy). Decided from the slots' size, which every rank of the fabric shares, and the state that every rank
   // changes alike: all ranks of a call hold the offer's round or none does.
   bool readsInPlace(std::size_t perPeerBytes) const { return singleCopy_.on && singleCopyBlocks_.holds(perPeerBytes); }
+  // Single copy's pass: block r (`count` elements of `esz` bytes, end to end in `out`) read from `offset` past peer
+  // r's exposed buffer, this rank's own block copied from `own` (null: it is in place), cut among team_.
+  void readBlocks(SingleCopy& one, std::byte* out, std::size_t count, std::size_t esz, std::size_t offset,
+                  const std::byte* own, bool stream);
   // Whether a call that writes `outputBytes` on this rank streams them.
   bool streams(std::size_t outputBytes) const { return outputBytes >= options_.streamFromBytes; }
   // dst = the reduction of size() sources of `count` elements; `stream`: dst written with non-temporal stores.

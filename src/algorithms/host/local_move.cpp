@@ -44,6 +44,21 @@ std::size_t perPeerChunk(std::size_t slotBytes, std::size_t esz, int n, const Er
 
 }  // namespace
 
+void LocalCollectives::readBlocks(SingleCopy& one, std::byte* out, std::size_t count, std::size_t esz,
+                                  std::size_t offset, const std::byte* own, bool stream) {
+  auto pass = [&](std::size_t begin, std::size_t end, int) {
+    patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
+      std::byte* to = out + (r * count + first) * esz;
+      if (static_cast<int>(r) != rank()) {
+        one.read(static_cast<int>(r), offset + first * esz, to, (last - first) * esz);
+      } else if (own != nullptr) {
+        copyOut(to, own + first * esz, (last - first) * esz, stream);
+      }
+    });
+  };
+  cut(count * static_cast<std::size_t>(size()), esz, pass);
+}
+
 void LocalCollectives::barrier(const OpEnv& env) {
   RoundSync sync(fabric_, round_, describeCall(Collective::kBarrier, env.context.seq, DataType::kUint8, 0), env);
   sync.exchange();
@@ -90,18 +105,7 @@ void LocalCollectives::allgather(const void* send, void* recv, std::size_t count
   if (readsInPlace(count * esz)) {
     SingleCopy one(sync, singleCopy_, options_.singleCopy, in);
     if (one.active()) {
-      // Every rank's block, the pass running over the size() blocks end to end.
-      auto gather = [&](std::size_t begin, std::size_t end, int) {
-        patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
-          std::byte* to = out + (r * count + first) * esz;
-          if (static_cast<int>(r) != rank()) {
-            one.read(static_cast<int>(r), first * esz, to, (last - first) * esz);
-          } else if (!inPlace) {
-            copyOut(to, in + first * esz, (last - first) * esz, stream);
-          }
-        });
-      };
-      cut(count * static_cast<std::size_t>(size()), esz, gather);
+      readBlocks(one, out, count, esz, 0, inPlace ? nullptr : in, stream);
       if (one.finish()) return;
     }
   }
@@ -180,17 +184,7 @@ void LocalCollectives::gather(const void* send, void* recv, std::size_t count, D
   if (readsInPlace(count * esz)) {
     SingleCopy one(sync, singleCopy_, options_.singleCopy, in);
     if (one.active()) {
-      auto gather = [&](std::size_t begin, std::size_t end, int) {
-        patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
-          std::byte* to = out + (r * count + first) * esz;
-          if (static_cast<int>(r) != root) {
-            one.read(static_cast<int>(r), first * esz, to, (last - first) * esz);
-          } else if (!inPlace) {
-            copyOut(to, in + first * esz, (last - first) * esz, stream);
-          }
-        });
-      };
-      if (rank() == root) cut(count * static_cast<std::size_t>(size()), esz, gather);
+      if (rank() == root) readBlocks(one, out, count, esz, 0, inPlace ? nullptr : in, stream);
       if (one.finish()) return;
     }
   }
@@ -268,17 +262,7 @@ void LocalCollectives::alltoall(const void* send, void* recv, std::size_t count,
   if (readsInPlace(block)) {
     SingleCopy one(sync, singleCopy_, options_.singleCopy && !inPlace, in);
     if (one.active()) {
-      auto gather = [&](std::size_t begin, std::size_t end, int) {
-        patterns::forEachBlockIn(begin, end, count, [&](std::size_t r, std::size_t first, std::size_t last) {
-          std::byte* to = out + r * block + first * esz;
-          if (static_cast<int>(r) != rank()) {
-            one.read(static_cast<int>(r), mine + first * esz, to, (last - first) * esz);
-          } else {
-            copyOut(to, in + mine + first * esz, (last - first) * esz, stream);
-          }
-        });
-      };
-      cut(count * static_cast<std::size_t>(n), esz, gather);
+      readBlocks(one, out, count, esz, mine, in + mine, stream);
       if (one.finish()) return;
     }
   }
