@@ -130,6 +130,10 @@ bool LocalFabric::peerLeft(int peer) {
   return peer != rank_ && abortFlag(peer).load(std::memory_order_acquire) == kLeft;
 }
 
+bool LocalFabric::peerStopped(int peer) {
+  return peer != rank_ && abortFlag(peer).load(std::memory_order_acquire) != 0;
+}
+
 std::string LocalFabric::peerBroke(int peer) {
   if (peer == rank_ || abortFlag(peer).load(std::memory_order_acquire) != kBroken) return "";
   const std::byte* theirs = regions_[peer];

@@ -137,6 +137,9 @@ class LocalFabric {
   void markBroken(std::int64_t seq, ErrorCode code);
   /// Whether `peer` destroyed its communicator (after finishing its calls, if the program is right). Any thread.
   bool peerLeft(int peer);
+  /// Whether `peer` aborted, broke or destroyed its communicator: one load, for checks on a call's path (the reason
+  /// is peerFailure's or peerBroke's). Any thread.
+  bool peerStopped(int peer);
   /// Why `peer` will take part in no call again though it lives ("" while it may): its communicator broke. Apart
   /// from peerFailure, which says whether the peer lives. Any thread.
   std::string peerBroke(int peer);

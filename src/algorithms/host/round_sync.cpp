@@ -1,5 +1,6 @@
 #include "algorithms/host/round_sync.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <optional>
 #include <thread>
@@ -98,6 +99,29 @@ void RoundSync::lingerForPeers(std::uint32_t from, double seconds) const noexcep
       }
     }
   } catch (...) {  // NOLINT(bugprone-empty-catch): a peer's state that cannot be read ends the wait, as time does
+  }
+}
+
+void RoundSync::announceBroken(ErrorCode code) noexcept {
+  fabric_.markBroken(call_.seq, code);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void RoundSync::confirmPeersWhole() {
+  // This rank's arrival, then the fence, then the peers' flags; a failing peer's flag, its fence, then whether this
+  // rank arrived (lingerForPeers). One of the two sees the other's store: this rank fails here, or that peer waits
+  // for its copies.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  checkPeersWhole();
+  for (int peer = 0; peer < fabric_.size(); ++peer) {
+    if (!fabric_.peerStopped(peer)) continue;
+    // None can have left or broken in a later call: it would have passed a round after this one.
+    std::string why = fabric_.peerFailure(peer);
+    if (why.empty()) why = fabric_.peerBroke(peer);
+    ErrorContext ctx = env_.context;
+    ctx.peer = peer;
+    fail(ErrorCode::kPeerLost, ctx, why.empty() ? strCat("peer ", peer, " stopped its communicator") : why,
+         " (found in round ", round_, " of this call, before reading its buffer)");
   }
 }
 

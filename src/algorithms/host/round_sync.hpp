@@ -73,6 +73,14 @@ class RoundSync {
   /// reached round `from` (their copies begin once all did), each is waited for until it reached the round after,
   /// failed, or `seconds` passed; never throws. Peers arrive there as soon as their copies are done.
   void lingerForPeers(std::uint32_t from, double seconds) const noexcept;
+  /// After exchange() threw with `code` (any but a Mismatch, which fails every rank alike in the round that finds it):
+  /// tells the peers at once that this rank's communicator broke in this call, as the communicator does on the way
+  /// out, then a full fence. With confirmPeersWhole's fence, a peer that completes the round after this rank looked
+  /// for it (lingerForPeers) finds it broken. Never throws.
+  void announceBroken(ErrorCode code) noexcept;
+  /// Before reading a peer's memory that the round last exchanged exposed: fails the call (PeerLost) where a peer
+  /// aborted or broke, which no reader of its slots needs to know. A full fence first (see announceBroken).
+  void confirmPeersWhole();
   /// A peer's slot of the round last exchanged.
   const std::byte* slot(int peer) const { return fabric_.slot(peer, round_); }
   /// A peer's slot of `round` (of its parity: what it wrote there last).

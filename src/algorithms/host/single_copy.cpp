@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "base/error.hpp"
 #include "base/logging.hpp"
 
 namespace braid::host {
@@ -26,7 +27,8 @@ constexpr double kLingerSeconds = 2.0;
 // lost), and its program may free the buffer. A peer in another process that still reads it gets an error from the
 // kernel, but a thread rank of this process copies with memcpy: give those the moment their copies take. (Peers in
 // other processes are not waited for: one that fails too would hold this rank's error back.)
-void SingleCopy::lingerForCopies(const RoundSync& sync, std::uint32_t offerRound) {
+void SingleCopy::leave(RoundSync& sync, std::uint32_t offerRound, ErrorCode code) {
+  sync.announceBroken(code);
   const transport::ProcessIdentity& me = transport::thisProcess();
   bool threadRanks = false;
   for (int peer = 0; peer < sync.size(); ++peer) {
@@ -46,11 +48,15 @@ SingleCopy::SingleCopy(RoundSync& sync, State& state, bool willing, const void* 
   const std::uint32_t offerRound = sync.round() + 1;
   try {
     sync.exchange();
-  } catch (...) {
-    // Peers that saw every rank arrive copy from this rank's buffer though this rank stops here.
-    if (mine.willing != 0) lingerForCopies(sync, offerRound);
+  } catch (const Error& e) {
+    // Peers that saw every rank arrive copy from this rank's buffer though this rank stops here. (A Mismatch fails
+    // every rank in this round: none reads.)
+    if (mine.willing != 0 && e.code() != ErrorCode::kMismatch) leave(sync, offerRound, e.code());
     throw;
   }
+  // A rank that failed this round once this one arrived (aborted, timed out waiting for another) may return without
+  // waiting for copies it did not see coming: it is read by no one.
+  sync.confirmPeersWhole();
   const auto n = static_cast<std::size_t>(sync.size());
   state.owners.resize(n);
   state.addresses.resize(n);
@@ -79,8 +85,8 @@ bool SingleCopy::finish() {
   const std::uint32_t offerRound = sync_.round();
   try {
     sync_.exchange();
-  } catch (...) {
-    lingerForCopies(sync_, offerRound);
+  } catch (const Error& e) {
+    leave(sync_, offerRound, e.code());
     throw;
   }
   bool all = true;

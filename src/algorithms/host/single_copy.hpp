@@ -13,8 +13,9 @@
 //
 // A rank whose call fails after it published its buffer (aborted, timed out, a peer lost) waits, a bounded moment,
 // for thread ranks of its process that may be copying from it to arrive at the round after: its program may free
-// the buffer once the call returns, and they copy with memcpy, which the kernel does not check. A peer that would
-// complete the first round only after this rank failed finds it broken there and reads nothing.
+// the buffer once the call returns, and they copy with memcpy, which the kernel does not check. It tells its peers
+// it broke before it looks for them, so a peer that completes the first round after it looked finds it broken there
+// (or aborted) and reads nothing.
 #pragma once
 
 #include <atomic>
@@ -56,7 +57,9 @@ class SingleCopy {
   bool finish();
 
  private:
-  static void lingerForCopies(const RoundSync& sync, std::uint32_t offerRound);
+  /// The call failed with `code` after this rank published its buffer in `offerRound`: tells the peers it broke, then
+  /// lingers for thread ranks that may be copying from it.
+  static void leave(RoundSync& sync, std::uint32_t offerRound, ErrorCode code);
 
   RoundSync& sync_;
   State& state_;
