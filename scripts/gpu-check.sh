@@ -70,7 +70,8 @@ if compgen -G ".debs/*.deb" >/dev/null; then
   export CPLUS_INCLUDE_PATH=$inc${CPLUS_INCLUDE_PATH:+:$CPLUS_INCLUDE_PATH}
   export C_INCLUDE_PATH=$inc${C_INCLUDE_PATH:+:$C_INCLUDE_PATH}
   export LIBRARY_PATH=$lib${LIBRARY_PATH:+:$LIBRARY_PATH}
-  export LD_LIBRARY_PATH=$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # Some packages (libgloo0) put their libraries in usr/lib: binaries built elsewhere find them only on this path.
+  export LD_LIBRARY_PATH=$lib:$root/usr/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   # Environment too, for the CMake runs the install test makes of its own.
   export CMAKE_PREFIX_PATH=$root/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
   export OPENSSL_ROOT_DIR=$root/usr
