@@ -204,7 +204,8 @@ std::byte* LocalFabric::ringData(int sender, int receiver) {
 }
 
 std::atomic<std::uint32_t>& LocalFabric::singleCopyAnswer(int sender, int receiver) {
-  // The tail's line, after its WaitWord: both are the receiver's to write and the sender's to read.
+  // The tail's line, after its WaitWord: the receiver writes both (the sender this word only when it withdraws a
+  // message, which is rare), and the sender reads them.
   return *reinterpret_cast<std::atomic<std::uint32_t>*>(reinterpret_cast<std::byte*>(&ringTail(sender, receiver)) +
                                                         sizeof(WaitWord));
 }

@@ -1,9 +1,13 @@
 // Large point-to-point messages between ranks of one host move in one copy (algorithms/host/p2p.hpp): the receiver
 // reads them from the sender's memory and answers. Two ranks as threads over a memory arena: a receiver that will
 // not read answers so, and the message and the later ones to it cross the ring whole and in order; smaller messages
-// never ask.
+// never ask. A send that fails is read by no one once it returned: withdrawn before its receiver took it, waited
+// for while its receiver reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -12,6 +16,7 @@
 #include <vector>
 
 #include "algorithms/host/p2p.hpp"
+#include "base/error.hpp"
 #include "transport/local_fabric.hpp"
 #include "transport/memory/memory_local_group.hpp"
 
@@ -81,14 +86,25 @@ struct Pair {
   /// Rank 1's last answer to rank 0: {ticket, refused}.
   std::pair<std::uint32_t, bool> answer() {
     const std::uint32_t a = fabrics[1]->singleCopyAnswer(0, 1).load();
-    return {a >> 1, (a & 1) != 0};
+    return {a >> 2, (a & 3) == 2};
   }
+  /// Whether rank 0 withdrew its last single-copy message to rank 1.
+  bool withdrawn() { return (fabrics[1]->singleCopyAnswer(0, 1).load() & 3) == 3; }
 
-  static OpEnv env(int rank) {
+  static OpEnv env(int rank, double timeoutSeconds = 20) {
     OpEnv e;
     e.context = ErrorContext{.rank = rank, .peer = -1, .op = "p2p", .seq = -1};
-    e.timeoutSeconds = 20;
+    e.timeoutSeconds = timeoutSeconds;
     return e;
+  }
+
+  void send(std::vector<std::uint32_t>& data, int tag, const OpEnv& e) {
+    const P2pOp op{P2pOp::Kind::kSend, 1, data.data(), data.size(), DataType::kUint32, tag};
+    engines[0]->run({&op, 1}, e);
+  }
+  void receive(std::vector<std::uint32_t>& data, int tag) {
+    const P2pOp op{P2pOp::Kind::kRecv, 0, data.data(), data.size(), DataType::kUint32, tag};
+    engines[1]->run({&op, 1}, env(1));
   }
 
   transport::FabricLayout layout;
@@ -118,6 +134,93 @@ TEST(P2pSingleCopy, ASenderThatWillNotBeReadNeverAsks) {
   Pair pair(false, true);
   EXPECT_EQ(pair.exchange({kLarge, kLarge}), "");
   EXPECT_EQ(pair.answer(), std::make_pair(0u, false));
+}
+
+TEST(P2pSingleCopy, ASendThatFailsBeforeItsReceiverTookItIsWithdrawnAndReadByNoOne) {
+  Pair pair(true, true);
+  std::vector<std::uint32_t> large = counting(kLarge, 1);
+  // No receive is posted: the send times out with its question unanswered, and its program reuses the buffer.
+  try {
+    pair.send(large, 0, Pair::env(0, 0.2));
+    ADD_FAILURE() << "a send no one received completed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+  }
+  EXPECT_TRUE(pair.withdrawn());
+  std::fill(large.begin(), large.end(), 0xdeadbeefu);
+  std::vector<std::uint32_t> in(kLarge, 0);
+  try {
+    pair.receive(in, 0);
+    ADD_FAILURE() << "a withdrawn message was received";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kPeerLost) << e.what();
+    EXPECT_NE(std::string(e.what()).find("peer 0 withdrew its message (tag 0"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(std::count(in.begin(), in.end(), 0xdeadbeefu), 0);
+  // The pair goes on: a withdrawn message nobody waited for yet is dropped, and later ones arrive whole.
+  try {
+    pair.send(large, 3, Pair::env(0, 0.2));
+    ADD_FAILURE() << "a send no one received completed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+  }
+  std::vector<std::uint32_t> small = counting(kSmall, 7);
+  pair.send(small, 4, Pair::env(0));
+  std::vector<std::uint32_t> got(kSmall, 0);
+  pair.receive(got, 4);
+  EXPECT_EQ(got, small);
+  EXPECT_EQ(pair.exchange({kLarge, kSmall, kLarge}), "");
+  EXPECT_EQ(pair.answer(), std::make_pair(4u, false));
+}
+
+TEST(P2pSingleCopy, ASendThatFailsWhileItsReceiverReadsReturnsOnlyOnceTheReadIsDone) {
+  Pair pair(true, true);
+  // Large enough that the copy takes milliseconds, while the sender learns of its abort in microseconds.
+  constexpr std::size_t kHuge = std::size_t{16} << 20;
+  std::vector<std::uint32_t> out = counting(kHuge, 3);
+  const std::vector<std::uint32_t> expected = out;
+  std::atomic<bool> aborted{false};
+  OpEnv senderEnv = Pair::env(0);
+  senderEnv.aborted = &aborted;
+  std::string sendError;
+  std::pair<std::uint32_t, bool> answerAtReturn;
+  std::thread sender([&] {
+    try {
+      pair.send(out, 0, senderEnv);
+    } catch (const Error& e) {
+      sendError = e.what();
+    }
+    answerAtReturn = pair.answer();
+    // The program has its buffer back and writes it.
+    std::fill(out.begin(), out.end(), 0xdeadbeefu);
+  });
+  const auto waitFor = [](auto done) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+    return done();
+  };
+  ASSERT_TRUE(waitFor([&] { return pair.fabrics[1]->ringAvailable(0) > 0; }));  // the question was asked
+  std::vector<std::uint32_t> in(kHuge, 0);
+  std::string receiveError;
+  std::thread receiver([&] {
+    try {
+      pair.receive(in, 0);
+    } catch (const Error& e) {
+      receiveError = e.what();
+    }
+  });
+  // The receiver took the header: it reads now. The sender fails meanwhile.
+  const bool taken = waitFor([&] { return pair.fabrics[1]->ringAvailable(0) == 0; });
+  aborted.store(true);
+  pair.engines[0]->wake();
+  sender.join();
+  receiver.join();
+  ASSERT_TRUE(taken);
+  // (A copy that ended before the sender saw its abort completed the send.)
+  EXPECT_TRUE(sendError.empty() || sendError.find("aborted") != std::string::npos) << sendError;
+  EXPECT_EQ(answerAtReturn, std::make_pair(1u, false)) << "the send returned before its receiver answered";
+  EXPECT_EQ(receiveError, "");
+  EXPECT_TRUE(in == expected) << std::count(in.begin(), in.end(), 0xdeadbeefu) << " words read after the send returned";
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "algorithms/host/p2p.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <exception>
+#include <string>
+#include <thread>
 
 #include "algorithms/host/any_source.hpp"
 #include "algorithms/p2p_feed.hpp"
@@ -16,11 +20,25 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x42503250;  // "BP2P"
 constexpr std::size_t kCompactAfter = 64;     // completed operations a fed group keeps before dropping them
-// A single-copy answer (LocalFabric::singleCopyAnswer): the ticket of the message answered, times two, plus one where
-// the receiver did not read it (its payload must come through the ring). Tickets count from 1, so the zeroed word
-// answers none; they wrap at 2^31.
-constexpr std::uint32_t kTicketMask = 0x7fffffffu;
-constexpr std::uint32_t kRefused = 1;
+// A single-copy message's word (LocalFabric::singleCopyAnswer): the ticket of the message it speaks of, times four,
+// plus where that message stands. Tickets count from 1, so the zeroed word speaks of none; they wrap at 2^30. The
+// receiver claims a message before it reads it and answers once done; a sender that fails first withdraws it, and
+// whoever changes the word first decides: a withdrawn message is read by no one, a claimed one is waited for.
+constexpr std::uint32_t kTicketMask = 0x3fffffffu;
+constexpr std::uint32_t kClaimed = 0;    // the receiver is reading it
+constexpr std::uint32_t kRead = 1;       // read whole (or dropped unread by a receive of another size)
+constexpr std::uint32_t kRefused = 2;    // not read: its payload comes through the ring
+constexpr std::uint32_t kWithdrawn = 3;  // its send failed: no one reads it, and no payload follows
+// How long a failing sender waits for a receiver that claimed its message to finish reading it: a thread rank of
+// its process copies with memcpy from memory the program may free once the send returns. A copy of hundreds of MiB
+// takes well under it.
+constexpr double kLingerSeconds = 2.0;
+
+std::uint32_t ticketOf(std::uint32_t word) { return word >> 2; }
+std::uint32_t standingOf(std::uint32_t word) { return word & 3u; }
+std::uint32_t wordOf(std::uint32_t ticket, std::uint32_t standing) { return ticket << 2 | standing; }
+// Whether `ticket` is `of` or later, in wrap-around order.
+bool atOrAfter(std::uint32_t ticket, std::uint32_t of) { return ((ticket - of) & kTicketMask) < (kTicketMask >> 1); }
 
 std::uint64_t bytesOf(const P2pOp& op) { return op.count * dataTypeSize(op.type); }
 
@@ -41,7 +59,16 @@ bool P2pEngine::singleCopyTo(int peer, std::uint64_t bytes) const {
   return singleCopy_ && !refusedBy_[peer] && peer != fabric_.rank() && bytes > fabric_.layout().ringBytes;
 }
 
-void P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env) {
+bool P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env) {
+  const std::uint32_t ticket = ++answered_[peer] & kTicketMask;
+  std::atomic<std::uint32_t>& word = fabric_.singleCopyAnswer(peer, fabric_.rank());
+  // The word speaks of the sender's previous message until this rank claims this one, unless the sender withdrew it
+  // (or withdrew it and later ones: it asks again only once a message is decided).
+  std::uint32_t seen = word.load(std::memory_order_acquire);
+  do {
+    if (atOrAfter(ticketOf(seen), ticket)) return false;
+  } while (!word.compare_exchange_weak(seen, wordOf(ticket, kClaimed), std::memory_order_acq_rel,
+                                       std::memory_order_acquire));
   // A receive of another size reads nothing (it fails with Mismatch once the message is through); the sender's send is
   // done all the same, as it is when its bytes cross the ring.
   std::string why;
@@ -52,32 +79,67 @@ void P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const Op
   } else if (!read) {
     why = "this rank reads no peer's memory";
   }
-  // A sender that failed or aborted while this rank read may have handed its buffer back to its program meanwhile:
-  // what was read cannot be trusted. Asked before the answer: once answered, the sender's send is done and it may
-  // destroy its communicator at once, which must not read as a failure.
-  std::string failed;
-  if (read && in.target != nullptr) {
-    failed = fabric_.peerFailure(peer);
-    if (failed.empty()) failed = fabric_.peerBroke(peer);
-  }
-  // Only now: once answered, the sender's buffer is its program's again.
-  const std::uint32_t ticket = ++answered_[peer] & kTicketMask;
-  fabric_.singleCopyAnswer(peer, fabric_.rank()).store(ticket << 1 | (read ? 0 : kRefused), std::memory_order_release);
+  // Once answered, the sender's buffer is its program's again. A sender that gave up waiting withdrew the message
+  // meanwhile: what was read cannot be trusted, and no payload follows.
+  std::uint32_t claimed = wordOf(ticket, kClaimed);
+  const bool answered = word.compare_exchange_strong(claimed, wordOf(ticket, read ? kRead : kRefused),
+                                                     std::memory_order_acq_rel, std::memory_order_acquire);
   fabric_.ring(peer);
+  if (!answered) {
+    in.active = false;
+    ErrorContext ctx = env.context;
+    ctx.peer = peer;
+    fail(ErrorCode::kPeerLost, ctx, "peer ", peer, " withdrew its message (tag ", h.tag, ", ", h.bytes,
+         " bytes) while this rank read it: its send failed");
+  }
   if (!read) {
     logLine(LogLevel::kDebug, fabric_.rank(),
             strCat("large messages from peer ", peer, " cross the shared-memory ring: ", why));
-    return;  // the payload follows in the ring, read as any other
+    return true;  // the payload follows in the ring, read as any other
   }
   in.done = in.bytes;
-  if (!failed.empty()) {
-    ErrorContext ctx = env.context;
-    ctx.peer = peer;
-    fail(ErrorCode::kPeerLost, ctx, failed, " while this rank read its message (tag ", h.tag, ")");
+  return true;
+}
+
+void P2pEngine::withdrawUnanswered() noexcept {
+  for (std::size_t i = 0; i < ops_.size() && i < state_.size(); ++i) {
+    if (!state_[i].awaitingAnswer) continue;
+    const int peer = ops_[i].peer;
+    const std::uint32_t ticket = state_[i].ticket;
+    std::atomic<std::uint32_t>& word = fabric_.singleCopyAnswer(fabric_.rank(), peer);
+    std::uint32_t seen = word.load(std::memory_order_acquire);
+    // Not claimed yet: the receiver will find it withdrawn and read nothing.
+    bool decided = false;
+    while (ticketOf(seen) != ticket && !decided) {
+      decided = word.compare_exchange_weak(seen, wordOf(ticket, kWithdrawn), std::memory_order_acq_rel,
+                                           std::memory_order_acquire);
+    }
+    // Claimed: the receiver is reading the buffer. Not bounded by the peer's state: an aborted thread rank may still
+    // be copying.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kLingerSeconds);
+    while (!decided && standingOf(seen) == kClaimed && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+      seen = word.load(std::memory_order_acquire);
+    }
+    // Still reading: withdrawn all the same, and that receiver fails its receive rather than trust what it read.
+    if (!decided && standingOf(seen) == kClaimed) {
+      word.compare_exchange_strong(seen, wordOf(ticket, kWithdrawn), std::memory_order_acq_rel,
+                                   std::memory_order_acquire);
+    }
+    state_[i].awaitingAnswer = false;
   }
 }
 
 void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
+  try {
+    runGroup(given, env);
+  } catch (...) {
+    withdrawUnanswered();
+    throw;
+  }
+}
+
+void P2pEngine::runGroup(std::span<const P2pOp> given, const OpEnv& env) {
   // A message still being read into a receive of an earlier group, which failed (a run ends normally only once
   // its receives completed), goes nowhere: that receive and its buffer are gone.
   for (Incoming& in : incoming_) {
@@ -277,10 +339,10 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
     if (s.awaitingAnswer) {
       // Later sends to the peer wait behind it (busy): one question to a peer at a time, so its answer is this one's.
       const std::uint32_t answer = fabric_.singleCopyAnswer(fabric_.rank(), op.peer).load(std::memory_order_acquire);
-      if (answer >> 1 != s.ticket) continue;
+      if (ticketOf(answer) != s.ticket || standingOf(answer) == kClaimed) continue;
       s.awaitingAnswer = false;
       progressed = true;
-      if ((answer & kRefused) != 0) {
+      if (standingOf(answer) == kRefused) {
         refusedBy_[op.peer] = true;  // this one and the later ones go through the ring
       } else {
         s.done = s.bytes;
@@ -410,7 +472,20 @@ bool P2pEngine::readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pendi
         in.target = unexpected_[peer].back().data.data();
       }
       progressed = true;
-      if (h.address != 0) readSingleCopy(peer, h, in, env);
+      if (h.address != 0 && !readSingleCopy(peer, h, in, env)) {
+        in.active = false;
+        if (in.op < 0) {
+          unexpected_[peer].pop_back();  // no receive waits for it yet: it never arrived
+          continue;
+        }
+        state[in.op].complete = true;
+        ErrorContext ctx = env.context;
+        ctx.peer = peer;
+        std::string why = fabric_.peerFailure(peer);
+        if (why.empty()) why = fabric_.peerBroke(peer);
+        fail(ErrorCode::kPeerLost, ctx, "peer ", peer, " withdrew its message (tag ", h.tag, ", ", h.bytes,
+             " bytes) before this rank read it: its send failed", why.empty() ? "" : strCat(" (", why, ")"));
+      }
     }
     if (in.done < in.bytes) {
       const std::size_t got = fabric_.ringRead(peer, in.target ? in.target + in.done : nullptr, in.bytes - in.done);

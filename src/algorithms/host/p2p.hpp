@@ -10,7 +10,9 @@
 // header names where it lies in the sender's memory, and the receiver copies it from there in one step
 // (transport/process_memory.hpp) before it answers; the send completes with the answer. Where the kernel refuses
 // the read, the answer says so, and the sender streams that message and its later ones to that peer through the
-// ring as it does smaller ones.
+// ring as it does smaller ones. A send that fails before its receiver claimed the message withdraws it, and that
+// receive fails with PeerLost; one that fails while the receiver reads waits for the read (up to a bound): a run
+// that returned leaves no peer reading its buffers.
 #pragma once
 
 #include <cstdint>
@@ -77,9 +79,14 @@ class P2pEngine {
   bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
   /// Whether a send of `bytes` to `peer` asks the peer to read it from this rank's memory.
   bool singleCopyTo(int peer, std::uint64_t bytes) const;
-  /// A single-copy message's header arrived from `peer`, its target chosen: reads it whole, or leaves its payload
-  /// to come through the ring (the kernel refused); answers the sender either way.
-  void readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env);
+  void runGroup(std::span<const P2pOp> ops, const OpEnv& env);  // run's body
+  /// A single-copy message's header arrived from `peer`, its target chosen: claims it and reads it whole, or leaves
+  /// its payload to come through the ring (the kernel refused), and answers the sender; false when the sender had
+  /// withdrawn it (nothing to read, no payload follows). Throws PeerLost when the sender withdrew it mid-read.
+  bool readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env);
+  /// A run that fails: withdraws its single-copy sends no receiver claimed yet, and waits (bounded) for those one is
+  /// reading, so that none is read once the run returned.
+  void withdrawUnanswered() noexcept;
   /// Reads what arrived from `peer` while a pending receive may take it; true when bytes moved.
   bool readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   /// The peer whose message the receive `op` is bound to and reading, or -1.
