@@ -1,18 +1,14 @@
 #include "algorithms/host/p2p.hpp"
 
-#include <atomic>
-#include <chrono>
 #include <cstring>
 #include <exception>
 #include <string>
-#include <thread>
 
 #include "algorithms/host/any_source.hpp"
 #include "algorithms/p2p_feed.hpp"
 #include "base/data_type.hpp"
 #include "base/error.hpp"
 #include "base/logging.hpp"
-#include "transport/process_memory.hpp"
 
 namespace braid::host {
 
@@ -20,26 +16,6 @@ namespace {
 
 constexpr std::uint32_t kMagic = 0x42503250;  // "BP2P"
 constexpr std::size_t kCompactAfter = 64;     // completed operations a fed group keeps before dropping them
-// A single-copy message's word (LocalFabric::singleCopyAnswer): the ticket of the message it speaks of, times four,
-// plus where that message stands. Tickets count from 1, so the zeroed word speaks of none; they wrap at 2^30. The
-// receiver claims a message before it reads it and answers once done; a sender that fails first withdraws it, and
-// whoever changes the word first decides: a withdrawn message is read by no one, a claimed one is waited for.
-constexpr std::uint32_t kTicketMask = 0x3fffffffu;
-constexpr std::uint32_t kClaimed = 0;    // the receiver is reading it
-constexpr std::uint32_t kRead = 1;       // read whole (or dropped unread by a receive of another size)
-constexpr std::uint32_t kRefused = 2;    // not read: its payload comes through the ring
-constexpr std::uint32_t kWithdrawn = 3;  // its send failed: no one reads it, and no payload follows
-// How long a failing sender waits for a receiver that claimed its message to finish reading it: a thread rank of
-// its process copies with memcpy from memory the program may free once the send returns. A copy of hundreds of MiB
-// takes well under it.
-constexpr double kLingerSeconds = 2.0;
-
-std::uint32_t ticketOf(std::uint32_t word) { return word >> 2; }
-std::uint32_t standingOf(std::uint32_t word) { return word & 3u; }
-std::uint32_t wordOf(std::uint32_t ticket, std::uint32_t standing) { return ticket << 2 | standing; }
-// Whether `ticket` is `of` or later, in wrap-around order.
-bool atOrAfter(std::uint32_t ticket, std::uint32_t of) { return ((ticket - of) & kTicketMask) < (kTicketMask >> 1); }
-
 std::uint64_t bytesOf(const P2pOp& op) { return op.count * dataTypeSize(op.type); }
 
 }  // namespace
@@ -52,83 +28,6 @@ P2pEngine::P2pEngine(transport::LocalFabric& fabric, bool singleCopy)
       asked_(fabric.size(), 0),
       answered_(fabric.size(), 0),
       refusedBy_(fabric.size(), false) {}
-
-bool P2pEngine::singleCopyTo(int peer, std::uint64_t bytes) const {
-  // Only what cannot sit in the ring: a smaller message completes once written, whether or not the peer reads yet
-  // (two ranks that each send one and then receive rely on that).
-  return singleCopy_ && !refusedBy_[peer] && peer != fabric_.rank() && bytes > fabric_.layout().ringBytes;
-}
-
-bool P2pEngine::readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env) {
-  const std::uint32_t ticket = ++answered_[peer] & kTicketMask;
-  std::atomic<std::uint32_t>& word = fabric_.singleCopyAnswer(peer, fabric_.rank());
-  // The word speaks of the sender's previous message until this rank claims this one, unless the sender withdrew it
-  // (or withdrew it and later ones: it asks again only once a message is decided).
-  std::uint32_t seen = word.load(std::memory_order_acquire);
-  do {
-    if (atOrAfter(ticketOf(seen), ticket)) return false;
-  } while (!word.compare_exchange_weak(seen, wordOf(ticket, kClaimed), std::memory_order_acq_rel,
-                                       std::memory_order_acquire));
-  // A receive of another size reads nothing (it fails with Mismatch once the message is through); the sender's send is
-  // done all the same, as it is when its bytes cross the ring.
-  std::string why;
-  bool read = in.target == nullptr;
-  if (!read && singleCopy_) {
-    read = transport::readProcessMemory(transport::ProcessIdentity{h.pid, h.pidNamespace}, h.address, in.target,
-                                        in.bytes, &why);
-  } else if (!read) {
-    why = "this rank reads no peer's memory";
-  }
-  // Once answered, the sender's buffer is its program's again. A sender that gave up waiting withdrew the message
-  // meanwhile: what was read cannot be trusted, and no payload follows.
-  std::uint32_t claimed = wordOf(ticket, kClaimed);
-  const bool answered = word.compare_exchange_strong(claimed, wordOf(ticket, read ? kRead : kRefused),
-                                                     std::memory_order_acq_rel, std::memory_order_acquire);
-  fabric_.ring(peer);
-  if (!answered) {
-    in.active = false;
-    ErrorContext ctx = env.context;
-    ctx.peer = peer;
-    fail(ErrorCode::kPeerLost, ctx, "peer ", peer, " withdrew its message (tag ", h.tag, ", ", h.bytes,
-         " bytes) while this rank read it: its send failed");
-  }
-  if (!read) {
-    logLine(LogLevel::kDebug, fabric_.rank(),
-            strCat("large messages from peer ", peer, " cross the shared-memory ring: ", why));
-    return true;  // the payload follows in the ring, read as any other
-  }
-  in.done = in.bytes;
-  return true;
-}
-
-void P2pEngine::withdrawUnanswered() noexcept {
-  for (std::size_t i = 0; i < ops_.size() && i < state_.size(); ++i) {
-    if (!state_[i].awaitingAnswer) continue;
-    const int peer = ops_[i].peer;
-    const std::uint32_t ticket = state_[i].ticket;
-    std::atomic<std::uint32_t>& word = fabric_.singleCopyAnswer(fabric_.rank(), peer);
-    std::uint32_t seen = word.load(std::memory_order_acquire);
-    // Not claimed yet: the receiver will find it withdrawn and read nothing.
-    bool decided = false;
-    while (ticketOf(seen) != ticket && !decided) {
-      decided = word.compare_exchange_weak(seen, wordOf(ticket, kWithdrawn), std::memory_order_acq_rel,
-                                           std::memory_order_acquire);
-    }
-    // Claimed: the receiver is reading the buffer. Not bounded by the peer's state: an aborted thread rank may still
-    // be copying.
-    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(kLingerSeconds);
-    while (!decided && standingOf(seen) == kClaimed && std::chrono::steady_clock::now() < until) {
-      std::this_thread::yield();
-      seen = word.load(std::memory_order_acquire);
-    }
-    // Still reading: withdrawn all the same, and that receiver fails its receive rather than trust what it read.
-    if (!decided && standingOf(seen) == kClaimed) {
-      word.compare_exchange_strong(seen, wordOf(ticket, kWithdrawn), std::memory_order_acq_rel,
-                                   std::memory_order_acquire);
-    }
-    state_[i].awaitingAnswer = false;
-  }
-}
 
 void P2pEngine::run(std::span<const P2pOp> given, const OpEnv& env) {
   try {
@@ -322,14 +221,7 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
     if (!s.headerSent) {
       if (fabric_.ringFree(op.peer, sizeof(Header)) < sizeof(Header)) continue;
       Header h{kMagic, op.tag, s.bytes, 0, 0, 0, 0};
-      if (singleCopyTo(op.peer, s.bytes)) {
-        const transport::ProcessIdentity& me = transport::thisProcess();
-        h.address = reinterpret_cast<std::uintptr_t>(op.buffer);
-        h.pidNamespace = me.pidNamespace;
-        h.pid = me.pid;
-        s.awaitingAnswer = true;
-        s.ticket = ++asked_[op.peer] & kTicketMask;
-      }
+      if (singleCopyTo(op.peer, s.bytes)) askSingleCopy(op, h, s);
       // The header and what of the payload fits go together: one publication, one ring of the peer's doorbell.
       const std::size_t payload = s.awaitingAnswer ? 0 : s.bytes;
       s.done = fabric_.ringWrite(op.peer, &h, sizeof h, op.buffer, payload);
@@ -338,15 +230,17 @@ bool P2pEngine::progressSends(std::span<const P2pOp> ops, std::vector<Pending>& 
     }
     if (s.awaitingAnswer) {
       // Later sends to the peer wait behind it (busy): one question to a peer at a time, so its answer is this one's.
-      const std::uint32_t answer = fabric_.singleCopyAnswer(fabric_.rank(), op.peer).load(std::memory_order_acquire);
-      if (ticketOf(answer) != s.ticket || standingOf(answer) == kClaimed) continue;
+      const Answer answer = answerTo(op.peer, s);
+      if (answer == Answer::kNone) continue;
       s.awaitingAnswer = false;
       progressed = true;
-      if (standingOf(answer) == kRefused) {
-        refusedBy_[op.peer] = true;  // this one and the later ones go through the ring
-      } else {
-        s.done = s.bytes;
+      if (answer == Answer::kRefused) {
+        // This one (asked again, under a header of its own) and the later ones go through the ring.
+        refusedBy_[op.peer] = true;
+        s.headerSent = false;
+        continue;
       }
+      s.done = s.bytes;
     }
     if (s.done < s.bytes) {
       const std::size_t n =
@@ -384,6 +278,11 @@ bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
   }
   if (peer < 0) return false;
   auto& queue = unexpected_[peer];
+  if (found->withdrawn) {
+    const int tag = found->tag;
+    queue.erase(found);
+    failWithdrawn(peer, tag, env);
+  }
   if (found->data.size() != s.bytes) {
     const std::size_t got = found->data.size();
     queue.erase(found);
@@ -398,6 +297,15 @@ bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
   s.matched = s.complete = true;
   if (op.source != nullptr) *op.source = peer;
   return true;
+}
+
+void P2pEngine::failWithdrawn(int peer, int tag, const OpEnv& env) {
+  ErrorContext ctx = env.context;
+  ctx.peer = peer;
+  std::string why = fabric_.peerFailure(peer);
+  if (why.empty()) why = fabric_.peerBroke(peer);
+  fail(ErrorCode::kPeerLost, ctx, "peer ", peer, " withdrew its message with tag ", tag,
+       ": its send failed before this rank had read it", why.empty() ? "" : strCat(" (", why, ")"));
 }
 
 int P2pEngine::boundPeer(std::size_t op) const {
@@ -472,19 +380,29 @@ bool P2pEngine::readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pendi
         in.target = unexpected_[peer].back().data.data();
       }
       progressed = true;
-      if (h.address != 0 && !readSingleCopy(peer, h, in, env)) {
-        in.active = false;
-        if (in.op < 0) {
-          unexpected_[peer].pop_back();  // no receive waits for it yet: it never arrived
+      if (h.address != 0) {
+        const Copied copied = readSingleCopy(peer, h, in);
+        if (copied == Copied::kRefused) {
+          // It comes again, through the ring, and is matched again; meanwhile nothing took its place.
+          in.active = false;
+          if (in.op >= 0) {
+            state[in.op].matched = false;
+          } else {
+            unexpected_[peer].pop_back();
+          }
           continue;
         }
-        state[in.op].complete = true;
-        ErrorContext ctx = env.context;
-        ctx.peer = peer;
-        std::string why = fabric_.peerFailure(peer);
-        if (why.empty()) why = fabric_.peerBroke(peer);
-        fail(ErrorCode::kPeerLost, ctx, "peer ", peer, " withdrew its message (tag ", h.tag, ", ", h.bytes,
-             " bytes) before this rank read it: its send failed", why.empty() ? "" : strCat(" (", why, ")"));
+        if (copied == Copied::kWithdrawn) {
+          in.active = false;
+          if (in.op < 0) {
+            // The receive that takes it fails.
+            unexpected_[peer].back().withdrawn = true;
+            unexpected_[peer].back().data = {};
+            continue;
+          }
+          state[in.op].complete = true;
+          failWithdrawn(peer, h.tag, env);
+        }
       }
     }
     if (in.done < in.bytes) {

@@ -10,9 +10,10 @@
 // header names where it lies in the sender's memory, and the receiver copies it from there in one step
 // (transport/process_memory.hpp) before it answers; the send completes with the answer. Where the kernel refuses
 // the read, the answer says so, and the sender streams that message and its later ones to that peer through the
-// ring as it does smaller ones. A send that fails before its receiver claimed the message withdraws it, and that
-// receive fails with PeerLost; one that fails while the receiver reads waits for the read (up to a bound): a run
-// that returned leaves no peer reading its buffers.
+// ring as it does smaller ones (that message again, under a header of its own). A send that fails before its
+// receiver claimed the message withdraws it, and the receive that takes it fails with PeerLost; one that fails while
+// the receiver reads waits for the read (a thread rank's memcpy whole, another process's read up to a bound, then
+// withdrawn under it): a run that returned leaves no thread reading its buffers.
 #pragma once
 
 #include <cstdint>
@@ -51,7 +52,8 @@ class P2pEngine {
   struct Unexpected {
     int tag;
     std::vector<std::byte> data;
-    std::uint64_t arrival;  // order of arrival over all peers: a receive from any source takes the earliest
+    std::uint64_t arrival;   // order of arrival over all peers: a receive from any source takes the earliest
+    bool withdrawn = false;  // its sender's send failed before it was read: the receive that takes it fails
   };
   // A message being read out of a peer's ring.
   struct Incoming {
@@ -80,10 +82,19 @@ class P2pEngine {
   /// Whether a send of `bytes` to `peer` asks the peer to read it from this rank's memory.
   bool singleCopyTo(int peer, std::uint64_t bytes) const;
   void runGroup(std::span<const P2pOp> ops, const OpEnv& env);  // run's body
-  /// A single-copy message's header arrived from `peer`, its target chosen: claims it and reads it whole, or leaves
-  /// its payload to come through the ring (the kernel refused), and answers the sender; false when the sender had
-  /// withdrawn it (nothing to read, no payload follows). Throws PeerLost when the sender withdrew it mid-read.
-  bool readSingleCopy(int peer, const Header& h, Incoming& in, const OpEnv& env);
+  // A sender's view of its single-copy message: unanswered (or being read), read, or refused.
+  enum class Answer { kNone, kRead, kRefused };
+  /// Fills `h` so that the receiver reads `op`'s buffer in place, and gives `s` its ticket.
+  void askSingleCopy(const P2pOp& op, Header& h, Pending& s);
+  Answer answerTo(int peer, const Pending& s);
+  enum class Copied { kRead, kRefused, kWithdrawn };
+  /// A single-copy message's header arrived from `peer`, its target chosen: claims it and reads it whole, and answers
+  /// the sender. kRefused: the kernel refused the read, and the sender sends the message again through the ring;
+  /// kWithdrawn: the sender's send failed before this rank claimed it or while it read (nothing to trust). Neither
+  /// leaves a payload behind the header.
+  Copied readSingleCopy(int peer, const Header& h, Incoming& in);
+  /// The receive that took a message its sender withdrew fails: PeerLost.
+  [[noreturn]] void failWithdrawn(int peer, int tag, const OpEnv& env);
   /// A run that fails: withdraws its single-copy sends no receiver claimed yet, and waits (bounded) for those one is
   /// reading, so that none is read once the run returned.
   void withdrawUnanswered() noexcept;
