@@ -34,8 +34,11 @@ class P2pFeed {
   /// where they call take(), outside their waits.
   virtual void interleave(FunctionRef<void()> keepMoving) { (void)keepMoving; }
   /// Operation `index` of the group's list (the first call's operations, then what take() appended) is done: its
-  /// buffer is the caller's again. Each index once.
+  /// buffer is the caller's again. Each index once, here or in failed().
   virtual void completed(std::size_t index) = 0;
+  /// Operation `index` is done but failed on its own (a receive of a message of another size): its call fails with
+  /// `error` once the call's other operations are done; the group goes on.
+  virtual void failed(std::size_t index, const Error& error) = 0;
   /// The group moved bytes (a receive placed some, a send handed some over): its peers are there. Cheap; the
   /// engine's thread.
   virtual void moved() {}

@@ -9,7 +9,9 @@
 // each operation got). Once another call joins, every call keeps its own deadline, checked between the engine's
 // sleeps, and the engine's is lifted: the first call's deadline must not end a call that joined much later.
 // A failure of the group's operations ends the whole group: every call in it fails with the error (over TCP the
-// ranks' streams are out of step after one anyway). A collective run inside it fails on its own, as anywhere.
+// ranks' streams are out of step after one anyway). A collective run inside it fails on its own, as anywhere, and so
+// does a receive that took a message of another size (Mismatch, as MPI's truncation error): the message went
+// through, and the group goes on.
 //
 // Calls that cannot meet: a call that does not run inside the group (one on the device engine or on a CUDA stream)
 // waits for it, so when a peer the group still waits for has begun that call, or waits for it behind point-to-point
@@ -133,17 +135,9 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     return ops.size() > before;
   }
 
-  void completed(std::size_t index) override {
-    waitingOn_.erase(index);
-    auto it = members_.upper_bound(index);
-    if (it == members_.begin()) return;  // not a member's: cannot happen, and must not crash
-    --it;
-    if (--it->second.remaining > 0) return;
-    Task task = std::move(it->second.task);
-    members_.erase(it);
-    c_.noteEnded(task.record, -1, nullptr);
-    task.work->finish(nullptr);
-  }
+  void completed(std::size_t index) override { done(index, nullptr); }
+
+  void failed(std::size_t index, const Error& error) override { done(index, &error); }
 
   /// The group's env.check, between the engine's sleeps.
   void check() {
@@ -155,6 +149,23 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
   bool cannotMeet() const { return cannotMeet_; }
 
  private:
+  /// A member's call ends once all its operations are done, with the first error one of them failed with.
+  void done(std::size_t index, const Error* error) {
+    waitingOn_.erase(index);
+    auto it = members_.upper_bound(index);
+    if (it == members_.begin()) return;  // not a member's: cannot happen, and must not crash
+    --it;
+    Member& member = it->second;
+    if (error != nullptr && !member.failure) member.failure = *error;
+    if (--member.remaining > 0) return;
+    Task task = std::move(member.task);
+    const std::optional<Error> failure = std::move(member.failure);
+    members_.erase(it);
+    if (failure) c_.noteFailure(*failure);  // as a call that runs alone: the flight record shows what each called
+    c_.noteEnded(task.record, -1, failure ? &*failure : nullptr);
+    task.work->finish(failure ? std::make_exception_ptr(*failure) : nullptr);
+  }
+
   /// Timeout for the first member past its own deadline, once members joined.
   void checkDeadlines() const {
     if (!joined_) return;
@@ -283,6 +294,7 @@ class CommunicatorImpl::GroupFeed final : public P2pFeed {
     Task task;
     std::size_t remaining;  // operations not yet completed
     Deadline deadline;
+    std::optional<Error> failure = {};  // the first of its operations' own failures
   };
 
   CommunicatorImpl& c_;

@@ -207,6 +207,47 @@ TEST_P(P2pAsync, APeerThatLeftAfterItsMessagesFailsNothing) {
             "");
 }
 
+// A receive of another size fails its own call with Mismatch (as MPI's truncation error fails its request); the send
+// that shares the group with it completes, and so do its peer's calls and the pair's later ones.
+TEST_P(P2pAsync, AReceiveOfAnotherSizeFailsItsCallAlone) {
+  EXPECT_EQ(failures(run(2,
+                         [](Communicator& comm) {
+                           const std::size_t n = 1 << 20;
+                           std::vector<std::uint32_t> big = pattern(n, 7), small(100, 0);
+                           if (comm.rank() == 1) {
+                             // The small message first: rank 0 meets it while its large one is on its way.
+                             std::vector<std::uint32_t> fifty = pattern(50, 8);
+                             comm.send(fifty.data(), fifty.size(), DataType::kUint32, 0, 2);
+                             std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                             std::vector<std::uint32_t> got(n, 0);
+                             comm.recv(got.data(), n, DataType::kUint32, 0, 1);
+                             expectPattern(got, 7, "the large message");
+                             comm.recv(got.data(), n, DataType::kUint32, 0, 3);
+                             expectPattern(got, 9, "the message after the mismatch");
+                             return;
+                           }
+                           Work sent = comm.sendAsync(big.data(), n, DataType::kUint32, 1, 1);
+                           Work received = comm.recvAsync(small.data(), small.size(), DataType::kUint32, 1, 2);
+                           std::string wrong;
+                           try {
+                             received.wait();
+                             wrong += "a receive of twice the size completed; ";
+                           } catch (const Error& e) {
+                             if (e.code() != ErrorCode::kMismatch || e.context().peer != 1)
+                               wrong += std::string("the receive: ") + e.what() + "; ";
+                           }
+                           try {
+                             sent.wait();
+                           } catch (const Error& e) {
+                             wrong += std::string("the send: ") + e.what();
+                           }
+                           if (!wrong.empty()) throw std::runtime_error(wrong);
+                           big = pattern(n, 9);
+                           comm.send(big.data(), n, DataType::kUint32, 1, 3);
+                         })),
+            "");
+}
+
 // abort() from another thread ends every call of a fed group (the first and those that joined it) with Aborted, in
 // milliseconds.
 TEST_P(P2pAsync, AbortEndsEveryCallOfAGroup) {

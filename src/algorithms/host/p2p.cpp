@@ -172,7 +172,11 @@ void P2pEngine::runGroup(std::span<const P2pOp> given, const OpEnv& env) {
         all = false;
       } else if (env.feed != nullptr && !told[i]) {
         told[i] = true;
-        env.feed->completed(base + i);
+        if (state[i].failure) {
+          env.feed->failed(base + i, *state[i].failure);
+        } else {
+          env.feed->completed(base + i);
+        }
       }
     }
     if (env.feed != nullptr && firstPending >= kCompactAfter) {
@@ -183,7 +187,12 @@ void P2pEngine::runGroup(std::span<const P2pOp> given, const OpEnv& env) {
     }
     if (all) {
       // Done, unless more joined meanwhile: the feed is asked once more before the group ends.
-      if (env.feed == nullptr) return;
+      if (env.feed == nullptr) {
+        for (const Pending& s : state) {
+          if (s.failure) throw *s.failure;
+        }
+        return;
+      }
       const std::size_t size = ops.size();
       if (!env.feed->take(ops)) return;  // a collective queued meanwhile runs on the progress loop
       admit(size);
@@ -284,14 +293,10 @@ bool P2pEngine::takeUnexpected(const P2pOp& op, Pending& s, const OpEnv& env) {
     failWithdrawn(peer, tag, env);
   }
   if (found->data.size() != s.bytes) {
-    const std::size_t got = found->data.size();
-    queue.erase(found);
-    ErrorContext ctx = env.context;
-    ctx.peer = peer;
-    fail(ErrorCode::kMismatch, ctx, "peer ", peer, " sent ", got, " bytes with tag ", op.tag,
-         " but this rank posted a receive of ", s.bytes, " bytes");
+    failOnSize(s, peer, op.tag, found->data.size(), env);
+  } else if (s.bytes != 0) {
+    std::memcpy(op.buffer, found->data.data(), s.bytes);
   }
-  if (s.bytes != 0) std::memcpy(op.buffer, found->data.data(), s.bytes);
   queue.erase(found);
   s.done = s.bytes;
   s.matched = s.complete = true;
@@ -306,6 +311,17 @@ void P2pEngine::failWithdrawn(int peer, int tag, const OpEnv& env) {
   if (why.empty()) why = fabric_.peerBroke(peer);
   fail(ErrorCode::kPeerLost, ctx, "peer ", peer, " withdrew its message with tag ", tag,
        ": its send failed before this rank had read it", why.empty() ? "" : strCat(" (", why, ")"));
+}
+
+void P2pEngine::failOnSize(Pending& s, int peer, int tag, std::uint64_t sent, const OpEnv& env) {
+  ErrorContext ctx = env.context;
+  ctx.peer = peer;
+  s.failure.emplace(ErrorCode::kMismatch,
+                    strCat("peer ", peer, " sent ", sent, " bytes with tag ", tag,
+                           " but this rank posted a receive of ", s.bytes, " bytes"),
+                    ctx);
+  s.done = s.bytes;
+  s.complete = true;
 }
 
 int P2pEngine::boundPeer(std::size_t op) const {
@@ -417,12 +433,7 @@ bool P2pEngine::readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pendi
       Pending& s = state[in.op];
       s.done = s.bytes;
       s.complete = true;
-      if (in.sizeMismatch) {
-        ErrorContext ctx = env.context;
-        ctx.peer = peer;
-        fail(ErrorCode::kMismatch, ctx, "peer ", peer, " sent ", in.bytes, " bytes with tag ", in.tag,
-             " but this rank posted a receive of ", s.bytes, " bytes");
-      }
+      if (in.sizeMismatch) failOnSize(s, peer, in.tag, in.bytes, env);
       if (ops[in.op].source != nullptr) *ops[in.op].source = peer;
     } else if (!in.discard) {
       // Kept aside: a receive posted meanwhile, of this peer or any, may take it now (in posting order).

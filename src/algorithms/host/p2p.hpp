@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,8 +33,9 @@ class P2pEngine {
   /// (false: it refuses, and every message crosses the ring).
   explicit P2pEngine(transport::LocalFabric& fabric, bool singleCopy = true);
 
-  /// Runs all `ops` to completion (or throws: Timeout, PeerLost, Mismatch of sizes naming peer and tag), and with
-  /// env.feed what joins them meanwhile, each reported as it completes.
+  /// Runs all `ops` to completion (or throws: Timeout, PeerLost), and with env.feed what joins them meanwhile, each
+  /// reported as it completes. A receive of a message of another size completes (nothing written) and fails with
+  /// Mismatch naming peer, tag and sizes: reported so to the feed, or thrown once every operation is done.
   void run(std::span<const P2pOp> ops, const OpEnv& env);
   /// Any thread: wakes a run() asleep, so that it asks its feed (rings this rank's doorbell).
   void wake();
@@ -71,14 +73,18 @@ class P2pEngine {
     std::uint64_t done = 0;
     bool headerSent = false;
     bool complete = false;
-    bool matched = false;         // receives: bound to an incoming message
-    bool awaitingAnswer = false;  // sends: single copy asked, not yet answered
-    std::uint32_t ticket = 0;     // and which of this rank's single-copy messages to that peer it is
+    bool matched = false;          // receives: bound to an incoming message
+    bool awaitingAnswer = false;   // sends: single copy asked, not yet answered
+    std::uint32_t ticket = 0;      // and which of this rank's single-copy messages to that peer it is
+    std::optional<Error> failure;  // receives: the message was of another size (complete, its call fails)
   };
 
   bool progressSends(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool progressReceives(std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);
   bool takeUnexpected(const P2pOp& op, Pending& state, const OpEnv& env);
+  /// A receive took a message of another size: it is complete, and fails with Mismatch once the group's other
+  /// operations are done (its message is through, so the pair's stream stays whole).
+  static void failOnSize(Pending& s, int peer, int tag, std::uint64_t sent, const OpEnv& env);
   /// Whether a send of `bytes` to `peer` asks the peer to read it from this rank's memory.
   bool singleCopyTo(int peer, std::uint64_t bytes) const;
   void runGroup(std::span<const P2pOp> ops, const OpEnv& env);  // run's body
