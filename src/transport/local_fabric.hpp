@@ -120,8 +120,9 @@ class LocalFabric {
   /// Reads without consuming (for a message header); returns bytes copied (<= available).
   std::size_t ringPeek(int peer, void* out, std::size_t len);
 
-  /// Where the last message `sender` asked `receiver` to read from its memory stands (algorithms/host/p2p.cpp says
-  /// what the value means): beside the ring's tail, claimed and answered by the receiver, withdrawn by the sender.
+  /// Where the last message `sender` asked `receiver` to read from its memory stands
+  /// (algorithms/host/p2p_single_copy.cpp says what the value means): beside the ring's tail, claimed and answered by
+  /// the receiver, withdrawn by the sender.
   std::atomic<std::uint32_t>& singleCopyAnswer(int sender, int receiver);
 
   /// This rank's doorbell: rung whenever a ring towards this rank moves, when one from it has room again (a read of

@@ -34,7 +34,7 @@ const ProcessIdentity& thisProcess() {
 bool readProcessMemory(const ProcessIdentity& owner, std::uint64_t address, void* out, std::size_t bytes,
                        std::string* why) {
   const ProcessIdentity& me = thisProcess();
-  if (owner.pid == me.pid && owner.pidNamespace == me.pidNamespace) {
+  if (owner == me) {
     std::memcpy(out, reinterpret_cast<const void*>(static_cast<std::uintptr_t>(address)), bytes);
     return true;
   }

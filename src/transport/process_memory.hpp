@@ -16,6 +16,7 @@ namespace braid::transport {
 struct ProcessIdentity {
   std::int32_t pid = 0;
   std::uint64_t pidNamespace = 0;  // the inode of /proc/self/ns/pid (0: unknown)
+  bool operator==(const ProcessIdentity&) const = default;
 };
 
 /// This process (asked once per thread, and again in a forked child).

@@ -140,44 +140,41 @@ TEST(P2pSingleCopy, ASenderThatWillNotBeReadNeverAsks) {
 TEST(P2pSingleCopy, ASendThatFailsBeforeItsReceiverTookItIsWithdrawnAndReadByNoOne) {
   Pair pair(true, true);
   std::vector<std::uint32_t> large = counting(kLarge, 1);
+  std::vector<std::uint32_t> in(kLarge, 0);
+  const auto sendTimesOut = [&](int tag) {
+    try {
+      pair.send(large, tag, Pair::env(0, 0.2));
+      ADD_FAILURE() << "a send no one received completed";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
+    }
+  };
+  const auto receiveFindsWithdrawn = [&](int tag) {
+    try {
+      pair.receive(in, tag);
+      ADD_FAILURE() << "a withdrawn message was received";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kPeerLost) << e.what();
+      EXPECT_NE(std::string(e.what()).find("peer 0 withdrew its message with tag " + std::to_string(tag)),
+                std::string::npos)
+          << e.what();
+    }
+  };
   // No receive is posted: the send times out with its question unanswered, and its program reuses the buffer.
-  try {
-    pair.send(large, 0, Pair::env(0, 0.2));
-    ADD_FAILURE() << "a send no one received completed";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
-  }
+  sendTimesOut(0);
   EXPECT_TRUE(pair.withdrawn());
   std::fill(large.begin(), large.end(), 0xdeadbeefu);
-  std::vector<std::uint32_t> in(kLarge, 0);
-  try {
-    pair.receive(in, 0);
-    ADD_FAILURE() << "a withdrawn message was received";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kPeerLost) << e.what();
-    EXPECT_NE(std::string(e.what()).find("peer 0 withdrew its message with tag 0"), std::string::npos) << e.what();
-  }
+  receiveFindsWithdrawn(0);
   EXPECT_EQ(std::count(in.begin(), in.end(), 0xdeadbeefu), 0);
-  // The pair goes on: a withdrawn message nobody waited for yet is dropped, and later ones arrive whole.
-  try {
-    pair.send(large, 3, Pair::env(0, 0.2));
-    ADD_FAILURE() << "a send no one received completed";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kTimeout) << e.what();
-  }
+  // The pair goes on: a withdrawn message no receive waited for yet is kept aside, and later ones arrive whole.
+  sendTimesOut(3);
   std::vector<std::uint32_t> small = counting(kSmall, 7);
   pair.send(small, 4, Pair::env(0));
   std::vector<std::uint32_t> got(kSmall, 0);
   pair.receive(got, 4);
   EXPECT_EQ(got, small);
   // The receive that takes the withdrawn message kept aside fails, whenever it comes.
-  try {
-    pair.receive(in, 3);
-    ADD_FAILURE() << "a withdrawn message was received";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kPeerLost) << e.what();
-    EXPECT_NE(std::string(e.what()).find("peer 0 withdrew its message with tag 3"), std::string::npos) << e.what();
-  }
+  receiveFindsWithdrawn(3);
   EXPECT_EQ(pair.exchange({kLarge, kSmall, kLarge}), "");
   EXPECT_EQ(pair.answer(), std::make_pair(4u, false));
 }

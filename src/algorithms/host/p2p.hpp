@@ -101,8 +101,8 @@ class P2pEngine {
   Copied readSingleCopy(int peer, const Header& h, Incoming& in);
   /// The receive that took a message its sender withdrew fails: PeerLost.
   [[noreturn]] void failWithdrawn(int peer, int tag, const OpEnv& env);
-  /// A run that fails: withdraws its single-copy sends no receiver claimed yet, and waits (bounded) for those one is
-  /// reading, so that none is read once the run returned.
+  /// A run that fails: withdraws its single-copy sends no receiver claimed yet, and waits for those one is reading
+  /// (another process's read up to a bound), so that no thread reads them once the run returned.
   void withdrawUnanswered() noexcept;
   /// Reads what arrived from `peer` while a pending receive may take it; true when bytes moved.
   bool readFrom(int peer, std::span<const P2pOp> ops, std::vector<Pending>& state, const OpEnv& env);

@@ -63,8 +63,7 @@ P2pEngine::Copied P2pEngine::readSingleCopy(int peer, const Header& h, Incoming&
   const std::uint32_t ticket = ++answered_[peer] & kTicketMask;
   std::atomic<std::uint32_t>& word = fabric_.singleCopyAnswer(peer, fabric_.rank());
   const transport::ProcessIdentity owner{h.pid, h.pidNamespace};
-  const transport::ProcessIdentity& me = transport::thisProcess();
-  const bool here = owner.pid == me.pid && owner.pidNamespace == me.pidNamespace;
+  const bool here = owner == transport::thisProcess();
   // The word speaks of the sender's previous message until this rank claims this one, unless the sender withdrew it
   // (or withdrew it and later ones: it asks again only once a message is decided).
   std::uint32_t seen = word.load(std::memory_order_acquire);

@@ -35,7 +35,7 @@ void SingleCopy::leave(RoundSync& sync, std::uint32_t offerRound, ErrorCode code
     if (peer == sync.rank()) continue;
     Offer theirs{};
     std::memcpy(&theirs, sync.slotOf(peer, offerRound), sizeof theirs);
-    threadRanks = threadRanks || (theirs.pid == me.pid && theirs.pidNamespace == me.pidNamespace);
+    threadRanks = threadRanks || transport::ProcessIdentity{theirs.pid, theirs.pidNamespace} == me;
   }
   if (threadRanks) sync.lingerForPeers(offerRound, kLingerSeconds);
 }
