@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 
 #include <cstdint>
-#include <mutex>
 
 #include "base/error.hpp"
 
@@ -28,21 +27,25 @@ struct Driver {
   CuPointerGetAttributes getAttributes = nullptr;
 };
 
+Driver loadDriver() {
+  Driver d;
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) return d;  // no driver: every pointer is host memory
+  auto init = reinterpret_cast<CuInit>(::dlsym(lib, "cuInit"));
+  auto get = reinterpret_cast<CuPointerGetAttribute>(::dlsym(lib, "cuPointerGetAttribute"));
+  auto getAll = reinterpret_cast<CuPointerGetAttributes>(::dlsym(lib, "cuPointerGetAttributes"));
+  // cuInit creates no context: classifying pointers costs no GPU memory.
+  if (init && get && getAll && init(0) == 0) {
+    d.getAttribute = get;
+    d.getAttributes = getAll;
+  }
+  return d;
+}
+
+// A function-local static: once made, a call reads one guard byte (std::call_once costs a library call every time,
+// and every call classifies its buffers).
 const Driver& driver() {
-  static Driver d;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) return;  // no driver: every pointer is host memory
-    auto init = reinterpret_cast<CuInit>(::dlsym(lib, "cuInit"));
-    auto get = reinterpret_cast<CuPointerGetAttribute>(::dlsym(lib, "cuPointerGetAttribute"));
-    auto getAll = reinterpret_cast<CuPointerGetAttributes>(::dlsym(lib, "cuPointerGetAttributes"));
-    // cuInit creates no context: classifying pointers costs no GPU memory.
-    if (init && get && getAll && init(0) == 0) {
-      d.getAttribute = get;
-      d.getAttributes = getAll;
-    }
-  });
+  static const Driver d = loadDriver();
   return d;
 }
 

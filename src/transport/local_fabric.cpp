@@ -91,6 +91,15 @@ RoundDescriptor LocalFabric::descriptor(int peer, std::uint32_t round) {
   return d;
 }
 
+bool LocalFabric::publishedSameCall(int peer, std::uint32_t round) {
+  const RoundLine& mine = roundLine(rank_, round);
+  const RoundLine& theirs = roundLine(peer, round);
+  // PackedCall has no padding: equal bytes are equal fields. Its shaped flag says whether the payload's first 8
+  // bytes are the shape hash (compared too) or data.
+  if (std::memcmp(&mine.call, &theirs.call, sizeof(PackedCall)) != 0) return false;
+  return mine.call.shaped == 0 || std::memcmp(mine.payload, theirs.payload, sizeof(std::uint64_t)) == 0;
+}
+
 WaitWord& LocalFabric::doorbell(int peer) { return word(peer, kDoorbellOffset); }
 
 std::atomic<std::uint32_t>& LocalFabric::heartbeat(int peer) {

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "base/error.hpp"
@@ -44,6 +45,7 @@ struct PackedCall {
   std::uint8_t shaped;  // 1: the payload's first 8 bytes hold shapeHash
 };
 static_assert(sizeof(PackedCall) == 24);
+static_assert(std::has_unique_object_representations_v<PackedCall>);  // no padding: compared as bytes
 
 /// What a rank publishes for one round parity, on one cache line: the round counter, the call's descriptor and a
 /// small payload, so a peer learns all three with one cache-line transfer (small collectives are latency-bound).
@@ -97,6 +99,9 @@ class LocalFabric {
   void publishDescriptor(std::uint32_t round, const RoundDescriptor& call);
   /// What `peer` published for `round` (once it arrived there).
   RoundDescriptor descriptor(int peer, std::uint32_t round);
+  /// Whether `peer` published for `round` the call this rank published there: the packed forms compared as they
+  /// lie, without unpacking either (every call checks its first round).
+  bool publishedSameCall(int peer, std::uint32_t round);
   /// Publishes that this rank wrote its slot (or payload) and descriptor for `round`.
   void arrive(std::uint32_t round) { post(roundLine(rank_, round).arrived, round); }
   /// arrive() in two halves (postQuietly, wakeSleepers): for a rank that waits for every peer of the round between

@@ -62,13 +62,19 @@ inline constexpr long kSleepSliceMicros = 20'000;
 /// sleeper.
 void sleepWhileEqual(WaitWord& word, std::uint32_t seen, long sliceMicros = 0);
 
+/// Polls a wait makes before it starts pausing between them: a load that hits the core's own cache takes a few
+/// cycles, so 256 of them last well under a microsecond, about as long as a peer on another core usually takes.
+inline constexpr unsigned kEagerPolls = 256;
+
 /// Returns once `ready(word.value)` holds; otherwise policy.check / policy.onTimeout throw.
 template <typename Ready>
 void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
-  // Spin for a bounded time. Every 64 tries (a pause costs up to ~40 ns on recent x86) read the clock; after the
-  // first 5 us also give the core away at each check: free when nothing else wants the core, and when something
-  // does (the peer we wait for, sharing our core under load) it runs now rather than after our spin budget. Not
-  // sooner: on some virtual machines a sched_yield costs a microsecond, more than a peer usually takes to arrive.
+  // Spin for a bounded time. The first kEagerPolls polls follow each other without a pause: a pause lasts up to
+  // ~140 cycles on recent Intel server cores, and a peer that arrives during one is seen only after it, on the path
+  // of every small call. Then every 64 tries read the clock; after the first 5 us also give the core away at each
+  // check: free when nothing else wants the core, and when something does (the peer we wait for, sharing our core
+  // under load) it runs now rather than after our spin budget. Not sooner: on some virtual machines a sched_yield
+  // costs a microsecond, more than a peer usually takes to arrive.
   if (policy.spinMicros > 0) {
     using Clock = std::chrono::steady_clock;
     Clock::time_point start{};  // read at the first check, not before
@@ -76,7 +82,7 @@ void waitUntil(WaitWord& word, Ready&& ready, const WaitPolicy& policy) {
       if (ready(word.value.load(std::memory_order_acquire))) return;
       if (policy.yieldWhileSpinning) {
         yieldCore();
-      } else {
+      } else if (i > kEagerPolls) {
         cpuRelax();
       }
       if (i % 64 == 0) {

@@ -176,7 +176,7 @@ void RoundSync::checkPeersWhole() {
 
 void RoundSync::checkDescriptors() {
   for (int peer = 0; peer < fabric_.size(); ++peer) {
-    if (peer == fabric_.rank()) continue;
+    if (peer == fabric_.rank() || fabric_.publishedSameCall(peer, round_)) continue;
     const transport::RoundDescriptor theirs = fabric_.descriptor(peer, round_);
     if (!sameCall(theirs, call_)) {
       ErrorContext ctx = env_.context;
