@@ -20,7 +20,7 @@ namespace {
 
 // Ordered: a cap keeps the lower of itself and what the CPU offers.
 enum class Isa : int { kGeneric = 0, kAvx2 = 1, kAvx512 = 2 };
-constexpr int kNoCap = 3;
+constexpr int kNoCap = 3;  // no cap: the CPU's best
 
 #if defined(__x86_64__) || defined(__i386__)
 // F16C from CPUID itself: clang before 16 does not know "f16c" in __builtin_cpu_supports. F16C needs no state of
@@ -50,11 +50,7 @@ Isa cpuIsa() {
   return isa;
 }
 
-std::atomic<int> gCap{kNoCap};
-
-const detail::ReduceKernels& activeKernels() {
-  const int cap = gCap.load(std::memory_order_relaxed);
-  const int level = static_cast<int>(cpuIsa()) < cap ? static_cast<int>(cpuIsa()) : cap;
+const detail::ReduceKernels& kernelsAt(int level) {
 #if defined(__x86_64__) || defined(__i386__)
   if (level == static_cast<int>(Isa::kAvx512)) return detail::kAvx512Kernels;
   if (level == static_cast<int>(Isa::kAvx2)) return detail::kAvx2Kernels;
@@ -63,7 +59,49 @@ const detail::ReduceKernels& activeKernels() {
   return detail::kGenericKernels;
 }
 
-detail::KernelOp kernelOp(DataType type, ReduceKind kind) { return resolveElementwiseOp(type, kind, "reduceSources"); }
+// The kernels at the ISA BRAID_CPU_ISA allows (setReduceIsaCap), chosen when the cap is set rather than at every call:
+// null until then, which means the CPU's best.
+std::atomic<const detail::ReduceKernels*> gCapped{nullptr};
+
+const detail::ReduceKernels& activeKernels() {
+  if (const detail::ReduceKernels* capped = gCapped.load(std::memory_order_relaxed)) return *capped;
+  static const detail::ReduceKernels& best = kernelsAt(static_cast<int>(cpuIsa()));
+  return best;
+}
+
+// resolveElementwiseOp's answer for every (type, kind), worked out once: it checks and names what it refuses, and a
+// small reduction would spend as long in those checks as in its arithmetic.
+constexpr std::uint8_t kRefused = 0xFF;
+
+struct OpTable {
+  std::uint8_t op[kNumDataTypes][kNumReduceKinds];
+};
+
+OpTable makeOpTable() {
+  OpTable t{};
+  for (int type = 0; type < kNumDataTypes; ++type) {
+    for (int kind = 0; kind < kNumReduceKinds; ++kind) {
+      try {
+        t.op[type][kind] = static_cast<std::uint8_t>(
+            resolveElementwiseOp(static_cast<DataType>(type), static_cast<ReduceKind>(kind), "reduceSources"));
+      } catch (const Error&) {
+        t.op[type][kind] = kRefused;
+      }
+    }
+  }
+  return t;
+}
+
+detail::KernelOp kernelOp(DataType type, ReduceKind kind) {
+  static const OpTable table = makeOpTable();
+  const auto t = static_cast<unsigned>(type);
+  const auto k = static_cast<unsigned>(kind);
+  if (t < static_cast<unsigned>(kNumDataTypes) && k < static_cast<unsigned>(kNumReduceKinds) &&
+      table.op[t][k] != kRefused) {
+    return static_cast<detail::KernelOp>(table.op[t][k]);
+  }
+  return resolveElementwiseOp(type, kind, "reduceSources");  // throws, naming what it refuses
+}
 
 // An integral scale modulo 2^64: multiplying modulo 2^bits by it equals multiplying by the scale itself.
 std::uint64_t wrapIntegralScale(double scale) {
@@ -165,7 +203,8 @@ void setReduceIsaCap(std::string_view cap) {
     fail(ErrorCode::kInvalidArgument, {}, "unknown CPU ISA \"", cap,
          "\" (BRAID_CPU_ISA): expected auto, generic, avx2 or avx512");
   }
-  gCap.store(level, std::memory_order_relaxed);
+  const int best = static_cast<int>(cpuIsa());
+  gCapped.store(level == kNoCap ? nullptr : &kernelsAt(level < best ? level : best), std::memory_order_relaxed);
 }
 
 }  // namespace braid::host
