@@ -54,6 +54,42 @@ TEST_F(ReduceCpu, DetectsAndCapsIsa) {
   std::printf("\n");
 }
 
+// What no kernel applies to is refused with the reason, by name, on every call (the op is looked up in a table made
+// once, so the refusals must come through it): values outside the enums, bitwise ops on floats, avg and premul-sum
+// on bool. The table's other entries are exercised by the exact-input test below.
+TEST_F(ReduceCpu, RefusesWhatNoKernelAppliesToNamingWhy) {
+  float f[2] = {1, 2};
+  const void* fsrcs[2] = {&f[0], &f[1]};
+  float fout = 0;
+  bool b[2] = {true, false};
+  const void* bsrcs[2] = {&b[0], &b[1]};
+  bool bout = false;
+  const auto refused = [](auto call, const std::string& why) {
+    try {
+      call();
+      ADD_FAILURE() << "no exception; expected: " << why;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+      EXPECT_NE(e.message().find(why), std::string::npos) << e.message();
+    }
+  };
+  for (int twice = 0; twice < 2; ++twice) {  // the second time from the table made by the first
+    refused([&] { reduceSources(&fout, fsrcs, 2, 1, DataType::kFloat32, ReduceKind::kBand); },
+            "reduce op band needs an integer or bool type, got float32");
+    refused([&] { reduceSources(&bout, bsrcs, 2, 1, DataType::kBool, ReduceKind::kAvg); },
+            "reduce op avg is not defined for bool");
+    refused([&] { reduceSources(&fout, fsrcs, 2, 1, DataType::kFloat32, static_cast<ReduceKind>(42)); },
+            "invalid reduce op value 42");
+    refused([&] { reduceSources(&fout, fsrcs, 2, 1, static_cast<DataType>(99), ReduceKind::kSum); },
+            "invalid data type value 99");
+  }
+  // Beside them, what the table maps: premul-sum reduces as a sum (its scale applied before), bool's sum as an or.
+  reduceSources(&fout, fsrcs, 2, 1, DataType::kFloat32, ReduceKind::kPremulSum);
+  EXPECT_EQ(fout, 3.0f);
+  reduceSources(&bout, bsrcs, 2, 1, DataType::kBool, ReduceKind::kSum);
+  EXPECT_TRUE(bout);
+}
+
 // Every type x op x source count x length, exact-sum inputs, 0 ulp.
 TEST_F(ReduceCpu, ExactInputsEveryTypeOpCount) {
   std::mt19937_64 rng(1);
