@@ -11,24 +11,29 @@
 
 namespace braid::core {
 
-void checkType(DataType type, const ErrorContext& ctx) {
-  if (!isValid(type)) fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
+namespace detail {
+
+void failType(DataType type, const ErrorContext& ctx) {
+  fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
 }
 
-void checkCount(std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
-  // A negative int passed as a count reads as nearly 2^64: no buffer is that large, whatever the element's size.
-  if (count > static_cast<std::size_t>(std::numeric_limits<std::ptrdiff_t>::max()) / dataTypeSize(type)) {
-    fail(ErrorCode::kInvalidArgument, ctx, name, ": count ", count, " of ", dataTypeName(type),
-         " is larger than any buffer can be (a negative count?)");
-  }
+void failCount(std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
+  fail(ErrorCode::kInvalidArgument, ctx, name, ": count ", count, " of ", dataTypeName(type),
+       " is larger than any buffer can be (a negative count?)");
 }
 
-void checkBuffer(const void* ptr, std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
-  checkCount(count, type, name, ctx);
-  if (ptr == nullptr && count != 0) {
-    fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
-  }
+void failNull(std::size_t count, const char* name, const ErrorContext& ctx) {
+  fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
 }
+
+void failOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, const char* form,
+                 const ErrorContext& ctx) {
+  fail(ErrorCode::kInvalidArgument, ctx, "send buffer (", sendBytes, " bytes at ", send, ") overlaps recv buffer (",
+       recvBytes, " bytes at ", recv, ") without being in place (", form,
+       "): the call would read what it had already written");
+}
+
+}  // namespace detail
 
 void checkRank(int value, int size, const char* name, const ErrorContext& ctx) {
   if (value < 0 || value >= size) {
@@ -71,18 +76,6 @@ void checkDisjoint(const std::vector<std::size_t>& counts, const std::vector<std
            ", ", displs[a] + counts[a], ") and [", displs[b], ", ", displs[b] + counts[b],
            ")): each element may be written once");
     }
-  }
-}
-
-void checkOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, bool inPlace,
-                  const char* form, const ErrorContext& ctx) {
-  if (inPlace || send == nullptr || recv == nullptr || sendBytes == 0 || recvBytes == 0) return;
-  const auto s = reinterpret_cast<std::uintptr_t>(send);
-  const auto r = reinterpret_cast<std::uintptr_t>(recv);
-  if (s - r < recvBytes || r - s < sendBytes) {  // unsigned: each holds only where that start lies in the other
-    fail(ErrorCode::kInvalidArgument, ctx, "send buffer (", sendBytes, " bytes at ", send, ") overlaps recv buffer (",
-         recvBytes, " bytes at ", recv, ") without being in place (", form,
-         "): the call would read what it had already written");
   }
 }
 
