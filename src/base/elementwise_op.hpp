@@ -9,6 +9,7 @@
 namespace braid {
 
 enum class ElementwiseOp : std::uint8_t { kSum, kProd, kMin, kMax, kAvg, kBand, kBor, kBxor };
+inline constexpr int kNumElementwiseOps = 8;
 
 /// premul_sum -> sum (the scale is applied before reducing); on bool sum/max -> or, prod/min -> and.
 /// Throws InvalidArgument, naming `caller`, for invalid values, bitwise ops on floats, and avg/premul_sum on bool.

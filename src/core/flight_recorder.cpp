@@ -44,18 +44,19 @@ FlightRecorder::FlightRecorder(std::size_t capacity)
       ring_(std::make_unique<Entry[]>(capacity_)),
       errors_(capacity_) {}
 
-FlightRecorder::Writing::Writing(Entry& e) : e_(e), version_(e.version.load(std::memory_order_relaxed)) {
+// Inline: every call opens two entries.
+inline FlightRecorder::Writing::Writing(Entry& e) : e_(e), version_(e.version.load(std::memory_order_relaxed)) {
   e_.version.store(version_ + 1, std::memory_order_relaxed);
   // The odd version is visible before any field changes (a reader that sees a new field sees the version move).
   std::atomic_thread_fence(std::memory_order_release);
 }
 
-FlightRecorder::Writing::~Writing() { e_.version.store(version_ + 2, std::memory_order_release); }
+inline FlightRecorder::Writing::~Writing() { e_.version.store(version_ + 2, std::memory_order_release); }
 
 // Three reads a call: the precise clock costs tens of nanoseconds a read on some machines (a fifth of a small call
 // over shared memory on a 2-core VM), the kernel's tick a few. A record says how long a call has been stuck, which
 // the tick (1-4 ms) answers; a trace times calls, and reads the precise clock.
-std::int64_t FlightRecorder::now() const {
+inline std::int64_t FlightRecorder::clock() const {
   if (!tracing_.load(std::memory_order_relaxed)) {
     timespec tick{};
     if (::clock_gettime(CLOCK_MONOTONIC_COARSE, &tick) == 0) {
@@ -66,8 +67,10 @@ std::int64_t FlightRecorder::now() const {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - origin_).count();
 }
 
+std::int64_t FlightRecorder::now() const { return clock(); }
+
 std::uint64_t FlightRecorder::began(const char* op, std::int64_t seq, const CallInfo& info, std::int64_t issuedNs) {
-  const std::int64_t t = now();
+  const std::int64_t t = clock();
   const double epoch = tracing_.load(std::memory_order_relaxed) ? epochUs() : 0;
   const std::uint64_t id = last_.load(std::memory_order_relaxed) + 1;
   Entry& e = ring_[index(id)];
@@ -93,7 +96,7 @@ std::uint64_t FlightRecorder::began(const char* op, std::int64_t seq, const Call
 }
 
 void FlightRecorder::ended(std::uint64_t id, const Error* error) {
-  const std::int64_t t = now();
+  const std::int64_t t = clock();
   Entry& e = ring_[index(id)];
   if (e.id.load(std::memory_order_relaxed) != id) return;  // the ring wrote over it (this thread did)
   {

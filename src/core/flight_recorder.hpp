@@ -66,6 +66,7 @@ class FlightRecorder {
 
  private:
   enum class State : std::uint8_t { kQueued, kRunning, kDone, kFailed };
+  std::int64_t clock() const;  // now(), inlined where every call reads it
   /// One call as a reader sees it.
   struct Call {
     std::uint64_t id = 0;

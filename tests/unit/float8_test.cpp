@@ -197,7 +197,8 @@ TEST(Float8Conversions, KernelsOfThisCopyMatchTheBaseConversions) {
     }
     const void* srcs[2] = {a.data(), b.data()};
     for (bool stream : {false, true}) {
-      host::detail::reduceEntry(sum.data(), srcs, 2, a.size(), c.type, host::detail::KernelOp::kSum, 1, stream);
+      host::detail::kReduceTable[static_cast<std::size_t>(c.type)][static_cast<std::size_t>(
+          host::detail::KernelOp::kSum)](sum.data(), srcs, 2, a.size(), 1, stream);
       for (std::size_t i = 0; i < a.size(); ++i) {
         const float s = c.widen(a[i]) + c.widen(b[i]);
         ASSERT_EQ(sum[i], c.narrow(s)) << "codes " << int{a[i]} << " + " << int{b[i]} << " stream " << stream;

@@ -128,7 +128,9 @@ void reduceChecked(void* dst, const void* const* srcs, int nsrcs, std::size_t co
   for (int s = 0; s < nsrcs; ++s) {
     if (srcs[s] == nullptr) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: source ", s, " is null");
   }
-  activeKernels().reduce(dst, srcs, nsrcs, count, type, op, avgDivisor, stream);
+  // kernelOp refused what has no kernel, and an invalid type: the entry is there.
+  (*activeKernels().reduce)[static_cast<std::size_t>(type)][static_cast<std::size_t>(op)](dst, srcs, nsrcs, count,
+                                                                                          avgDivisor, stream);
   if (stream) fenceStreamingStores();
 }
 

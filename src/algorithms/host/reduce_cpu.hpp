@@ -4,6 +4,7 @@
 // (and the BRAID_CPU_ISA knob) never change an answer.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -86,11 +87,16 @@ using KernelOp = ElementwiseOp;
 
 /// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp): the kernels see only
 /// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.
+/// One (type, op)'s reduction. stream: dst written with non-temporal stores where the kernel set has them (no
+/// fence: the caller's).
+using TypedReduce = void (*)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, int avgDivisor,
+                             bool stream);
+/// A kernel set's reductions by [type][op]; null where no kernel applies.
+using ReduceTable = std::array<std::array<TypedReduce, kNumElementwiseOps>, kNumDataTypes>;
+
 struct ReduceKernels {
   const char* name;
-  /// stream: dst written with non-temporal stores where the kernel set has them (no fence: the caller's).
-  void (*reduce)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, KernelOp op,
-                 int avgDivisor, bool stream);
+  const ReduceTable* reduce;
   /// floatScale: the scale rounded to float32 (float32/16/bf16 data); doubleScale: float64 data; intScale: the
   /// integral scale modulo 2^64 (integers; bool uses intScale != 0).
   void (*scale)(void* dst, const void* src, std::size_t count, DataType type, float floatScale, double doubleScale,

@@ -13,7 +13,7 @@
 namespace braid::host::detail {
 
 constinit const ReduceKernels kAvx2Kernels{"avx2",
-                                           &reduceEntry,
+                                           &kReduceTable,
                                            &scaleEntry,
                                            &toBfloat16Entry,
                                            &fromBfloat16Entry,

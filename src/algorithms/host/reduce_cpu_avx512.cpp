@@ -13,7 +13,7 @@
 namespace braid::host::detail {
 
 constinit const ReduceKernels kAvx512Kernels{
-    "avx512",           &reduceEntry,        &scaleEntry,          &toBfloat16Entry,
+    "avx512",           &kReduceTable,       &scaleEntry,          &toBfloat16Entry,
     &fromBfloat16Entry, &sumToBfloat16Entry, &finishBfloat16Entry, &streamCopyEntry};
 
 }  // namespace braid::host::detail

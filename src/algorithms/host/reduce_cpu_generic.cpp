@@ -6,7 +6,7 @@
 namespace braid::host::detail {
 
 constinit const ReduceKernels kGenericKernels{
-    "generic",          &reduceEntry,        &scaleEntry,          &toBfloat16Entry,
+    "generic",          &kReduceTable,       &scaleEntry,          &toBfloat16Entry,
     &fromBfloat16Entry, &sumToBfloat16Entry, &finishBfloat16Entry, &streamCopyEntry};
 
 }  // namespace braid::host::detail

@@ -24,6 +24,7 @@
 // compiler is free to swap).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -393,76 +394,47 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
   reducePartial<Tr, Op, Fin>(dst, srcsRaw, nsrcs, end, count - end, fin);
 }
 
-template <typename Tr, template <typename> class Fin>
-void reduceWithFinish(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor,
-                      bool stream) {
-  switch (op) {
-    case KernelOp::kSum:
-      return reduceTyped<Tr, SumOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-    case KernelOp::kProd:
-      return reduceTyped<Tr, ProdOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-    case KernelOp::kMin:
-      return reduceTyped<Tr, MinOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-    case KernelOp::kMax:
-      return reduceTyped<Tr, MaxOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-    case KernelOp::kAvg:
-      break;  // handled by the caller with AvgFinish
-    case KernelOp::kBand:
-    case KernelOp::kBor:
-    case KernelOp::kBxor:
-      if constexpr (!Tr::kFloat) {
-        if (op == KernelOp::kBand)
-          return reduceTyped<Tr, AndOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-        if (op == KernelOp::kBor)
-          return reduceTyped<Tr, OrOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-        return reduceTyped<Tr, XorOp<Tr>, Fin<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-      }
-      break;  // refused by the dispatcher
-  }
-}
-
+// One row of the table a kernel set exports: the kernel of each op on type Tr, null where no kernel applies (the
+// dispatcher refuses those before it looks: bitwise ops on floats, avg on bool, which it maps to and/or).
 template <typename Tr>
-void reduceType(void* dst, const void* const* srcs, int nsrcs, std::size_t count, KernelOp op, int avgDivisor,
-                bool stream) {
-  if (op == KernelOp::kAvg) {
-    reduceTyped<Tr, SumOp<Tr>, AvgFinish<Tr>>(dst, srcs, nsrcs, count, avgDivisor, stream);
-  } else {
-    reduceWithFinish<Tr, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
+constexpr std::array<TypedReduce, kNumElementwiseOps> reduceRow() {
+  std::array<TypedReduce, kNumElementwiseOps> row{};
+  const auto at = [&row](KernelOp op) -> TypedReduce& { return row[static_cast<std::size_t>(op)]; };
+  at(KernelOp::kSum) = &reduceTyped<Tr, SumOp<Tr>, NoFinish<Tr>>;
+  at(KernelOp::kProd) = &reduceTyped<Tr, ProdOp<Tr>, NoFinish<Tr>>;
+  at(KernelOp::kMin) = &reduceTyped<Tr, MinOp<Tr>, NoFinish<Tr>>;
+  at(KernelOp::kMax) = &reduceTyped<Tr, MaxOp<Tr>, NoFinish<Tr>>;
+  if constexpr (!std::is_same_v<Tr, BoolTraits>) at(KernelOp::kAvg) = &reduceTyped<Tr, SumOp<Tr>, AvgFinish<Tr>>;
+  if constexpr (!Tr::kFloat) {
+    at(KernelOp::kBand) = &reduceTyped<Tr, AndOp<Tr>, NoFinish<Tr>>;
+    at(KernelOp::kBor) = &reduceTyped<Tr, OrOp<Tr>, NoFinish<Tr>>;
+    at(KernelOp::kBxor) = &reduceTyped<Tr, XorOp<Tr>, NoFinish<Tr>>;
   }
+  return row;
 }
 
-void reduceEntry(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, KernelOp op,
-                 int avgDivisor, bool stream) {
-  switch (type) {
-    case DataType::kBool:
-      // The dispatcher maps bool's sum/max to or and prod/min to and; avg never reaches here.
-      return reduceWithFinish<BoolTraits, NoFinish>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kInt8:
-      return reduceType<IntTraits<std::int8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kUint8:
-      return reduceType<IntTraits<std::uint8_t, std::uint8_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kInt32:
-      return reduceType<IntTraits<std::int32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kUint32:
-      return reduceType<IntTraits<std::uint32_t, std::uint32_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kInt64:
-      return reduceType<IntTraits<std::int64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kUint64:
-      return reduceType<IntTraits<std::uint64_t, std::uint64_t>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kFloat16:
-      return reduceType<Float16Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kBFloat16:
-      return reduceType<BFloat16Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kFloat32:
-      return reduceType<FloatTraits<float>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kFloat64:
-      return reduceType<FloatTraits<double>>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kFloat8E4M3:
-      return reduceType<Float8E4M3Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-    case DataType::kFloat8E5M2:
-      return reduceType<Float8E5M2Traits>(dst, srcs, nsrcs, count, op, avgDivisor, stream);
-  }
+// Indexed [type][op]: a call reaches its kernel through one load, where switches on the type and the op cost a small
+// reduction as much as its arithmetic.
+constexpr ReduceTable makeReduceTable() {
+  ReduceTable t{};
+  const auto row = [&t](DataType type) -> auto& { return t[static_cast<std::size_t>(type)]; };
+  row(DataType::kBool) = reduceRow<BoolTraits>();
+  row(DataType::kInt8) = reduceRow<IntTraits<std::int8_t, std::uint8_t>>();
+  row(DataType::kUint8) = reduceRow<IntTraits<std::uint8_t, std::uint8_t>>();
+  row(DataType::kInt32) = reduceRow<IntTraits<std::int32_t, std::uint32_t>>();
+  row(DataType::kUint32) = reduceRow<IntTraits<std::uint32_t, std::uint32_t>>();
+  row(DataType::kInt64) = reduceRow<IntTraits<std::int64_t, std::uint64_t>>();
+  row(DataType::kUint64) = reduceRow<IntTraits<std::uint64_t, std::uint64_t>>();
+  row(DataType::kFloat16) = reduceRow<Float16Traits>();
+  row(DataType::kBFloat16) = reduceRow<BFloat16Traits>();
+  row(DataType::kFloat32) = reduceRow<FloatTraits<float>>();
+  row(DataType::kFloat64) = reduceRow<FloatTraits<double>>();
+  row(DataType::kFloat8E4M3) = reduceRow<Float8E4M3Traits>();
+  row(DataType::kFloat8E5M2) = reduceRow<Float8E5M2Traits>();
+  return t;
 }
+
+constinit const ReduceTable kReduceTable = makeReduceTable();
 
 // ---- scaleCopy
 
