@@ -98,27 +98,6 @@ int deviceOfPointer(const void* ptr) {
   return ordinal;
 }
 
-void addToRoute(Route& route, NamedBuffer buffer) {
-  if (buffer.ptr == nullptr || route.conflictName != nullptr) return;
-  const MemoryKind kind = classifyPointer(buffer.ptr);
-  const bool gpu = kind != MemoryKind::kHost;
-  if (route.firstName == nullptr) {
-    route.firstName = buffer.name;
-    route.firstKind = kind;
-    route.device = gpu;
-    if (gpu) route.firstGpuPointer = buffer.ptr;
-  } else if (gpu != route.device) {
-    route.conflictName = buffer.name;
-    route.conflictKind = kind;
-  }
-}
-
-Route routeOf(std::initializer_list<NamedBuffer> buffers) {
-  Route route;
-  for (const NamedBuffer& b : buffers) addToRoute(route, b);
-  return route;
-}
-
 void checkRoute(const Route& route, const ErrorContext& ctx) {
   if (route.conflictName != nullptr) {
     fail(ErrorCode::kInvalidArgument, ctx, route.firstName, " is ", memoryKindName(route.firstKind), " memory but ",

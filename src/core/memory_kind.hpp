@@ -33,9 +33,26 @@ struct NamedBuffer {
   const char* name;
 };
 
-Route routeOf(std::initializer_list<NamedBuffer> buffers);
-/// Adds one more buffer to a route being built (point-to-point groups).
-void addToRoute(Route& route, NamedBuffer buffer);
+/// Adds one more buffer to a route being built (point-to-point groups). Inline, as routeOf: every call routes.
+inline void addToRoute(Route& route, NamedBuffer buffer) {
+  if (buffer.ptr == nullptr || route.conflictName != nullptr) return;
+  const MemoryKind kind = classifyPointer(buffer.ptr);
+  const bool gpu = kind != MemoryKind::kHost;
+  if (route.firstName == nullptr) {
+    route.firstName = buffer.name;
+    route.firstKind = kind;
+    route.device = gpu;
+    if (gpu) route.firstGpuPointer = buffer.ptr;
+  } else if (gpu != route.device) {
+    route.conflictName = buffer.name;
+    route.conflictKind = kind;
+  }
+}
+inline Route routeOf(std::initializer_list<NamedBuffer> buffers) {
+  Route route;
+  for (const NamedBuffer& b : buffers) addToRoute(route, b);
+  return route;
+}
 /// InvalidArgument naming both buffers and kinds for a mix; Unavailable for GPU memory in a build without CUDA.
 void checkRoute(const Route& route, const ErrorContext& ctx);
 
