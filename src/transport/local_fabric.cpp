@@ -19,11 +19,6 @@ constexpr std::size_t kAbortOffset = kDoorbellOffset + 40;
 // Beside it, for a rank whose communicator broke: the error code and the call it broke in, written before the flag.
 constexpr std::size_t kBrokenCodeOffset = kDoorbellOffset + 44;
 constexpr std::size_t kBrokenSeqOffset = kDoorbellOffset + 48;
-// The abort word's values: a rank that aborted, one whose communicator broke in a call (it makes no more), and one
-// that destroyed its communicator.
-constexpr std::uint32_t kAborted = 1;
-constexpr std::uint32_t kBroken = 2;
-constexpr std::uint32_t kLeft = 3;
 constexpr std::size_t kHeadsOffset = kDoorbellOffset + kLine;
 
 std::size_t roundUp(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
@@ -56,6 +51,10 @@ LocalFabric::LocalFabric(std::unique_ptr<LocalGroup> group, const FabricLayout& 
          layout_.regionBytes);
   }
   for (int peer = 0; peer < size_; ++peer) regions_.push_back(group_->region(peer));
+  for (int peer = 0; peer < size_; ++peer) {
+    abortFlags_.push_back(reinterpret_cast<std::atomic<std::uint32_t>*>(regions_[peer] + kAbortOffset));
+  }
+  myProgress_ = &progressWord(rank_);
   // Rings start empty; a fabric made over a region already in use (none is) would start from its tails.
   for (int peer = 0; peer < size_; ++peer) {
     knownTails_.push_back(ringTail(rank_, peer).value.load(std::memory_order_acquire));
@@ -106,10 +105,6 @@ std::atomic<std::uint32_t>& LocalFabric::heartbeat(int peer) {
   return *reinterpret_cast<std::atomic<std::uint32_t>*>(regions_[peer] + kHeartbeatOffset);
 }
 
-std::atomic<std::uint32_t>& LocalFabric::abortFlag(int peer) {
-  return *reinterpret_cast<std::atomic<std::uint32_t>*>(regions_[peer] + kAbortOffset);
-}
-
 LocalFabric::~LocalFabric() {
   // Whatever a peer still needs of this rank's finished calls is in place already: a peer waiting for more from it
   // learns at once that nothing more comes, as TCP's goodbye tells it, instead of at its heartbeat timeout.
@@ -155,18 +150,13 @@ std::string LocalFabric::peerBroke(int peer) {
                 " and can take part in no later call (its error says why)");
 }
 
-std::optional<std::int64_t> LocalFabric::peerBrokenIn(int peer) {
-  if (peer == rank_ || abortFlag(peer).load(std::memory_order_acquire) != kBroken) return std::nullopt;
+std::int64_t LocalFabric::brokenSeq(int peer) const {
   return reinterpret_cast<const std::atomic<std::int64_t>*>(regions_[peer] + kBrokenSeqOffset)
       ->load(std::memory_order_relaxed);
 }
 
 std::atomic<std::int64_t>& LocalFabric::progressWord(int peer) {
   return *reinterpret_cast<std::atomic<std::int64_t>*>(regions_[peer] + progressOffset(size_));
-}
-
-void LocalFabric::publishProgress(const Progress& mine) {
-  progressWord(rank_).store(mine.word(), std::memory_order_relaxed);
 }
 
 std::vector<PeerProgress> LocalFabric::peerProgress() {

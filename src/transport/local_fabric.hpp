@@ -150,8 +150,12 @@ class LocalFabric {
   /// from peerFailure, which says whether the peer lives. Any thread.
   std::string peerBroke(int peer);
   /// The call whose failure broke `peer`: its sequence number (-1: a point-to-point call), or nullopt while it has not
-  /// broken.
-  std::optional<std::int64_t> peerBrokenIn(int peer);
+  /// broken. Inline: every round asks it of every peer.
+  std::optional<std::int64_t> peerBrokenIn(int peer) {
+    if (peer == rank_ || abortFlag(peer).load(std::memory_order_acquire) != kBroken) [[likely]]
+      return std::nullopt;
+    return brokenSeq(peer);
+  }
   /// Advances this rank's heartbeat counter (a background thread calls it every heartbeat interval).
   void beat();
   /// Peers whose counter stands still for longer than this are reported stopped (0: never).
@@ -164,7 +168,7 @@ class LocalFabric {
   // --- progress (flight records) ---
   /// Publishes how far this rank has got: one relaxed store to a line of its own, which peers read only when they
   /// write a flight record. The thread running calls.
-  void publishProgress(const Progress& mine);
+  void publishProgress(const Progress& mine) { myProgress_->store(mine.word(), std::memory_order_relaxed); }
   /// Every peer's progress, read from its region now (age 0). Any thread.
   std::vector<PeerProgress> peerProgress();
 
@@ -176,13 +180,21 @@ class LocalFabric {
   std::byte* ringData(int sender, int receiver);
 
   std::atomic<std::uint32_t>& heartbeat(int peer);
-  std::atomic<std::uint32_t>& abortFlag(int peer);
+  std::atomic<std::uint32_t>& abortFlag(int peer) { return *abortFlags_[static_cast<std::size_t>(peer)]; }
+  std::int64_t brokenSeq(int peer) const;
+  // The abort word's values: a rank that aborted, one whose communicator broke in a call (it makes no more), and one
+  // that destroyed its communicator.
+  static constexpr std::uint32_t kAborted = 1;
+  static constexpr std::uint32_t kBroken = 2;
+  static constexpr std::uint32_t kLeft = 3;
 
   std::unique_ptr<LocalGroup> group_;
   FabricLayout layout_;
   int rank_;
   int size_;
-  std::vector<std::byte*> regions_;        // group_->region(peer), asked once: the round path's every step needs one
+  std::vector<std::byte*> regions_;  // group_->region(peer), asked once: the round path's every step needs one
+  std::vector<std::atomic<std::uint32_t>*> abortFlags_;  // each peer's abort word, in its region's control block
+  std::atomic<std::int64_t>* myProgress_ = nullptr;      // progressWord(rank_): written twice a call
   std::vector<std::uint32_t> knownTails_;  // per peer, the tail of this rank's ring towards it, as last read
   double heartbeatTimeout_ = 0;
   struct Seen {
