@@ -7,9 +7,13 @@
 
 namespace braid {
 
+namespace detail {
+std::atomic<int> gLogLevel{-1};
+}  // namespace detail
+
 namespace {
 
-std::atomic<int> gLevel{-1};
+using detail::gLogLevel;
 
 int levelFromName(std::string_view name) {
   if (name == "error") return 0;
@@ -26,19 +30,16 @@ constexpr const char* kNames[] = {"error", "warn", "info", "debug", "trace"};
 
 void setLogLevel(std::string_view name) {
   const int level = levelFromName(name);
-  gLevel.store(level < 0 ? 1 : level, std::memory_order_relaxed);
+  gLogLevel.store(level < 0 ? 1 : level, std::memory_order_relaxed);
   if (level < 0) logLine(LogLevel::kWarn, -1, "unknown BRAID_LOG level '" + std::string(name) + "', using warn");
 }
 
-bool logEnabled(LogLevel level) {
-  int current = gLevel.load(std::memory_order_relaxed);
-  if (current < 0) {
-    const char* env = std::getenv("BRAID_LOG");
-    current = levelFromName(env ? env : "");
-    if (current < 0) current = 1;
-    gLevel.store(current, std::memory_order_relaxed);
-  }
-  return static_cast<int>(level) <= current;
+int detail::readLogLevel() {
+  const char* env = std::getenv("BRAID_LOG");
+  int current = levelFromName(env ? env : "");
+  if (current < 0) current = 1;
+  gLogLevel.store(current, std::memory_order_relaxed);
+  return current;
 }
 
 void logLine(LogLevel level, int rank, std::string_view message) {
