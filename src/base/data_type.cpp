@@ -49,9 +49,6 @@ std::string lower(std::string_view s) {
 
 }  // namespace
 
-bool isValid(DataType type) noexcept { return static_cast<unsigned>(type) < kNumDataTypes; }
-bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kind) < kNumReduceKinds; }
-
 const char* dataTypeName(DataType type) noexcept {
   return isValid(type) ? kTypes[static_cast<unsigned>(type)].name : "invalid-dtype";
 }
@@ -143,7 +140,7 @@ void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
   checkReduce(type, op, [opName] { return ErrorContext{.op = std::string(opName)}; });
 }
 
-void checkReduceSupported(DataType type, ReduceOp op, const ErrorContext& context) {
+void detail::checkReduceSupportedFully(DataType type, ReduceOp op, const ErrorContext& context) {
   checkReduce(type, op, [&context]() -> const ErrorContext& { return context; });
 }
 

@@ -9,13 +9,23 @@
 
 namespace braid {
 
-bool isValid(DataType type) noexcept;
-bool isValid(ReduceKind kind) noexcept;
+inline bool isValid(DataType type) noexcept { return static_cast<unsigned>(type) < kNumDataTypes; }
+inline bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kind) < kNumReduceKinds; }
 
-/// Throws InvalidArgument when `kind` cannot apply to `type` (bitwise on floats, avg on bool, ...), or when a
-/// premul-sum scale cannot be represented (non-integral scale on an integer type, non-finite scale).
+/// Throws InvalidArgument when `type` is no data type or `kind` cannot apply to it (bitwise on floats, avg on bool,
+/// ...), or when a premul-sum scale cannot be represented (non-integral scale on an integer type, non-finite scale).
 void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName);
-/// The same, failing with the call's whole context (rank, op, sequence number).
-void checkReduceSupported(DataType type, ReduceOp op, const ErrorContext& context);
+
+namespace detail {
+void checkReduceSupportedFully(DataType type, ReduceOp op, const ErrorContext& context);
+}  // namespace detail
+
+/// The same, failing with the call's whole context (rank, op, sequence number). Inline: every reducing call asks,
+/// and sum, prod, min and max apply to every type, so most calls need two comparisons.
+inline void checkReduceSupported(DataType type, ReduceOp op, const ErrorContext& context) {
+  if (isValid(type) && op.kind <= ReduceKind::kMax) [[likely]]
+    return;
+  detail::checkReduceSupportedFully(type, op, context);
+}
 
 }  // namespace braid

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/data_type.hpp"
 #include "braid/types.hpp"
 
 namespace braid::core {
@@ -21,7 +22,7 @@ namespace detail {
 }  // namespace detail
 
 inline void checkType(DataType type, const ErrorContext& ctx) {
-  if (static_cast<unsigned>(type) >= static_cast<unsigned>(kNumDataTypes)) [[unlikely]]
+  if (!isValid(type)) [[unlikely]]
     detail::failType(type, ctx);
 }
 /// InvalidArgument unless `count` elements of `type` fit one object (PTRDIFF_MAX bytes, what no buffer can pass):

@@ -37,14 +37,6 @@ core::CommunicatorImpl::CallOf<CheckFn, BodyFn> makeCall(const char* op, const c
 
 // ---- one builder per collective: what to check, what to run ----
 
-void checkReduction(const ErrorContext& ctx, DataType type, ReduceOp op) {
-  // Sum, prod, min and max apply to every type: most calls need no more than that (checkReduceSupported decides the
-  // rest, and names what it refuses).
-  if (static_cast<unsigned>(type) < static_cast<unsigned>(kNumDataTypes) && op.kind <= ReduceKind::kMax) return;
-  checkType(type, ctx);
-  checkReduceSupported(type, op, ctx);
-}
-
 auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::size_t count, DataType type,
                    ReduceOp op) {
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
@@ -52,7 +44,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
       "allreduce", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
-        checkReduction(ctx, type, op);
+        checkReduceSupported(type, op, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
         checkBuffer(recv, count, type, "recv buffer", ctx);
         const std::size_t bytes = count * dataTypeSize(type);
@@ -70,7 +62,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
-        checkReduction(ctx, type, op);
+        checkReduceSupported(type, op, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
         if (c->rank() == root) {
           checkBuffer(recv, count, type, "recv buffer", ctx);
@@ -148,7 +140,7 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
       "reduce_scatter", route,
       [=](const ErrorContext& ctx) {
         checkRoute(route, ctx);
-        checkReduction(ctx, type, op);
+        checkReduceSupported(type, op, ctx);
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
         checkBuffer(recv, recvCount, type, "recv buffer", ctx);
         const std::size_t bytes = recvCount * dataTypeSize(type);

@@ -85,8 +85,6 @@ namespace detail {
 /// sum/max -> or, prod/min -> and.
 using KernelOp = ElementwiseOp;
 
-/// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp): the kernels see only
-/// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.
 /// One (type, op)'s reduction. stream: dst written with non-temporal stores where the kernel set has them (no
 /// fence: the caller's).
 using TypedReduce = void (*)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, int avgDivisor,
@@ -94,6 +92,8 @@ using TypedReduce = void (*)(void* dst, const void* const* srcs, int nsrcs, std:
 /// A kernel set's reductions by [type][op]; null where no kernel applies.
 using ReduceTable = std::array<std::array<TypedReduce, kNumElementwiseOps>, kNumDataTypes>;
 
+/// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp): the kernels see only
+/// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.
 struct ReduceKernels {
   const char* name;
   const ReduceTable* reduce;

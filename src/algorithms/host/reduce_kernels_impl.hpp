@@ -394,8 +394,9 @@ void reduceTyped(void* dstRaw, const void* const* srcsRaw, int nsrcs, std::size_
   reducePartial<Tr, Op, Fin>(dst, srcsRaw, nsrcs, end, count - end, fin);
 }
 
-// One row of the table a kernel set exports: the kernel of each op on type Tr, null where no kernel applies (the
-// dispatcher refuses those before it looks: bitwise ops on floats, avg on bool, which it maps to and/or).
+// One row of the table a kernel set exports: the kernel of each op on type Tr, null where none applies (bitwise ops
+// on floats, avg on bool: the dispatcher refuses those before it looks, and maps bool's sum/max to or, prod/min to
+// and).
 template <typename Tr>
 constexpr std::array<TypedReduce, kNumElementwiseOps> reduceRow() {
   std::array<TypedReduce, kNumElementwiseOps> row{};
