@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "braid/types.hpp"
 
@@ -14,5 +15,37 @@ inline constexpr int kNumElementwiseOps = 8;
 /// premul_sum -> sum (the scale is applied before reducing); on bool sum/max -> or, prod/min -> and.
 /// Throws InvalidArgument, naming `caller`, for invalid values, bitwise ops on floats, and avg/premul_sum on bool.
 ElementwiseOp resolveElementwiseOp(DataType type, ReduceKind kind, const char* caller);
+
+/// resolveElementwiseOp's answer, nullopt where it refuses, worked out at compile time: a kernel table holds every
+/// pair's answer from the start, and a small reduction spends nothing on checks and messages.
+constexpr std::optional<ElementwiseOp> elementwiseOpOf(DataType type, ReduceKind kind) {
+  if (static_cast<unsigned>(type) >= static_cast<unsigned>(kNumDataTypes) ||
+      static_cast<unsigned>(kind) >= static_cast<unsigned>(kNumReduceKinds)) {
+    return std::nullopt;
+  }
+  const bool floating = type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
+                        type == DataType::kFloat64 || type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
+  switch (kind) {
+    case ReduceKind::kSum:
+    case ReduceKind::kMax:
+      return type == DataType::kBool ? ElementwiseOp::kBor
+                                     : (kind == ReduceKind::kSum ? ElementwiseOp::kSum : ElementwiseOp::kMax);
+    case ReduceKind::kProd:
+    case ReduceKind::kMin:
+      return type == DataType::kBool ? ElementwiseOp::kBand
+                                     : (kind == ReduceKind::kProd ? ElementwiseOp::kProd : ElementwiseOp::kMin);
+    case ReduceKind::kPremulSum:  // the scale was applied before reducing
+    case ReduceKind::kAvg:
+      if (type == DataType::kBool) return std::nullopt;
+      return kind == ReduceKind::kAvg ? ElementwiseOp::kAvg : ElementwiseOp::kSum;
+    case ReduceKind::kBand:
+      return floating ? std::nullopt : std::optional(ElementwiseOp::kBand);
+    case ReduceKind::kBor:
+      return floating ? std::nullopt : std::optional(ElementwiseOp::kBor);
+    case ReduceKind::kBxor:
+      return floating ? std::nullopt : std::optional(ElementwiseOp::kBxor);
+  }
+  return std::nullopt;
+}
 
 }  // namespace braid

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "base/data_type.hpp"
+#include "base/elementwise_op.hpp"
 #include "braid/braid.hpp"
 
 namespace braid::testing {
@@ -55,6 +56,27 @@ TEST(ReduceSupport, LibraryAgreesWithTheTableOnEveryTypeAndOp) {
   }
   // 13 types x 9 ops, less bitwise on the 6 float types and avg/premul_sum on bool.
   EXPECT_EQ(accepted, 117 - 18 - 2);
+}
+
+// The kernels' compile-time answer (elementwiseOpOf) refuses exactly what the checks refuse, and resolves the aliases.
+TEST(ReduceSupport, KernelOpOfEveryPairAgreesWithTheTable) {
+  for (int t = 0; t < kNumDataTypes; ++t) {
+    for (int k = 0; k < kNumReduceKinds; ++k) {
+      const auto type = static_cast<DataType>(t);
+      const auto kind = static_cast<ReduceKind>(k);
+      EXPECT_EQ(elementwiseOpOf(type, kind).has_value(), expectReduceSupported(type, kind))
+          << reduceKindName(kind) << " on " << dataTypeName(type);
+    }
+  }
+  EXPECT_EQ(elementwiseOpOf(DataType::kBool, ReduceKind::kSum), ElementwiseOp::kBor);
+  EXPECT_EQ(elementwiseOpOf(DataType::kBool, ReduceKind::kMax), ElementwiseOp::kBor);
+  EXPECT_EQ(elementwiseOpOf(DataType::kBool, ReduceKind::kProd), ElementwiseOp::kBand);
+  EXPECT_EQ(elementwiseOpOf(DataType::kBool, ReduceKind::kMin), ElementwiseOp::kBand);
+  EXPECT_EQ(elementwiseOpOf(DataType::kBFloat16, ReduceKind::kPremulSum), ElementwiseOp::kSum);
+  EXPECT_EQ(elementwiseOpOf(DataType::kInt32, ReduceKind::kAvg), ElementwiseOp::kAvg);
+  EXPECT_EQ(elementwiseOpOf(DataType::kUint8, ReduceKind::kBxor), ElementwiseOp::kBxor);
+  EXPECT_EQ(elementwiseOpOf(static_cast<DataType>(kNumDataTypes), ReduceKind::kSum), std::nullopt);
+  EXPECT_EQ(elementwiseOpOf(DataType::kFloat32, static_cast<ReduceKind>(kNumReduceKinds)), std::nullopt);
 }
 
 // premul_sum's scale: any finite one on float types, integral ones only on integer types.

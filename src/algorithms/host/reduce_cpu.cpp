@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <optional>
 #include <string>
 
 #include "base/data_type.hpp"
@@ -59,46 +60,49 @@ const detail::ReduceKernels& kernelsAt(int level) {
   return detail::kGenericKernels;
 }
 
-// The kernels at the ISA BRAID_CPU_ISA allows (setReduceIsaCap), chosen when the cap is set rather than at every call:
-// null until then, which means the CPU's best.
-std::atomic<const detail::ReduceKernels*> gCapped{nullptr};
+// The kernel set in use: the CPU's best, or the one BRAID_CPU_ISA caps it to (setReduceIsaCap). Null until a call
+// first asks, which detects the CPU.
+std::atomic<const detail::ReduceKernels*> gActive{nullptr};
 
-const detail::ReduceKernels& activeKernels() {
-  if (const detail::ReduceKernels* capped = gCapped.load(std::memory_order_relaxed)) return *capped;
-  static const detail::ReduceKernels& best = kernelsAt(static_cast<int>(cpuIsa()));
-  return best;
+[[gnu::cold, gnu::noinline]] const detail::ReduceKernels& detectActiveKernels() {
+  const detail::ReduceKernels* best = &kernelsAt(static_cast<int>(cpuIsa()));
+  const detail::ReduceKernels* none = nullptr;
+  gActive.compare_exchange_strong(none, best, std::memory_order_relaxed);  // a cap set meanwhile stands
+  return *gActive.load(std::memory_order_relaxed);
 }
 
-// resolveElementwiseOp's answer for every (type, kind), worked out once: it checks and names what it refuses, and a
-// small reduction would spend as long in those checks as in its arithmetic.
+const detail::ReduceKernels& activeKernels() {
+  if (const detail::ReduceKernels* active = gActive.load(std::memory_order_relaxed)) return *active;
+  return detectActiveKernels();
+}
+
+// elementwiseOpOf for every (type, kind), at compile time; kRefused where it refuses.
 constexpr std::uint8_t kRefused = 0xFF;
 
 struct OpTable {
   std::uint8_t op[kNumDataTypes][kNumReduceKinds];
 };
 
-OpTable makeOpTable() {
+constexpr OpTable makeOpTable() {
   OpTable t{};
   for (int type = 0; type < kNumDataTypes; ++type) {
     for (int kind = 0; kind < kNumReduceKinds; ++kind) {
-      try {
-        t.op[type][kind] = static_cast<std::uint8_t>(
-            resolveElementwiseOp(static_cast<DataType>(type), static_cast<ReduceKind>(kind), "reduceSources"));
-      } catch (const Error&) {
-        t.op[type][kind] = kRefused;
-      }
+      const std::optional<ElementwiseOp> op =
+          elementwiseOpOf(static_cast<DataType>(type), static_cast<ReduceKind>(kind));
+      t.op[type][kind] = op ? static_cast<std::uint8_t>(*op) : kRefused;
     }
   }
   return t;
 }
 
+constinit const OpTable kOpTable = makeOpTable();
+
 detail::KernelOp kernelOp(DataType type, ReduceKind kind) {
-  static const OpTable table = makeOpTable();
   const auto t = static_cast<unsigned>(type);
   const auto k = static_cast<unsigned>(kind);
   if (t < static_cast<unsigned>(kNumDataTypes) && k < static_cast<unsigned>(kNumReduceKinds) &&
-      table.op[t][k] != kRefused) {
-    return static_cast<detail::KernelOp>(table.op[t][k]);
+      kOpTable.op[t][k] != kRefused) [[likely]] {
+    return static_cast<detail::KernelOp>(kOpTable.op[t][k]);
   }
   return resolveElementwiseOp(type, kind, "reduceSources");  // throws, naming what it refuses
 }
@@ -116,6 +120,11 @@ void fenceStreamingStores() {
 #endif
 }
 
+// kernelOp refused what has no kernel, and an invalid type: the entry is there.
+ReduceKernel kernelAt(DataType type, detail::KernelOp op) {
+  return (*activeKernels().reduce)[static_cast<std::size_t>(type)][static_cast<std::size_t>(op)];
+}
+
 void reduceChecked(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
                    int avgDivisor, bool stream) {
   const detail::KernelOp op = kernelOp(type, kind);
@@ -128,13 +137,13 @@ void reduceChecked(void* dst, const void* const* srcs, int nsrcs, std::size_t co
   for (int s = 0; s < nsrcs; ++s) {
     if (srcs[s] == nullptr) fail(ErrorCode::kInvalidArgument, {}, "reduceSources: source ", s, " is null");
   }
-  // kernelOp refused what has no kernel, and an invalid type: the entry is there.
-  (*activeKernels().reduce)[static_cast<std::size_t>(type)][static_cast<std::size_t>(op)](dst, srcs, nsrcs, count,
-                                                                                          avgDivisor, stream);
+  kernelAt(type, op)(dst, srcs, nsrcs, count, avgDivisor, stream);
   if (stream) fenceStreamingStores();
 }
 
 }  // namespace
+
+ReduceKernel reduceKernelFor(DataType type, ReduceKind kind) { return kernelAt(type, kernelOp(type, kind)); }
 
 void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
                    int avgDivisor) {
@@ -206,7 +215,7 @@ void setReduceIsaCap(std::string_view cap) {
          "\" (BRAID_CPU_ISA): expected auto, generic, avx2 or avx512");
   }
   const int best = static_cast<int>(cpuIsa());
-  gCapped.store(level == kNoCap ? nullptr : &kernelsAt(level < best ? level : best), std::memory_order_relaxed);
+  gActive.store(&kernelsAt(level < best ? level : best), std::memory_order_relaxed);
 }
 
 }  // namespace braid::host

@@ -33,6 +33,18 @@ namespace braid::host {
 void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t count, DataType type, ReduceKind kind,
                    int avgDivisor = 1);
 
+namespace detail {
+using TypedReduce = void (*)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, int avgDivisor,
+                             bool stream);
+}  // namespace detail
+
+/// The kernel reduceSources runs for (type, kind) in the kernel set in use; throws as reduceSources does for a pair it
+/// refuses. Calling it with stream false is reduceSources without its checks, for a caller whose arguments are its
+/// own: dst and nsrcs >= 1 sources not null, count > 0, avgDivisor >= 1. A small call's reduction costs no more than
+/// those checks.
+using ReduceKernel = detail::TypedReduce;
+ReduceKernel reduceKernelFor(DataType type, ReduceKind kind);
+
 /// reduceSources, its result written to dst with non-temporal stores (the same bits): the lines of dst are not read
 /// into the cache first, nor kept there. For a dst not read again soon, larger than the core's cache: a large call's
 /// output, which then costs one pass over memory where it cost two. Returns after a store fence, so that a release
@@ -85,15 +97,14 @@ namespace detail {
 /// sum/max -> or, prod/min -> and.
 using KernelOp = ElementwiseOp;
 
-/// One (type, op)'s reduction. stream: dst written with non-temporal stores where the kernel set has them (no
-/// fence: the caller's).
-using TypedReduce = void (*)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, int avgDivisor,
-                             bool stream);
+// TypedReduce (above): one (type, op)'s reduction. stream: dst written with non-temporal stores where the kernel set
+// has them (no fence: the caller's).
 /// A kernel set's reductions by [type][op]; null where no kernel applies.
 using ReduceTable = std::array<std::array<TypedReduce, kNumElementwiseOps>, kNumDataTypes>;
 
-/// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp): the kernels see only
-/// valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1, and never throw.
+/// One instruction set's kernels. Arguments are checked by the dispatcher (reduce_cpu.cpp), or vouched for by the
+/// callers of reduceKernelFor: the kernels see only valid (type, op) pairs, count > 0, nsrcs >= 1 and avgDivisor >= 1,
+/// and never throw.
 struct ReduceKernels {
   const char* name;
   const ReduceTable* reduce;
