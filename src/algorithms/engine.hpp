@@ -133,7 +133,7 @@ class EngineControl {
   virtual void deregisterRegion(const transport::Region* /*region*/) {}
   /// A failure of work that ran after its call returned (a GPU kernel that gave up waiting), as
   /// ncclCommGetAsyncError reports it; none for engines whose calls finish before they return. Any thread.
-  virtual std::optional<Error> asyncError(const ErrorContext& /*ctx*/) const { return std::nullopt; }
+  virtual std::optional<Error> asyncError(const CallContext& /*ctx*/) const { return std::nullopt; }
 };
 
 class Engine : public Collectives, public EngineControl {

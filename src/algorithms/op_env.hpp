@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "base/deadline.hpp"
+#include "base/error.hpp"
 #include "braid/types.hpp"
 
 namespace braid {
@@ -13,7 +14,7 @@ namespace braid {
 class P2pFeed;
 
 struct OpEnv {
-  ErrorContext context;  // rank, op name, sequence number
+  CallContext context;  // rank, op name, sequence number
   double timeoutSeconds = 600;
   /// Set when the call first has to sleep; from then on its waits share it (see transport::WaitPolicy).
   mutable std::optional<Deadline> deadline;

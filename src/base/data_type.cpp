@@ -140,8 +140,8 @@ void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName) {
   checkReduce(type, op, [opName] { return ErrorContext{.op = std::string(opName)}; });
 }
 
-void detail::checkReduceSupportedFully(DataType type, ReduceOp op, const ErrorContext& context) {
-  checkReduce(type, op, [&context]() -> const ErrorContext& { return context; });
+void detail::checkReduceSupportedFully(DataType type, ReduceOp op, const CallContext& context) {
+  checkReduce(type, op, [&context]() -> const CallContext& { return context; });
 }
 
 }  // namespace braid

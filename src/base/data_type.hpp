@@ -4,6 +4,7 @@
 #include <optional>
 #include <string_view>
 
+#include "base/error.hpp"
 #include "braid/elements.hpp"
 #include "braid/types.hpp"
 
@@ -17,12 +18,12 @@ inline bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kin
 void checkReduceSupported(DataType type, ReduceOp op, std::string_view opName);
 
 namespace detail {
-void checkReduceSupportedFully(DataType type, ReduceOp op, const ErrorContext& context);
+void checkReduceSupportedFully(DataType type, ReduceOp op, const CallContext& context);
 }  // namespace detail
 
 /// The same, failing with the call's whole context (rank, op, sequence number). Inline: every reducing call asks,
 /// and sum, prod, min and max apply to every type, so most calls need two comparisons.
-inline void checkReduceSupported(DataType type, ReduceOp op, const ErrorContext& context) {
+inline void checkReduceSupported(DataType type, ReduceOp op, const CallContext& context) {
   if (isValid(type) && op.kind <= ReduceKind::kMax) [[likely]]
     return;
   detail::checkReduceSupportedFully(type, op, context);

@@ -1,6 +1,7 @@
 // The error model's helpers: building messages and throwing braid::Error (declared in braid/types.hpp).
 #pragma once
 
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -8,6 +9,18 @@
 #include "braid/types.hpp"
 
 namespace braid {
+
+/// How a call names itself in the errors it raises: braid::ErrorContext without its string, so that the context every
+/// call carries costs it no copy of its name. `op` must outlive the context: every call's name is a string literal.
+/// Converts to the ErrorContext an Error carries where one is thrown.
+struct CallContext {
+  int rank = -1;
+  int peer = -1;
+  const char* op = "";
+  std::int64_t seq = -1;
+
+  operator ErrorContext() const { return ErrorContext{.rank = rank, .peer = peer, .op = op, .seq = seq}; }
+};
 
 /// Concatenates anything streamable: strCat("rank ", 3, " of ", 4).
 template <typename... Parts>

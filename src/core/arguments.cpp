@@ -13,21 +13,21 @@ namespace braid::core {
 
 namespace detail {
 
-void failType(DataType type, const ErrorContext& ctx) {
+void failType(DataType type, const CallContext& ctx) {
   fail(ErrorCode::kInvalidArgument, ctx, "invalid data type value ", static_cast<int>(type));
 }
 
-void failCount(std::size_t count, DataType type, const char* name, const ErrorContext& ctx) {
+void failCount(std::size_t count, DataType type, const char* name, const CallContext& ctx) {
   fail(ErrorCode::kInvalidArgument, ctx, name, ": count ", count, " of ", dataTypeName(type),
        " is larger than any buffer can be (a negative count?)");
 }
 
-void failNull(std::size_t count, const char* name, const ErrorContext& ctx) {
+void failNull(std::size_t count, const char* name, const CallContext& ctx) {
   fail(ErrorCode::kInvalidArgument, ctx, name, " is null but count is ", count);
 }
 
 void failOverlap(const void* send, std::size_t sendBytes, const void* recv, std::size_t recvBytes, const char* form,
-                 const ErrorContext& ctx) {
+                 const CallContext& ctx) {
   fail(ErrorCode::kInvalidArgument, ctx, "send buffer (", sendBytes, " bytes at ", send, ") overlaps recv buffer (",
        recvBytes, " bytes at ", recv, ") without being in place (", form,
        "): the call would read what it had already written");
@@ -35,13 +35,13 @@ void failOverlap(const void* send, std::size_t sendBytes, const void* recv, std:
 
 }  // namespace detail
 
-void checkRank(int value, int size, const char* name, const ErrorContext& ctx) {
+void checkRank(int value, int size, const char* name, const CallContext& ctx) {
   if (value < 0 || value >= size) {
     fail(ErrorCode::kInvalidArgument, ctx, name, " ", value, " is out of range for ", size, " ranks");
   }
 }
 
-void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const ErrorContext& ctx) {
+void checkPerRank(const std::vector<std::size_t>& values, int size, const char* name, const CallContext& ctx) {
   if (values.size() != static_cast<std::size_t>(size)) {
     fail(ErrorCode::kInvalidArgument, ctx, name, " has ", values.size(), " entries, expected one per rank (", size,
          ")");
@@ -49,7 +49,7 @@ void checkPerRank(const std::vector<std::size_t>& values, int size, const char* 
 }
 
 std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
-                     const ErrorContext& ctx) {
+                     const CallContext& ctx) {
   std::size_t extent = 0;
   for (std::size_t i = 0; i < counts.size(); ++i) {
     if (displs[i] > std::numeric_limits<std::size_t>::max() - counts[i]) {
@@ -62,7 +62,7 @@ std::size_t extentOf(const std::vector<std::size_t>& counts, const std::vector<s
 }
 
 void checkDisjoint(const std::vector<std::size_t>& counts, const std::vector<std::size_t>& displs, const char* name,
-                   const ErrorContext& ctx) {
+                   const CallContext& ctx) {
   std::vector<std::size_t> order;  // the ranks with a block, by where it starts
   order.reserve(counts.size());
   for (std::size_t i = 0; i < counts.size(); ++i) {
@@ -83,7 +83,7 @@ const void* blockAt(const void* buffer, std::size_t index, std::size_t blockByte
   return buffer == nullptr ? nullptr : static_cast<const std::byte*>(buffer) + index * blockBytes;
 }
 
-std::size_t times(std::size_t count, std::size_t factor, const char* name, const ErrorContext& ctx) {
+std::size_t times(std::size_t count, std::size_t factor, const char* name, const CallContext& ctx) {
   if (factor != 0 && count > std::numeric_limits<std::size_t>::max() / factor) {
     fail(ErrorCode::kInvalidArgument, ctx, name, ": ", count, " x ", factor, " elements overflows");
   }

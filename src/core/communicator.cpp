@@ -42,7 +42,7 @@ auto allreduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "allreduce", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkReduceSupported(type, op, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
@@ -59,7 +59,7 @@ auto reduceCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
   const core::Route route = core::routeOf({{send, "send buffer"}, {c->rank() == root ? recv : nullptr, "recv buffer"}});
   return makeCall(
       "reduce", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkReduceSupported(type, op, ctx);
@@ -78,7 +78,7 @@ auto broadcastCall(core::CommunicatorImpl* c, void* buf, std::size_t count, Data
   const core::Route route = core::routeOf({{buf, "buffer"}});
   return makeCall(
       "broadcast", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
         checkRank(root, c->size(), "root", ctx);
@@ -92,7 +92,7 @@ auto allgatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std:
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "allgather", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
         checkBuffer(send, count, type, "send buffer", ctx);
@@ -111,7 +111,7 @@ auto allgathervCall(core::CommunicatorImpl* c, const void* send, std::size_t sen
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "allgatherv", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
         checkPerRank(recvCounts, c->size(), "recvCounts", ctx);
@@ -138,7 +138,7 @@ auto reduceScatterCall(core::CommunicatorImpl* c, const void* send, void* recv, 
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "reduce_scatter", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkReduceSupported(type, op, ctx);
         checkBuffer(send, times(recvCount, c->size(), "send buffer", ctx), type, "send buffer", ctx);
@@ -156,7 +156,7 @@ auto alltoallCall(core::CommunicatorImpl* c, const void* send, void* recv, std::
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "alltoall", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
         const std::size_t total = times(count, c->size(), "buffers", ctx);
@@ -174,7 +174,7 @@ auto alltoallvCall(core::CommunicatorImpl* c, const void* send, const Sizes& sen
   const core::Route route = core::routeOf({{send, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "alltoallv", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkType(type, ctx);
         checkPerRank(sendCounts, c->size(), "sendCounts", ctx);
@@ -203,7 +203,7 @@ auto gatherCall(core::CommunicatorImpl* c, const void* send, void* recv, std::si
   const core::Route route = core::routeOf({{send, "send buffer"}, {c->rank() == root ? recv : nullptr, "recv buffer"}});
   return makeCall(
       "gather", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkType(type, ctx);
@@ -226,7 +226,7 @@ auto scatterCall(core::CommunicatorImpl* c, const void* send, void* recv, std::s
   const core::Route route = core::routeOf({{c->rank() == root ? send : nullptr, "send buffer"}, {recv, "recv buffer"}});
   return makeCall(
       "scatter", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         checkRank(root, c->size(), "root", ctx);
         checkType(type, ctx);
@@ -249,7 +249,7 @@ auto registerCall(core::CommunicatorImpl* c, void* ptr, std::size_t bytes, std::
   const core::Route route = core::routeOf({{ptr, "buffer"}});
   return makeCall(
       "register_buffer", route,
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         checkRoute(route, ctx);
         if (ptr == nullptr || bytes == 0)
           fail(ErrorCode::kInvalidArgument, ctx, "an empty buffer cannot be registered");
@@ -265,7 +265,7 @@ auto registerCall(core::CommunicatorImpl* c, void* ptr, std::size_t bytes, std::
 auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) {
   return makeCall(
       "deregister_buffer", core::Route{},
-      [=](const ErrorContext& ctx) {
+      [=](const CallContext& ctx) {
         if (registration.id != 0 && c->deviceEngine() == nullptr) {
           fail(ErrorCode::kInvalidArgument, ctx, "registration ", registration.id, " is not of this communicator");
         }
@@ -277,7 +277,7 @@ auto deregisterCall(core::CommunicatorImpl* c, BufferRegistration registration) 
 
 auto barrierCall(core::CommunicatorImpl* c) {
   return makeCall(
-      "barrier", core::Route{}, [](const ErrorContext&) {},
+      "barrier", core::Route{}, [](const CallContext&) {},
       [=](const OpEnv& env) { c->engineFor(core::Route{}, env).barrier(env); });
 }
 
@@ -286,7 +286,7 @@ auto groupCall(core::CommunicatorImpl* c, std::shared_ptr<const std::vector<P2pO
   for (const auto& op : *ops) core::addToRoute(route, {op.count > 0 ? op.buffer : nullptr, "a p2p buffer"});
   auto call = makeCall(
       "p2p", route,
-      [c, ops, route](const ErrorContext& ctx) {
+      [c, ops, route](const CallContext& ctx) {
         checkRoute(route, ctx);
         for (std::size_t i = 0; i < ops->size(); ++i) {
           const P2pOp& op = (*ops)[i];

@@ -168,7 +168,7 @@ std::optional<Error> CommunicatorImpl::asyncError() const {
     std::lock_guard lock(mu_);
     if (detachedError_) return detachedError_;
   }
-  const ErrorContext ctx{.rank = rank_, .peer = -1, .op = "async", .seq = -1};
+  const CallContext ctx{.rank = rank_, .peer = -1, .op = "async", .seq = -1};
   if (std::optional<Error> e = engines_.asyncError(ctx)) return e;
   // The hierarchical allreduce's levels run GPU work of their own.
   const Hierarchy* hierarchy = hierarchyView_.load(std::memory_order_acquire);
@@ -213,7 +213,7 @@ OpEnv CommunicatorImpl::makeEnv(const char* op, std::int64_t seq, const CallOpti
   };
 }
 
-void CommunicatorImpl::throwIfBroken(const ErrorContext& ctx) const {
+void CommunicatorImpl::throwIfBroken(const CallContext& ctx) const {
   if (!brokenFlag_.load(std::memory_order_acquire)) return;  // the common case takes no lock
   std::lock_guard lock(mu_);
   if (broken_.empty()) return;
@@ -372,7 +372,7 @@ bool CommunicatorImpl::detaches(const void* gpu, const char* op, std::size_t byt
 std::shared_ptr<WorkState> CommunicatorImpl::detachChecked(const char* op, bool collective, const CallInfo& info,
                                                            std::span<const DeviceExtent> extents,
                                                            const OnCopies& onCopies, const CallOptions& opts) {
-  const ErrorContext ctx{.rank = rank_, .peer = -1, .op = op, .seq = -1};
+  const CallContext ctx{.rank = rank_, .peer = -1, .op = op, .seq = -1};
   // One ticket at a time, queued in the order of the tickets: they are released in that order.
   std::lock_guard order(issueMu_);
   device::StreamHandoff::Ticket ticket = handoff_->issue(extents, opts.stream, ctx);
@@ -469,7 +469,7 @@ std::shared_ptr<WorkState> CommunicatorImpl::enqueue(Call call, const CallOption
   // Groups on the call's stream wait for it first; they run in issue order.
   if (opts.stream == nullptr) task.p2p = std::move(call.p2p);
   if (call.check) {
-    const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = task.seq};
+    const CallContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = task.seq};
     try {
       call.check(ctx);
     } catch (const Error&) {

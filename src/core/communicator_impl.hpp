@@ -57,7 +57,7 @@ class CommunicatorImpl {
   void logChoice(std::size_t bytes);
 
   using Body = std::function<void(const OpEnv&)>;
-  using Check = std::function<void(const ErrorContext&)>;
+  using Check = std::function<void(const CallContext&)>;
   /// One call: its name, its argument checks and what it does. Check and Body are callables; blocking calls keep
   /// them as they are (no allocation on the inline path), queued calls hold them as std::function.
   template <typename CheckFn, typename BodyFn>
@@ -145,7 +145,7 @@ class CommunicatorImpl {
   template <typename CheckFn, typename BodyFn, typename ExtentsFn>
   std::shared_ptr<WorkState> detach(const CallOf<CheckFn, BodyFn>& call, ExtentsFn&& extents, const OnCopies& onCopies,
                                     const CallOptions& opts) {
-    const ErrorContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = -1};
+    const CallContext ctx{.rank = rank_, .peer = -1, .op = call.op, .seq = -1};
     if (brokenFlag_.load(std::memory_order_acquire)) return nullptr;
     try {
       call.check(ctx);
@@ -196,7 +196,7 @@ class CommunicatorImpl {
   std::int64_t nextSubgroupNumber(const std::vector<int>& ranks) { return subgroups_[ranks]++; }
   /// Fails as every call does once the communicator is broken or aborted (also for what is made from it: split,
   /// subgroup).
-  void throwIfBroken(const ErrorContext& ctx) const;
+  void throwIfBroken(const CallContext& ctx) const;
   /// Where the ranks run (core/placement.hpp), learned at creation; communicators made without a store (thread
   /// ranks) are on one host.
   void attachPlacement(Placement placement);

@@ -211,7 +211,7 @@ void EngineStack::abort() {
   if (Engine* device = deviceView_.load(std::memory_order_acquire)) device->abort();
 }
 
-std::optional<Error> EngineStack::asyncError(const ErrorContext& ctx) const {
+std::optional<Error> EngineStack::asyncError(const CallContext& ctx) const {
   const Engine* device = deviceView_.load(std::memory_order_acquire);
   return device ? device->asyncError(ctx) : std::nullopt;
 }

@@ -79,7 +79,7 @@ class EngineStack {
   /// From any thread, once: this rank's communicator broke in call `seq` (EngineControl::tellPeersBroken).
   void tellPeersBroken(std::int64_t seq, ErrorCode code) { host_->tellPeersBroken(seq, code); }
   /// From any thread: the device engine's failure of work that ran after its call returned, if it was made.
-  std::optional<Error> asyncError(const ErrorContext& ctx) const;
+  std::optional<Error> asyncError(const CallContext& ctx) const;
 
  private:
   const int rank_;

@@ -93,7 +93,7 @@ void Hierarchy::abort() {
   between_->abort();
 }
 
-std::optional<Error> Hierarchy::asyncError(const ErrorContext& ctx) const {
+std::optional<Error> Hierarchy::asyncError(const CallContext& ctx) const {
   if (std::optional<Error> e = inside_->asyncError(ctx)) return e;
   return between_->asyncError(ctx);
 }

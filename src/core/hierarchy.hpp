@@ -10,6 +10,7 @@
 
 #include "algorithms/engine.hpp"
 #include "algorithms/hierarchical_allreduce.hpp"
+#include "base/error.hpp"
 #include "braid/types.hpp"
 #include "core/engine_stack.hpp"
 #include "core/memory_kind.hpp"
@@ -34,7 +35,7 @@ class Hierarchy {
   /// From any thread: both levels' engines.
   void abort();
   /// From any thread: a failure of GPU work either level's device engine ran after its call returned.
-  std::optional<Error> asyncError(const ErrorContext& ctx) const;
+  std::optional<Error> asyncError(const CallContext& ctx) const;
   /// "hierarchical (reduce-scatter and allgather over shm inside hosts, tcp/ring between)" for a message of `bytes`.
   std::string describe(std::size_t bytes) const;
 

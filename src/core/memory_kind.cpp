@@ -98,7 +98,7 @@ int deviceOfPointer(const void* ptr) {
   return ordinal;
 }
 
-void checkRoute(const Route& route, const ErrorContext& ctx) {
+void checkRoute(const Route& route, const CallContext& ctx) {
   if (route.conflictName != nullptr) {
     fail(ErrorCode::kInvalidArgument, ctx, route.firstName, " is ", memoryKindName(route.firstKind), " memory but ",
          route.conflictName, " is ", memoryKindName(route.conflictKind),

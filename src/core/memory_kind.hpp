@@ -4,6 +4,7 @@
 
 #include <initializer_list>
 
+#include "base/error.hpp"
 #include "braid/types.hpp"
 
 namespace braid::core {
@@ -54,6 +55,6 @@ inline Route routeOf(std::initializer_list<NamedBuffer> buffers) {
   return route;
 }
 /// InvalidArgument naming both buffers and kinds for a mix; Unavailable for GPU memory in a build without CUDA.
-void checkRoute(const Route& route, const ErrorContext& ctx);
+void checkRoute(const Route& route, const CallContext& ctx);
 
 }  // namespace braid::core

@@ -27,7 +27,7 @@ const std::shared_ptr<bootstrap::Store>& storeOf(core::CommunicatorImpl& impl, c
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   core::CommunicatorImpl& parent = *impl_;
-  const ErrorContext ctx{.rank = rank(), .peer = -1, .op = "split", .seq = -1};
+  const CallContext ctx{.rank = rank(), .peer = -1, .op = "split", .seq = -1};
   parent.throwIfBroken(ctx);
   const auto& store = storeOf(parent, "split");
   // Every rank learns every rank's (color, key) through this communicator itself: an allgather of two int64 per
@@ -60,7 +60,7 @@ std::unique_ptr<Communicator> Communicator::split(int color, int key) {
 
 std::unique_ptr<Communicator> Communicator::subgroup(const std::vector<int>& ranks) {
   core::CommunicatorImpl& parent = *impl_;
-  const ErrorContext ctx{.rank = rank(), .op = "subgroup"};
+  const CallContext ctx{.rank = rank(), .op = "subgroup"};
   parent.throwIfBroken(ctx);
   if (ranks.empty()) fail(ErrorCode::kInvalidArgument, ctx, "subgroup of no ranks");
   std::set<int> seen;

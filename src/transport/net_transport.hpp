@@ -88,12 +88,12 @@ class NetTransport {
   virtual void post(NetOp& op) = 0;
   /// Waits until every op is done. On the first failure, a timeout (naming the peer still awaited) or a throw of
   /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
-  virtual void wait(std::span<NetOp* const> ops, const ErrorContext& context, const WaitPolicy& policy) = 0;
+  virtual void wait(std::span<NetOp* const> ops, const CallContext& context, const WaitPolicy& policy) = 0;
   /// The same, but returns as soon as one op is done or `interrupted()` is true (asked while it spins and after each
   /// wake-up): for groups that more operations join while they run. A failure cancels all of `ops`. With no ops it
   /// waits for `interrupted()` alone (until the timeout).
   virtual void waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted,
-                       const ErrorContext& context, const WaitPolicy& policy) = 0;
+                       const CallContext& context, const WaitPolicy& policy) = 0;
   /// From any thread, without blocking: a caller asleep in wait/waitAny wakes and looks again.
   virtual void wakeWaiter() = 0;
   /// Cancels the ops that are still pending (their buffers are about to go away); done ones are left alone.

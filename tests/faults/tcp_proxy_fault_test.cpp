@@ -342,7 +342,7 @@ TEST(MeshClose, ALeavingRankDeliversItsLastMessage) {
     transport::NetOp* ops[] = {&op};
     transport::WaitPolicy policy;
     policy.timeoutSeconds = 30;
-    mesh.wait(ops, ErrorContext{.rank = mesh.rank(), .op = "send/recv"}, policy);
+    mesh.wait(ops, CallContext{.rank = mesh.rank(), .op = "send/recv"}, policy);
   };
   std::thread leaver([&] {
     try {

@@ -137,7 +137,7 @@ class LateCopies final : public StagedBuffer {
 
 OpEnv envFor(int rank, std::int64_t seq) {
   OpEnv env;
-  env.context = ErrorContext{.rank = rank, .peer = -1, .op = "allreduce", .seq = seq};
+  env.context = CallContext{.rank = rank, .peer = -1, .op = "allreduce", .seq = seq};
   env.timeoutSeconds = 60;
   return env;
 }

@@ -67,7 +67,7 @@ class OnCopies final : public Collectives {
 
 OpEnv envFor(int rank, std::int64_t seq) {
   OpEnv env;
-  env.context = ErrorContext{.rank = rank, .peer = -1, .op = "copied", .seq = seq};
+  env.context = CallContext{.rank = rank, .peer = -1, .op = "copied", .seq = seq};
   env.timeoutSeconds = 60;
   return env;
 }

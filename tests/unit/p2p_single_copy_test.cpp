@@ -94,7 +94,7 @@ struct Pair {
 
   static OpEnv env(int rank, double timeoutSeconds = 20) {
     OpEnv e;
-    e.context = ErrorContext{.rank = rank, .peer = -1, .op = "p2p", .seq = -1};
+    e.context = CallContext{.rank = rank, .peer = -1, .op = "p2p", .seq = -1};
     e.timeoutSeconds = timeoutSeconds;
     return e;
   }

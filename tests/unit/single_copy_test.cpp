@@ -91,7 +91,7 @@ class Group {
     for (int r = 0; r < kRanks; ++r) {
       threads.emplace_back([&, r] {
         OpEnv env;
-        env.context = ErrorContext{.rank = r, .peer = -1, .op = "test", .seq = seq_};
+        env.context = CallContext{.rank = r, .peer = -1, .op = "test", .seq = seq_};
         env.timeoutSeconds = 20;
         env.aborted = &aborted_[r];
         try {

@@ -11,7 +11,7 @@ namespace braid::device {
 
 CallShape callShape(const OpEnv& env, DataType type, std::size_t count, int root, std::uint32_t kind) {
   CallShape shape{};
-  std::snprintf(shape.op, sizeof shape.op, "%s", env.context.op.c_str());
+  std::snprintf(shape.op, sizeof shape.op, "%s", env.context.op);
   shape.type = static_cast<std::uint32_t>(type);
   shape.root = root;
   shape.count = count;

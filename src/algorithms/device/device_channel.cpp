@@ -133,8 +133,9 @@ std::string sharingOf(const Hellos& all) {
 std::unique_ptr<DeviceChannel> DeviceChannel::connect(Engine& host, int rank, int size, int device,
                                                       std::size_t slotBytes, WorkspaceMemory memory,
                                                       const OpEnv& callEnv, std::string* why) {
+  const std::string setupOp = strCat(callEnv.context.op, " (cuda_ipc setup)");  // outlives env, which names it
   OpEnv env = callEnv;
-  env.context.op = strCat(callEnv.context.op, " (cuda_ipc setup)");
+  env.context.op = setupOp.c_str();
   std::unique_ptr<DeviceChannel> ch(new DeviceChannel());
   ch->device_ = device;
   Hello mine{};

@@ -232,7 +232,7 @@ bool DeviceEngine::kernelsReady(const OpEnv& env) {
   return true;
 }
 
-std::optional<Error> DeviceEngine::asyncError(const ErrorContext& ctx) const {
+std::optional<Error> DeviceEngine::asyncError(const CallContext& ctx) const {
   const DeviceChannel* channel = channelView_.load(std::memory_order_acquire);
   if (channel == nullptr) return std::nullopt;
   const cuda::kernels::KernelError e = channel->lastError();

@@ -57,7 +57,7 @@ class DeviceEngine final : public Engine {
   std::optional<bool> holdsCaller(const char* op, std::size_t bytes) const override;
 
   /// The failure a kernel of this communicator recorded (ncclCommGetAsyncError), if any. Any thread.
-  std::optional<Error> asyncError(const ErrorContext& ctx) const;
+  std::optional<Error> asyncError(const CallContext& ctx) const;
   /// How many calls so far read their peers' registered buffers in place (the kernels count them). Waits for
   /// nothing: the caller synchronises with the calls it wants counted.
   std::uint64_t registeredCalls() const;

@@ -84,7 +84,7 @@ class PinnedHandoff final : public StreamHandoff {
     (void)cudaFreeHost(word_);
   }
 
-  Ticket issue(std::span<const DeviceExtent> extents, CUstream_st* raw, const ErrorContext& ctx) override {
+  Ticket issue(std::span<const DeviceExtent> extents, CUstream_st* raw, const CallContext& ctx) override {
     const auto stream = reinterpret_cast<cudaStream_t>(raw);
     if (capturing(stream)) {
       fail(ErrorCode::kUnavailable, ctx, ctx.op,

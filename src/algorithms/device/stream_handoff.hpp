@@ -43,7 +43,7 @@ class StreamHandoff {
   /// On the issuing thread: queues the copies in, the wait for this call's release, and the copies out on
   /// `stream`. Tickets must be released in the order they are issued. Throws (having queued no wait) when the
   /// stream is being captured into a CUDA graph or CUDA refuses a copy.
-  virtual Ticket issue(std::span<const DeviceExtent> extents, CUstream_st* stream, const ErrorContext& ctx) = 0;
+  virtual Ticket issue(std::span<const DeviceExtent> extents, CUstream_st* stream, const CallContext& ctx) = 0;
   /// On the progress thread: returns once the ticket's inputs are in host memory (ends with env's abort, lost
   /// peers and timeout, as every wait of a call does).
   virtual void awaitInputs(const Ticket& ticket, const OpEnv& env) = 0;

@@ -2,7 +2,7 @@
 
 namespace braid::host {
 
-void checkAnySourcePeers(int rank, int size, int tag, const ErrorContext& context,
+void checkAnySourcePeers(int rank, int size, int tag, const CallContext& context,
                          const std::function<std::string(int)>& failure, const std::function<bool(int)>& left,
                          const std::function<bool()>& arrived) {
   int gone = 0;

@@ -17,7 +17,7 @@ namespace braid::host {
 /// message the receive may take has arrived. That is asked after the peers' states were read, never before: a peer
 /// sends its last message and then leaves, so a message asked for first may arrive, its sender leave, and the
 /// receive fail though its message is there.
-void checkAnySourcePeers(int rank, int size, int tag, const ErrorContext& context,
+void checkAnySourcePeers(int rank, int size, int tag, const CallContext& context,
                          const std::function<std::string(int)>& failure, const std::function<bool(int)>& left,
                          const std::function<bool()>& arrived);
 

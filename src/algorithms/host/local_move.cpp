@@ -36,7 +36,7 @@ std::uint64_t hashCounts(std::span<const std::size_t> counts) {
   return h | 1;  // never 0, which means "no shape"
 }
 
-std::size_t perPeerChunk(std::size_t slotBytes, std::size_t esz, int n, const ErrorContext& ctx) {
+std::size_t perPeerChunk(std::size_t slotBytes, std::size_t esz, int n, const CallContext& ctx) {
   const std::size_t chunk = slotBytes / (esz * static_cast<std::size_t>(n));
   if (chunk == 0) fail(ErrorCode::kUnavailable, ctx, "BRAID_SHM_SLOT_BYTES too small for ", n, " ranks");
   return chunk;

@@ -273,12 +273,12 @@ void TcpMesh::post(NetOp& op) {
   }
 }
 
-void TcpMesh::wait(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) {
+void TcpMesh::wait(std::span<NetOp* const> ops, const CallContext& context, const transport::WaitPolicy& policy) {
   waitFor(ops, context, policy, nullptr);
 }
 
-void TcpMesh::waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted,
-                      const ErrorContext& context, const transport::WaitPolicy& policy) {
+void TcpMesh::waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted, const CallContext& context,
+                      const transport::WaitPolicy& policy) {
   waitFor(ops, context, policy, &interrupted);
 }
 
@@ -289,7 +289,7 @@ void TcpMesh::wakeWaiter() {
   }
 }
 
-void TcpMesh::waitFor(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
+void TcpMesh::waitFor(std::span<NetOp* const> ops, const CallContext& context, const transport::WaitPolicy& policy,
                       const std::function<bool()>* interrupted) {
   transport::WaitPolicy mine = policy;
   NetOp* awaited = nullptr;

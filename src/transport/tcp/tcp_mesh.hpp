@@ -84,11 +84,11 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
   void post(NetOp& op) override;
   /// Waits until every op is done. On the first failure, a timeout (naming the peer still awaited) or a throw of
   /// policy.check, cancels the unfinished ops and throws; `context` names the call in the error.
-  void wait(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy) override;
+  void wait(std::span<NetOp* const> ops, const CallContext& context, const transport::WaitPolicy& policy) override;
   /// The same, but returns as soon as one op is done or `interrupted()` is true (asked while it spins and after
   /// each wake-up): for groups that more operations join while they run. A failure cancels all of `ops`. With no ops it
   /// waits for `interrupted()` alone.
-  void waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted, const ErrorContext& context,
+  void waitAny(std::span<NetOp* const> ops, const std::function<bool()>& interrupted, const CallContext& context,
                const transport::WaitPolicy& policy) override;
   /// From any thread, without blocking: a caller asleep in wait/waitAny wakes and looks again.
   void wakeWaiter() override;
@@ -155,7 +155,7 @@ class TcpMesh final : public transport::NetTransport, private transport::MatchOu
     std::string text;
   };
 
-  void waitFor(std::span<NetOp* const> ops, const ErrorContext& context, const transport::WaitPolicy& policy,
+  void waitFor(std::span<NetOp* const> ops, const CallContext& context, const transport::WaitPolicy& policy,
                const std::function<bool()>* interrupted);  // null: every op
   void progressLoop();
   void closeGracefully();  // the destructor's last step before the sockets close
