@@ -29,14 +29,32 @@ const auto describe = describeInWords;
 
 }  // namespace
 
+std::string RoundSync::whyStopped(int peer, int& named) {
+  named = peer;
+  if (fabric_.peerBrokenIn(peer)) {
+    // Its call failed because of another peer: one that failed outright is the cause, whatever `peer` did since
+    // (its process may have exited on the error).
+    for (int p = 0; p < fabric_.size(); ++p) {
+      if (p == fabric_.rank() || p == peer || fabric_.peerLeft(p) || fabric_.peerBrokenIn(p)) continue;
+      std::string why = fabric_.peerFailure(p);
+      if (!why.empty()) {
+        named = p;
+        return why;
+      }
+    }
+    return fabric_.peerBroke(peer);
+  }
+  return fabric_.peerFailure(peer);
+}
+
 void RoundSync::checkWait() {
   checkCall(env_);
-  std::string why = fabric_.peerFailure(waitingFor_);
-  if (why.empty()) why = fabric_.peerBroke(waitingFor_);
+  int named = waitingFor_;
+  const std::string why = whyStopped(waitingFor_, named);
   if (!why.empty()) {
     ErrorContext ctx = env_.context;
-    ctx.peer = waitingFor_;
-    fail(ErrorCode::kPeerLost, ctx, why, " while this rank waited for it in round ", round_ + 1);
+    ctx.peer = named;
+    fail(ErrorCode::kPeerLost, ctx, why, " while this rank waited for peer ", waitingFor_, " in round ", round_ + 1);
   }
 }
 
@@ -111,10 +129,10 @@ void RoundSync::confirmPeersWhole() {
   for (int peer = 0; peer < fabric_.size(); ++peer) {
     if (!fabric_.peerStopped(peer)) continue;
     // None can have left or broken in a later call: it would have passed a round after this one.
-    std::string why = fabric_.peerFailure(peer);
-    if (why.empty()) why = fabric_.peerBroke(peer);
+    int named = peer;
+    const std::string why = whyStopped(peer, named);
     ErrorContext ctx = env_.context;
-    ctx.peer = peer;
+    ctx.peer = named;
     fail(ErrorCode::kPeerLost, ctx, why.empty() ? strCat("peer ", peer, " stopped its communicator") : why,
          " (found in round ", round_, " of this call, before reading its buffer)");
   }
@@ -154,16 +172,11 @@ void RoundSync::checkPeersWhole() {
     const std::optional<std::int64_t> in = fabric_.peerBrokenIn(peer);
     if (!in || (*in >= 0 && call_.seq >= 0 && *in > call_.seq)) continue;
     // Where the peer broke because another failed outright (aborted, exited, went silent), that one is the cause to
-    // name, as a rank that saw it first does. A peer that left after its last call caused nothing.
+    // name, as a rank that saw it first does.
+    int named = peer;
+    std::string why = whyStopped(peer, named);
     ErrorContext ctx = env_.context;
-    ctx.peer = peer;
-    std::string why;
-    for (int p = 0; p < fabric_.size() && why.empty(); ++p) {
-      if (p == fabric_.rank() || fabric_.peerLeft(p)) continue;
-      why = fabric_.peerFailure(p);
-      if (!why.empty()) ctx.peer = p;
-    }
-    if (why.empty()) why = fabric_.peerBroke(peer);
+    ctx.peer = named;
     if (why.empty()) why = strCat("peer ", peer, " broke its communicator");  // and left since
     fail(ErrorCode::kPeerLost, ctx, why, " (found in round ", round_, " of this call)");
   }

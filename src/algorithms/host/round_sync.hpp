@@ -96,6 +96,10 @@ class RoundSync {
   void checkPeersWhole();  // after each exchange: no peer broke its communicator
   void checkWait();        // between a wait's sleeps: the call aborted, the awaited peer lost
   void failTimedOut();     // throws Timeout naming the awaited peer
+  /// Why `peer` takes part in nothing more ("" while it may), and in `named` the peer to name for it: `peer` itself,
+  /// or where it broke its communicator on an error from elsewhere, a peer that failed outright (aborted, exited or
+  /// went silent without breaking first), as a rank that saw that one first names it.
+  std::string whyStopped(int peer, int& named);
 
   transport::LocalFabric& fabric_;
   std::uint32_t& round_;
