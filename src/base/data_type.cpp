@@ -57,10 +57,7 @@ const char* reduceKindName(ReduceKind kind) noexcept {
   return isValid(kind) ? kReduceNames[static_cast<unsigned>(kind)] : "invalid-op";
 }
 
-bool isFloating(DataType type) noexcept {
-  return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
-         type == DataType::kFloat64 || type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
-}
+bool isFloating(DataType type) noexcept { return isFloatingType(type); }
 
 bool isInteger(DataType type) noexcept { return isValid(type) && type != DataType::kBool && !isFloating(type); }
 

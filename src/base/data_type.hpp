@@ -10,8 +10,13 @@
 
 namespace braid {
 
-inline bool isValid(DataType type) noexcept { return static_cast<unsigned>(type) < kNumDataTypes; }
-inline bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kind) < kNumReduceKinds; }
+constexpr bool isValid(DataType type) noexcept { return static_cast<unsigned>(type) < kNumDataTypes; }
+constexpr bool isValid(ReduceKind kind) noexcept { return static_cast<unsigned>(kind) < kNumReduceKinds; }
+/// braid::isFloating, at compile time (the public one is out of line).
+constexpr bool isFloatingType(DataType type) noexcept {
+  return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
+         type == DataType::kFloat64 || type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
+}
 
 /// Throws InvalidArgument when `type` is no data type or `kind` cannot apply to it (bitwise on floats, avg on bool,
 /// ...), or when a premul-sum scale cannot be represented (non-integral scale on an integer type, non-finite scale).

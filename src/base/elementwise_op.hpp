@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "base/data_type.hpp"
 #include "braid/types.hpp"
 
 namespace braid {
@@ -19,12 +20,8 @@ ElementwiseOp resolveElementwiseOp(DataType type, ReduceKind kind, const char* c
 /// resolveElementwiseOp's answer, nullopt where it refuses, worked out at compile time: a kernel table holds every
 /// pair's answer from the start, and a small reduction spends nothing on checks and messages.
 constexpr std::optional<ElementwiseOp> elementwiseOpOf(DataType type, ReduceKind kind) {
-  if (static_cast<unsigned>(type) >= static_cast<unsigned>(kNumDataTypes) ||
-      static_cast<unsigned>(kind) >= static_cast<unsigned>(kNumReduceKinds)) {
-    return std::nullopt;
-  }
-  const bool floating = type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
-                        type == DataType::kFloat64 || type == DataType::kFloat8E4M3 || type == DataType::kFloat8E5M2;
+  if (!isValid(type) || !isValid(kind)) return std::nullopt;
+  const bool floating = isFloatingType(type);
   switch (kind) {
     case ReduceKind::kSum:
     case ReduceKind::kMax:

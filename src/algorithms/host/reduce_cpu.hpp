@@ -34,6 +34,8 @@ void reduceSources(void* dst, const void* const* srcs, int nsrcs, std::size_t co
                    int avgDivisor = 1);
 
 namespace detail {
+/// One (type, op)'s reduction. stream: dst written with non-temporal stores where the kernel set has them (no
+/// fence: the caller's).
 using TypedReduce = void (*)(void* dst, const void* const* srcs, int nsrcs, std::size_t count, int avgDivisor,
                              bool stream);
 }  // namespace detail
@@ -97,8 +99,6 @@ namespace detail {
 /// sum/max -> or, prod/min -> and.
 using KernelOp = ElementwiseOp;
 
-// TypedReduce (above): one (type, op)'s reduction. stream: dst written with non-temporal stores where the kernel set
-// has them (no fence: the caller's).
 /// A kernel set's reductions by [type][op]; null where no kernel applies.
 using ReduceTable = std::array<std::array<TypedReduce, kNumElementwiseOps>, kNumDataTypes>;
 
